@@ -1,0 +1,26 @@
+# Project-wide compile settings applied per target, never through globals.
+
+# tessera_set_warnings(<target>): the warning set every Tessera target builds clean with.
+function(tessera_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+  if(TESSERA_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=${TESSERA_SANITIZE} -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=${TESSERA_SANITIZE})
+  endif()
+endfunction()
+
+# tessera_add_test(<name> SOURCES ... LIBS ...): a GoogleTest binary registered with CTest.
+function(tessera_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  tessera_set_warnings(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}"
+               ENVIRONMENT "TESSERA_BIN_DIR=${PROJECT_BINARY_DIR}/bin")
+endfunction()

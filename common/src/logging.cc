@@ -1,0 +1,26 @@
+#include "tessera/common/logging.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace tessera {
+
+Status SetLogLevel(std::string_view level) {
+  auto parsed = spdlog::level::from_str(std::string(level));
+  // from_str maps unknown names to "off"; only accept "off" when asked for.
+  if (parsed == spdlog::level::off && level != "off") {
+    return Status::InvalidArgument("unknown log level '" + std::string(level) +
+                                   "' (expected trace, debug, info, warn, error, critical, off)");
+  }
+  spdlog::set_level(parsed);
+  return Status::Ok();
+}
+
+std::shared_ptr<spdlog::logger> MakeLogger(const std::string& name) {
+  auto base = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>(name, base->sinks().begin(), base->sinks().end());
+  logger->set_level(spdlog::get_level());
+  return logger;
+}
+
+}  // namespace tessera
