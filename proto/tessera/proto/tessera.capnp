@@ -1,0 +1,132 @@
+# The one wire schema of Tessera. Every message between coordinator, servers and clients is an
+# Envelope. Bump `protocolVersion` on any incompatible change; receivers reject other versions.
+@0xa526cb904c54c987;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("tessera::proto");
+
+const protocolVersion :UInt32 = 1;
+
+enum ValueType {
+  float32 @0;
+  float64 @1;
+  int32 @2;
+  int64 @3;
+}
+
+enum Role {
+  server @0;
+  worker @1;
+}
+
+enum ErrorCode {
+  invalidArgument @0;
+  notFound @1;
+  outOfRange @2;
+  failedPrecondition @3;
+  versionMismatch @4;
+  malformed @5;
+  unauthenticated @6;
+  dataLoss @7;
+}
+
+# The cells of one row: dense (columns empty, one value per column) or sparse (columns[i] holds
+# values[i]). Exactly one list of the table's value type is set.
+struct Values {
+  columns @0 :List(UInt32);
+  union {
+    f32 @1 :List(Float32);
+    f64 @2 :List(Float64);
+    i32 @3 :List(Int32);
+    i64 @4 :List(Int64);
+  }
+}
+
+struct Row {
+  table @0 :UInt32;
+  row @1 :UInt64;
+  values @2 :Values;
+}
+
+struct TableSpec {
+  id @0 :UInt32;
+  name @1 :Text;
+  valueType @2 :ValueType;
+  numRows @3 :UInt64;       # rows are 0 .. numRows-1
+  width @4 :UInt32;         # columns per row (dense width, or column bound for sparse rows)
+  sparse @5 :Bool;
+  staleness @6 :UInt32;     # SSP bound s; 0 = bulk-synchronous
+}
+
+# --- membership (coordinator) ---
+struct Register {
+  role @0 :Role;
+  rank @1 :UInt32;
+  endpoint @2 :Text;        # servers: where clients reach them
+  secret @3 :Text;
+}
+
+struct Membership {
+  servers @0 :List(Text);   # endpoint of server i at index i
+  numWorkers @1 :UInt32;
+}
+
+struct Barrier {
+  id @0 :UInt64;            # the n-th barrier of this job
+}
+
+struct Leave {
+  rank @0 :UInt32;
+}
+
+# --- data (server shards) ---
+struct GetRequest {
+  table @0 :UInt32;
+  rows @1 :List(UInt64);
+  minClock @2 :Int64;       # reply only once the shard's clock (min over workers) reaches this
+}
+
+# Rows sent to a client, as a reply to a GetRequest or pushed at a clock advance.
+struct RowBatch {
+  rows @0 :List(Row);
+  clock @1 :Int64;          # the shard's clock: every update from clocks < clock is included
+  appliedSeq @2 :UInt64;    # the highest update batch of the receiving client applied here
+}
+
+struct UpdateBatch {
+  seq @0 :UInt64;           # per (client, server): 1, 2, 3, ... ; duplicates are ignored
+  rows @1 :List(Row);       # additive deltas
+}
+
+struct ClockTick {
+  clock @0 :Int64;          # the worker has completed clocks < clock
+}
+
+struct TableAck {
+  id @0 :UInt32;
+}
+
+struct Error {
+  code @0 :ErrorCode;
+  message @1 :Text;
+}
+
+struct Envelope {
+  version @0 :UInt32;
+  sender @1 :UInt32;        # worker rank, or server rank for server-originated messages
+  requestId @2 :UInt64;     # echoed in the reply; 0 = no reply expected
+  body :union {
+    register @3 :Register;
+    membership @4 :Membership;
+    barrier @5 :Barrier;
+    barrierRelease @6 :Barrier;
+    leave @7 :Leave;
+    createTable @8 :TableSpec;
+    tableAck @9 :TableAck;
+    get @10 :GetRequest;
+    rows @11 :RowBatch;     # reply to get (requestId set) or push (requestId 0)
+    update @12 :UpdateBatch;
+    clock @13 :ClockTick;
+    error @14 :Error;
+  }
+}

@@ -1,0 +1,97 @@
+// RowValues: the cells of one table row, dense or sparse, in the table's value type.
+//
+// Used for stored rows (server shards, client cache) and for additive deltas (update logs).
+// Sparse rows keep columns sorted and never store zeros, so a count that returns to zero
+// disappears. Not thread-safe: callers synchronize.
+#ifndef TESSERA_TABLE_ROW_VALUES_H_
+#define TESSERA_TABLE_ROW_VALUES_H_
+
+#include <cstdint>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "tessera/common/check.h"
+#include "tessera/common/status.h"
+#include "tessera/proto/tessera.capnp.h"
+#include "tessera/table/table_spec.h"
+
+namespace tessera {
+
+class RowValues {
+ public:
+  // An all-zero row of `spec`'s type and layout.
+  static RowValues Zero(const TableSpec& spec);
+
+  // Decodes wire values, checking type, layout and column bounds against `spec`.
+  static Result<RowValues> FromProto(proto::Values::Reader values, const TableSpec& spec);
+  void ToProto(proto::Values::Builder out) const;
+
+  RowValues() = default;
+
+  bool sparse() const { return sparse_; }
+  ValueType value_type() const;
+  // Stored cells: the width for dense rows, the non-zeros for sparse rows.
+  size_t size() const;
+  // Bytes of cell payload, for bandwidth accounting.
+  size_t payload_bytes() const;
+  bool IsZero() const;
+
+  // REQUIRES: same value type and layout as this row.
+  void Add(const RowValues& delta);
+  // REQUIRES: T is the row's value type; col < width for dense rows.
+  template <typename T>
+  void AddCell(uint32_t col, T delta);
+
+  // REQUIRES: dense row of type T.
+  template <typename T>
+  std::span<const T> dense() const { return std::get<std::vector<T>>(values_); }
+  template <typename T>
+  std::span<T> mutable_dense() { return std::get<std::vector<T>>(values_); }
+  // Sparse rows: sorted columns and their values. REQUIRES: sparse row of type T.
+  std::span<const uint32_t> columns() const { return columns_; }
+  template <typename T>
+  std::span<const T> values() const { return std::get<std::vector<T>>(values_); }
+
+  // Cell `col` converted to double (0 for an absent sparse column).
+  double CellAsDouble(uint32_t col) const;
+
+  // Sum over cells of |delta| / |base| (|delta| where base is 0): how much this delta changes `base`.
+  // Used to rank pending updates by importance.
+  double RelativeMagnitude(const RowValues& base) const;
+
+  friend bool operator==(const RowValues&, const RowValues&) = default;
+
+ private:
+  using Storage = std::variant<std::vector<float>, std::vector<double>, std::vector<int32_t>,
+                               std::vector<int64_t>>;
+  bool sparse_ = false;
+  std::vector<uint32_t> columns_;  // sparse only
+  Storage values_;
+};
+
+template <typename T>
+void RowValues::AddCell(uint32_t col, T delta) {
+  auto& v = std::get<std::vector<T>>(values_);
+  if (!sparse_) {
+    TESSERA_CHECK(col < v.size());
+    v[col] += delta;
+    return;
+  }
+  auto it = std::lower_bound(columns_.begin(), columns_.end(), col);
+  size_t pos = it - columns_.begin();
+  if (it != columns_.end() && *it == col) {
+    v[pos] += delta;
+    if (v[pos] == T{}) {
+      columns_.erase(it);
+      v.erase(v.begin() + static_cast<ptrdiff_t>(pos));
+    }
+  } else if (delta != T{}) {
+    columns_.insert(it, col);
+    v.insert(v.begin() + static_cast<ptrdiff_t>(pos), delta);
+  }
+}
+
+}  // namespace tessera
+
+#endif  // TESSERA_TABLE_ROW_VALUES_H_

@@ -1,0 +1,55 @@
+// TableSpec: the shape and consistency contract of one parameter-server table.
+#ifndef TESSERA_TABLE_TABLE_SPEC_H_
+#define TESSERA_TABLE_TABLE_SPEC_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/common/status.h"
+
+namespace tessera {
+
+enum class ValueType : uint8_t { kFloat32, kFloat64, kInt32, kInt64 };
+
+std::string_view ValueTypeName(ValueType t);
+
+template <typename T>
+constexpr ValueType ValueTypeOf();
+template <> constexpr ValueType ValueTypeOf<float>() { return ValueType::kFloat32; }
+template <> constexpr ValueType ValueTypeOf<double>() { return ValueType::kFloat64; }
+template <> constexpr ValueType ValueTypeOf<int32_t>() { return ValueType::kInt32; }
+template <> constexpr ValueType ValueTypeOf<int64_t>() { return ValueType::kInt64; }
+
+// Calls f(std::type_identity<T>{}) with the C++ type of `t`.
+template <typename F>
+decltype(auto) VisitValueType(ValueType t, F&& f) {
+  switch (t) {
+    case ValueType::kFloat32: return f(std::type_identity<float>{});
+    case ValueType::kFloat64: return f(std::type_identity<double>{});
+    case ValueType::kInt32: return f(std::type_identity<int32_t>{});
+    case ValueType::kInt64: break;
+  }
+  return f(std::type_identity<int64_t>{});
+}
+
+using TableId = uint32_t;
+using RowId = uint64_t;
+
+struct TableSpec {
+  TableId id = 0;            // chosen by the program; the same id names the same table everywhere
+  std::string name;          // for messages and logs
+  ValueType value_type = ValueType::kFloat32;
+  uint64_t num_rows = 0;     // rows 0 .. num_rows-1 exist, initially zero
+  uint32_t width = 0;        // columns per row; for sparse rows the bound on column ids
+  bool sparse = false;       // sparse rows (column -> value), for count tables
+  uint32_t staleness = 0;    // SSP bound s. Default: 0 (bulk-synchronous)
+
+  // InvalidArgument unless num_rows and width are positive and the name is not empty.
+  Status Validate() const;
+  // True when both describe the same table (creating a table twice with equal specs is allowed).
+  bool SameAs(const TableSpec& other) const;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TABLE_TABLE_SPEC_H_

@@ -1,0 +1,198 @@
+#include "tessera/table/row_values.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera {
+namespace {
+
+// The wire list of type T inside a Values union.
+template <typename T>
+auto GetList(proto::Values::Reader v) {
+  if constexpr (std::is_same_v<T, float>) return v.getF32();
+  else if constexpr (std::is_same_v<T, double>) return v.getF64();
+  else if constexpr (std::is_same_v<T, int32_t>) return v.getI32();
+  else return v.getI64();
+}
+
+template <typename T>
+auto InitList(proto::Values::Builder v, unsigned n) {
+  if constexpr (std::is_same_v<T, float>) return v.initF32(n);
+  else if constexpr (std::is_same_v<T, double>) return v.initF64(n);
+  else if constexpr (std::is_same_v<T, int32_t>) return v.initI32(n);
+  else return v.initI64(n);
+}
+
+template <typename T>
+proto::Values::Which WhichOf() {
+  if constexpr (std::is_same_v<T, float>) return proto::Values::F32;
+  else if constexpr (std::is_same_v<T, double>) return proto::Values::F64;
+  else if constexpr (std::is_same_v<T, int32_t>) return proto::Values::I32;
+  else return proto::Values::I64;
+}
+
+}  // namespace
+
+RowValues RowValues::Zero(const TableSpec& spec) {
+  RowValues r;
+  r.sparse_ = spec.sparse;
+  VisitValueType(spec.value_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    r.values_ = std::vector<T>(spec.sparse ? 0 : spec.width, T{});
+  });
+  return r;
+}
+
+ValueType RowValues::value_type() const {
+  return std::visit([](const auto& v) { return ValueTypeOf<typename std::decay_t<decltype(v)>::value_type>(); },
+                    values_);
+}
+
+size_t RowValues::size() const {
+  return std::visit([](const auto& v) { return v.size(); }, values_);
+}
+
+size_t RowValues::payload_bytes() const {
+  size_t value_bytes = std::visit(
+      [](const auto& v) { return v.size() * sizeof(typename std::decay_t<decltype(v)>::value_type); },
+      values_);
+  return value_bytes + columns_.size() * sizeof(uint32_t);
+}
+
+bool RowValues::IsZero() const {
+  return std::visit(
+      [](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        return std::all_of(v.begin(), v.end(), [](T x) { return x == T{}; });
+      },
+      values_);
+}
+
+Result<RowValues> RowValues::FromProto(proto::Values::Reader wire, const TableSpec& spec) {
+  return VisitValueType(spec.value_type, [&](auto tag) -> Result<RowValues> {
+    using T = typename decltype(tag)::type;
+    if (wire.which() != WhichOf<T>()) {
+      return Status::InvalidArgument(fmt::format("table '{}' holds {} values; message has another type",
+                                                 spec.name, ValueTypeName(spec.value_type)));
+    }
+    auto list = GetList<T>(wire);
+    auto cols = wire.getColumns();
+    RowValues r;
+    r.sparse_ = spec.sparse;
+    std::vector<T> values(list.size());
+    for (unsigned i = 0; i < list.size(); ++i) values[i] = list[i];
+    if (!spec.sparse) {
+      if (cols.size() != 0 || values.size() != spec.width) {
+        return Status::InvalidArgument(fmt::format(
+            "dense row of table '{}' must have {} values, message has {} values and {} columns",
+            spec.name, spec.width, values.size(), cols.size()));
+      }
+    } else {
+      if (cols.size() != values.size()) {
+        return Status::InvalidArgument(
+            fmt::format("sparse row of table '{}': {} columns but {} values", spec.name,
+                        cols.size(), values.size()));
+      }
+      r.columns_.resize(cols.size());
+      for (unsigned i = 0; i < cols.size(); ++i) r.columns_[i] = cols[i];
+      for (size_t i = 0; i < r.columns_.size(); ++i) {
+        if (r.columns_[i] >= spec.width) {
+          return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})",
+                                                r.columns_[i], spec.name, spec.width));
+        }
+        if (i > 0 && r.columns_[i] <= r.columns_[i - 1]) {
+          return Status::InvalidArgument(
+              fmt::format("sparse row of table '{}': columns not strictly increasing", spec.name));
+        }
+      }
+    }
+    r.values_ = std::move(values);
+    return r;
+  });
+}
+
+void RowValues::ToProto(proto::Values::Builder out) const {
+  if (sparse_) {
+    auto cols = out.initColumns(static_cast<unsigned>(columns_.size()));
+    for (unsigned i = 0; i < columns_.size(); ++i) cols.set(i, columns_[i]);
+  }
+  std::visit(
+      [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        auto list = InitList<T>(out, static_cast<unsigned>(v.size()));
+        for (unsigned i = 0; i < v.size(); ++i) list.set(i, v[i]);
+      },
+      values_);
+}
+
+void RowValues::Add(const RowValues& delta) {
+  TESSERA_CHECK(sparse_ == delta.sparse_ && values_.index() == delta.values_.index());
+  std::visit(
+      [&](auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        using T = typename V::value_type;
+        const auto& d = std::get<V>(delta.values_);
+        if (!sparse_) {
+          TESSERA_CHECK(v.size() == d.size());
+          for (size_t i = 0; i < v.size(); ++i) v[i] += d[i];
+          return;
+        }
+        // Merge two sorted sparse rows, dropping cells that cancel to zero.
+        std::vector<uint32_t> cols;
+        std::vector<T> vals;
+        cols.reserve(columns_.size() + delta.columns_.size());
+        vals.reserve(cols.capacity());
+        size_t i = 0, j = 0;
+        while (i < columns_.size() || j < delta.columns_.size()) {
+          uint32_t c;
+          T x;
+          if (j == delta.columns_.size() || (i < columns_.size() && columns_[i] < delta.columns_[j])) {
+            c = columns_[i];
+            x = v[i++];
+          } else if (i == columns_.size() || delta.columns_[j] < columns_[i]) {
+            c = delta.columns_[j];
+            x = d[j++];
+          } else {
+            c = columns_[i];
+            x = v[i++] + d[j++];
+          }
+          if (x != T{}) {
+            cols.push_back(c);
+            vals.push_back(x);
+          }
+        }
+        columns_ = std::move(cols);
+        v = std::move(vals);
+      },
+      values_);
+}
+
+double RowValues::CellAsDouble(uint32_t col) const {
+  return std::visit(
+      [&](const auto& v) -> double {
+        if (!sparse_) return col < v.size() ? static_cast<double>(v[col]) : 0.0;
+        auto it = std::lower_bound(columns_.begin(), columns_.end(), col);
+        if (it == columns_.end() || *it != col) return 0.0;
+        return static_cast<double>(v[it - columns_.begin()]);
+      },
+      values_);
+}
+
+double RowValues::RelativeMagnitude(const RowValues& base) const {
+  double sum = 0;
+  std::visit(
+      [&](const auto& v) {
+        for (size_t i = 0; i < v.size(); ++i) {
+          uint32_t col = sparse_ ? columns_[i] : static_cast<uint32_t>(i);
+          double d = std::abs(static_cast<double>(v[i]));
+          double b = std::abs(base.CellAsDouble(col));
+          sum += b == 0 ? d : d / b;
+        }
+      },
+      values_);
+  return sum;
+}
+
+}  // namespace tessera

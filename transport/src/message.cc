@@ -1,0 +1,97 @@
+#include "tessera/transport/message.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+// Rows of large tables make large messages; the default traversal limit (64 MiB) is too small
+// for a batch of wide rows but a limit still guards against a hostile length field.
+constexpr uint64_t kTraversalLimitWords = uint64_t{1} << 30;
+
+}  // namespace
+
+OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id)
+    : envelope_(builder_.initRoot<proto::Envelope>()) {
+  envelope_.setVersion(proto::PROTOCOL_VERSION);
+  envelope_.setSender(sender);
+  envelope_.setRequestId(request_id);
+}
+
+zmq::message_t OutgoingMessage::ToFrame() {
+  auto segments = builder_.getSegmentsForOutput();
+  size_t words = capnp::computeSerializedSizeInWords(segments);
+  zmq::message_t frame(words * sizeof(capnp::word));
+  kj::ArrayPtr<capnp::word> out(static_cast<capnp::word*>(frame.data()), words);
+  kj::ArrayOutputStream stream(out.asBytes());
+  capnp::writeMessage(stream, segments);
+  return frame;
+}
+
+Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t frame) {
+  auto msg = std::unique_ptr<IncomingMessage>(new IncomingMessage());
+  msg->frame_ = std::move(frame);
+  size_t size = msg->frame_.size();
+  if (size == 0 || size % sizeof(capnp::word) != 0) {
+    return Status::DataLoss(fmt::format("frame of {} bytes is not a Cap'n Proto message", size));
+  }
+  kj::ArrayPtr<const capnp::word> words;
+  if (reinterpret_cast<uintptr_t>(msg->frame_.data()) % alignof(capnp::word) == 0) {
+    words = {static_cast<const capnp::word*>(msg->frame_.data()), size / sizeof(capnp::word)};
+  } else {
+    msg->aligned_copy_ = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+    std::memcpy(msg->aligned_copy_.begin(), msg->frame_.data(), size);
+    words = msg->aligned_copy_.asPtr();
+  }
+  try {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = kTraversalLimitWords;
+    msg->reader_ = std::make_unique<capnp::FlatArrayMessageReader>(words, options);
+    msg->envelope_ = msg->reader_->getRoot<proto::Envelope>();
+    uint32_t version = msg->envelope_.getVersion();
+    if (version != proto::PROTOCOL_VERSION) {
+      return Status::InvalidArgument(fmt::format(
+          "protocol version {} does not match this node's version {}", version,
+          proto::PROTOCOL_VERSION));
+    }
+  } catch (const kj::Exception& e) {
+    return Status::DataLoss(fmt::format("malformed message: {}", e.getDescription().cStr()));
+  }
+  return msg;
+}
+
+Status StatusFromError(proto::Error::Reader error) {
+  std::string msg = error.getMessage();
+  switch (error.getCode()) {
+    case proto::ErrorCode::INVALID_ARGUMENT: return Status::InvalidArgument(msg);
+    case proto::ErrorCode::NOT_FOUND: return Status::NotFound(msg);
+    case proto::ErrorCode::OUT_OF_RANGE: return Status::OutOfRange(msg);
+    case proto::ErrorCode::FAILED_PRECONDITION: return Status::FailedPrecondition(msg);
+    case proto::ErrorCode::VERSION_MISMATCH: return Status::InvalidArgument(msg);
+    case proto::ErrorCode::MALFORMED: return Status::DataLoss(msg);
+    case proto::ErrorCode::UNAUTHENTICATED: return Status::FailedPrecondition(msg);
+    case proto::ErrorCode::DATA_LOSS: return Status::DataLoss(msg);
+  }
+  return Status::Internal(msg);
+}
+
+void FillError(proto::ErrorCode code, const std::string& message, proto::Error::Builder out) {
+  out.setCode(code);
+  out.setMessage(message);
+}
+
+void FillError(const Status& status, proto::Error::Builder out) {
+  proto::ErrorCode code = proto::ErrorCode::INVALID_ARGUMENT;
+  switch (status.code()) {
+    case StatusCode::kNotFound: code = proto::ErrorCode::NOT_FOUND; break;
+    case StatusCode::kOutOfRange: code = proto::ErrorCode::OUT_OF_RANGE; break;
+    case StatusCode::kFailedPrecondition: code = proto::ErrorCode::FAILED_PRECONDITION; break;
+    case StatusCode::kDataLoss: code = proto::ErrorCode::DATA_LOSS; break;
+    default: break;
+  }
+  FillError(code, status.message(), out);
+}
+
+}  // namespace tessera
