@@ -17,6 +17,9 @@ std::string_view ValueTypeName(ValueType t) {
 Status TableSpec::Validate() const {
   if (name.empty()) return Status::InvalidArgument(fmt::format("table {} has no name", id));
   if (num_rows == 0) return Status::InvalidArgument(fmt::format("table '{}' has no rows", name));
+  if (static_cast<uint8_t>(value_type) > static_cast<uint8_t>(ValueType::kInt64)) {
+    return Status::InvalidArgument(fmt::format("table '{}' has an unknown value type", name));
+  }
   if (width == 0) return Status::InvalidArgument(fmt::format("table '{}' has width 0", name));
   return Status::Ok();
 }

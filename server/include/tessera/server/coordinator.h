@@ -1,0 +1,53 @@
+// Coordinator: the one place of a job that knows who is in it.
+//
+// Servers and workers register with it (checked against the job secret); once every server has
+// registered it tells each registrant the server endpoints and the number of workers. It also
+// runs job-wide barriers and, when every worker has left, tells the servers the job is over.
+//
+// Thread safety: Start/Stop/WaitUntilDone may be called from any thread; the coordinator's work
+// runs on its own event-loop thread.
+#ifndef TESSERA_SERVER_COORDINATOR_H_
+#define TESSERA_SERVER_COORDINATOR_H_
+
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "tessera/common/status.h"
+
+namespace tessera {
+
+struct CoordinatorOptions {
+  // Where to listen. A tcp port of 0 picks an ephemeral port. Default: loopback, ephemeral.
+  std::string listen = "tcp://127.0.0.1:0";
+  // Job size. Default: 1 server, 1 worker.
+  int num_servers = 1;
+  int num_workers = 1;
+  // Registrations must carry this secret. Default: empty (any registrant is accepted).
+  std::string secret;
+};
+
+class Coordinator {
+ public:
+  // `context` must outlive the coordinator.
+  Coordinator(CoordinatorOptions options, zmq::context_t& context);
+  ~Coordinator();  // Stops the loop if still running.
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Binds and starts the event loop. REQUIRES: called once.
+  Status Start();
+  // The endpoint peers connect to (with the actual port). REQUIRES: Start() succeeded.
+  const std::string& endpoint() const;
+  // Blocks until every worker has left and the servers were told to finish, or Stop().
+  void WaitUntilDone();
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_SERVER_COORDINATOR_H_

@@ -1,0 +1,70 @@
+// Server: one shard of the job's tables.
+//
+// Holds the rows that hash to it, applies additive update batches exactly once, keeps the vector
+// clock of the workers, answers reads once the SSP bound they ask for holds, and pushes changed
+// rows to the clients that read them whenever its clock (the minimum over workers) advances.
+//
+// Thread safety: Start/Stop/WaitUntilDone may be called from any thread; all table state lives on
+// the server's single event-loop thread, so no locks guard it.
+#ifndef TESSERA_SERVER_SERVER_H_
+#define TESSERA_SERVER_SERVER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "tessera/common/status.h"
+
+namespace tessera {
+
+struct ServerOptions {
+  // This server's index in 0 .. num_servers-1. Default: 0.
+  int rank = 0;
+  // The coordinator's endpoint. REQUIRES: not empty.
+  std::string coordinator;
+  // Where clients reach this server; tcp port 0 picks an ephemeral port. Default: loopback.
+  std::string listen = "tcp://127.0.0.1:0";
+  // The job secret, sent to the coordinator and required from clients. Default: empty.
+  std::string secret;
+  // How long Start() waits for the coordinator's membership. Default: 30 s.
+  std::chrono::milliseconds join_timeout{30000};
+};
+
+// Counters for tests and monitoring; read with Server::stats().
+struct ServerStats {
+  uint64_t gets = 0;             // get requests answered
+  uint64_t parked_gets = 0;      // get requests that had to wait for the clock
+  uint64_t update_batches = 0;   // update batches applied
+  uint64_t duplicate_batches = 0;
+  uint64_t rows_pushed = 0;
+  uint64_t rejected_messages = 0;  // malformed, wrong version, unknown peer, bad content
+  int64_t clock = 0;             // min over workers
+};
+
+class Server {
+ public:
+  // `context` must outlive the server.
+  Server(ServerOptions options, zmq::context_t& context);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds, registers with the coordinator, waits for the membership, starts the loop.
+  Status Start();
+  const std::string& endpoint() const;
+  // Blocks until the coordinator ends the job or Stop() is called.
+  void WaitUntilDone();
+  void Stop();
+  // A snapshot of the counters. Thread-safe.
+  ServerStats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_SERVER_SERVER_H_

@@ -1,0 +1,258 @@
+#include "tessera/server/coordinator.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "tessera/common/logging.h"
+#include "tessera/transport/endpoint.h"
+#include "tessera/transport/message.h"
+#include "tessera/transport/waker.h"
+
+namespace tessera {
+
+class Coordinator::Impl {
+ public:
+  Impl(CoordinatorOptions options, zmq::context_t& context)
+      : options_(std::move(options)),
+        socket_(context, zmq::socket_type::router),
+        log_(MakeLogger("coordinator")) {}
+
+  ~Impl() { Stop(); }
+
+  Status Start() {
+    if (options_.num_servers < 1 || options_.num_workers < 1) {
+      return Status::InvalidArgument(fmt::format("a job needs at least 1 server and 1 worker (got {} and {})",
+                                                 options_.num_servers, options_.num_workers));
+    }
+    ConfigureSocket(socket_);
+    auto ep = BindSocket(socket_, options_.listen);
+    if (!ep.ok()) return ep.status();
+    endpoint_ = *ep;
+    server_endpoints_.resize(options_.num_servers);
+    server_ids_.resize(options_.num_servers);
+    log_->info("listening on {} for {} servers and {} workers", endpoint_, options_.num_servers,
+               options_.num_workers);
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  void WaitUntilDone() {
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return done_; });
+  }
+
+  void Stop() {
+    stop_ = true;
+    waker_.Notify();
+    if (thread_.joinable()) thread_.join();
+    MarkDone();
+  }
+
+ private:
+  void MarkDone() {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+  void Loop() {
+    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, waker_.poll_item()};
+    while (!stop_) {
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+      if (items[1].revents & ZMQ_POLLIN) waker_.Drain();
+      while (!stop_) {
+        zmq::message_t identity, payload;
+        if (!socket_.recv(identity, zmq::recv_flags::dontwait)) break;
+        if (!identity.more() || !socket_.recv(payload, zmq::recv_flags::none)) continue;
+        while (payload.more()) {  // drop extra frames; our protocol uses exactly one
+          zmq::message_t extra;
+          (void)socket_.recv(extra, zmq::recv_flags::none);
+          payload = std::move(extra);
+        }
+        Handle(identity.to_string(), std::move(payload));
+        if (finished_) {
+          MarkDone();
+          return;
+        }
+      }
+    }
+  }
+
+  void Send(const std::string& identity, OutgoingMessage& msg) {
+    try {
+      socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+      socket_.send(msg.ToFrame(), zmq::send_flags::none);
+    } catch (const zmq::error_t& e) {
+      log_->error("send to a peer failed: {}", e.what());
+    }
+  }
+
+  void SendError(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
+                 const std::string& text) {
+    log_->error("rejecting message: {}", text);
+    OutgoingMessage reply(0, request_id);
+    FillError(code, text, reply.envelope().getBody().initError());
+    Send(identity, reply);
+  }
+
+  void Handle(const std::string& identity, zmq::message_t payload) {
+    auto parsed = IncomingMessage::Parse(std::move(payload));
+    if (!parsed.ok()) {
+      SendError(identity, 0,
+                parsed.status().code() == StatusCode::kInvalidArgument ? proto::ErrorCode::VERSION_MISMATCH
+                                                                        : proto::ErrorCode::MALFORMED,
+                parsed.status().message());
+      return;
+    }
+    try {
+      auto env = (*parsed)->envelope();
+      auto body = env.getBody();
+      switch (body.which()) {
+        case proto::Envelope::Body::REGISTER:
+          OnRegister(identity, env.getRequestId(), body.getRegister());
+          break;
+        case proto::Envelope::Body::BARRIER:
+          OnBarrier(identity, env.getRequestId(), body.getBarrier().getId());
+          break;
+        case proto::Envelope::Body::LEAVE:
+          OnLeave(identity, body.getLeave().getRank());
+          break;
+        default:
+          SendError(identity, env.getRequestId(), proto::ErrorCode::INVALID_ARGUMENT,
+                    "the coordinator does not handle this message");
+      }
+    } catch (const kj::Exception& e) {
+      SendError(identity, 0, proto::ErrorCode::MALFORMED,
+                fmt::format("malformed message: {}", e.getDescription().cStr()));
+    }
+  }
+
+  void OnRegister(const std::string& identity, uint64_t request_id, proto::Register::Reader reg) {
+    if (reg.getSecret() != options_.secret) {
+      SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
+      return;
+    }
+    uint32_t rank = reg.getRank();
+    if (reg.getRole() == proto::Role::SERVER) {
+      if (rank >= server_endpoints_.size()) {
+        SendError(identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
+                  fmt::format("server rank {} but the job has {} servers", rank, server_endpoints_.size()));
+        return;
+      }
+      if (!server_endpoints_[rank].empty() && server_ids_[rank] != identity) {
+        SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                  fmt::format("server rank {} is already registered", rank));
+        return;
+      }
+      if (server_endpoints_[rank].empty()) ++servers_registered_;
+      server_endpoints_[rank] = reg.getEndpoint();
+      server_ids_[rank] = identity;
+      log_->info("server {} registered at {}", rank, server_endpoints_[rank]);
+    } else {
+      if (rank >= static_cast<uint32_t>(options_.num_workers)) {
+        SendError(identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
+                  fmt::format("worker rank {} but the job has {} workers", rank, options_.num_workers));
+        return;
+      }
+      if (auto it = worker_ids_.find(rank); it != worker_ids_.end() && it->second != identity) {
+        SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                  fmt::format("worker rank {} is already registered", rank));
+        return;
+      }
+      worker_ids_[rank] = identity;
+      log_->info("worker {} registered", rank);
+    }
+    waiting_.push_back({identity, request_id});
+    if (servers_registered_ == server_endpoints_.size()) {
+      for (const auto& w : waiting_) SendMembership(w.identity, w.request_id);
+      waiting_.clear();
+    }
+  }
+
+  void SendMembership(const std::string& identity, uint64_t request_id) {
+    OutgoingMessage msg(0, request_id);
+    auto m = msg.envelope().getBody().initMembership();
+    auto servers = m.initServers(static_cast<unsigned>(server_endpoints_.size()));
+    for (unsigned i = 0; i < server_endpoints_.size(); ++i) servers.set(i, server_endpoints_[i]);
+    m.setNumWorkers(options_.num_workers);
+    Send(identity, msg);
+  }
+
+  void OnBarrier(const std::string& identity, uint64_t request_id, uint64_t id) {
+    auto& arrivals = barriers_[id];
+    arrivals.push_back({identity, request_id});
+    if (arrivals.size() < static_cast<size_t>(options_.num_workers)) return;
+    for (const auto& a : arrivals) {
+      OutgoingMessage msg(0, a.request_id);
+      msg.envelope().getBody().initBarrierRelease().setId(id);
+      Send(a.identity, msg);
+    }
+    barriers_.erase(id);
+  }
+
+  void OnLeave(const std::string& identity, uint32_t rank) {
+    auto it = worker_ids_.find(rank);
+    if (it == worker_ids_.end() || it->second != identity) {
+      log_->warn("leave from an unregistered peer claiming worker {}", rank);
+      return;
+    }
+    left_.insert(rank);
+    log_->info("worker {} left ({} of {})", rank, left_.size(), options_.num_workers);
+    if (left_.size() < static_cast<size_t>(options_.num_workers)) return;
+    for (const auto& id : server_ids_) {
+      if (id.empty()) continue;
+      OutgoingMessage msg(0, 0);
+      msg.envelope().getBody().initLeave().setRank(0);
+      Send(id, msg);
+    }
+    log_->info("every worker left; job finished");
+    finished_ = true;
+  }
+
+  struct Waiter {
+    std::string identity;
+    uint64_t request_id;
+  };
+
+  CoordinatorOptions options_;
+  zmq::socket_t socket_;
+  std::shared_ptr<spdlog::logger> log_;
+  Waker waker_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::string endpoint_;
+
+  // Loop-thread state.
+  std::vector<std::string> server_endpoints_;
+  std::vector<std::string> server_ids_;
+  size_t servers_registered_ = 0;
+  std::map<uint32_t, std::string> worker_ids_;
+  std::set<uint32_t> left_;
+  std::vector<Waiter> waiting_;
+  std::map<uint64_t, std::vector<Waiter>> barriers_;
+  bool finished_ = false;
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+};
+
+Coordinator::Coordinator(CoordinatorOptions options, zmq::context_t& context)
+    : impl_(std::make_unique<Impl>(std::move(options), context)) {}
+Coordinator::~Coordinator() = default;
+Status Coordinator::Start() { return impl_->Start(); }
+const std::string& Coordinator::endpoint() const { return impl_->endpoint(); }
+void Coordinator::WaitUntilDone() { impl_->WaitUntilDone(); }
+void Coordinator::Stop() { impl_->Stop(); }
+
+}  // namespace tessera

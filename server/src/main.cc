@@ -1,0 +1,115 @@
+// tessera-server: runs the job's coordinator or one server shard.
+//
+//   tessera-server --role coordinator --listen tcp://127.0.0.1:0 --endpoint-file F
+//                  --num-servers S --num-workers W
+//   tessera-server --role server --rank I --coordinator tcp://HOST:PORT
+//
+// Every flag falls back to the launcher's environment (TESSERA_ROLE, TESSERA_RANK,
+// TESSERA_NUM_SERVERS, TESSERA_NUM_WORKERS, TESSERA_COORDINATOR, TESSERA_BIND_HOST,
+// TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL), so `tessera run` may pass either.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tessera/common/logging.h"
+#include "tessera/server/coordinator.h"
+#include "tessera/server/server.h"
+
+namespace {
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+// Writes atomically so a launcher polling for the file never reads half an endpoint.
+tessera::Status WriteEndpointFile(const std::string& path, const std::string& endpoint) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << endpoint << "\n";
+    if (!out) return tessera::Status::InvalidArgument("cannot write endpoint file " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return tessera::Status::InvalidArgument("cannot rename " + tmp + ": " + ec.message());
+  return tessera::Status::Ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera parameter-server node (coordinator or server shard)"};
+  std::string role = EnvOr("TESSERA_ROLE", "");
+  std::string listen;
+  std::string endpoint_file;
+  std::string coordinator = EnvOr("TESSERA_COORDINATOR", "");
+  std::string secret = EnvOr("TESSERA_JOB_SECRET", "");
+  std::string log_level = EnvOr("TESSERA_LOG_LEVEL", "info");
+  int rank = std::atoi(EnvOr("TESSERA_RANK", "0").c_str());
+  int num_servers = std::atoi(EnvOr("TESSERA_NUM_SERVERS", "1").c_str());
+  int num_workers = std::atoi(EnvOr("TESSERA_NUM_WORKERS", "1").c_str());
+  std::string bind_host = EnvOr("TESSERA_BIND_HOST", "127.0.0.1");
+
+  app.add_option("--role", role, "coordinator or server")
+      ->check(CLI::IsMember({"coordinator", "server"}))
+      ->required(role.empty());
+  app.add_option("--listen", listen, "endpoint to bind (tcp port 0 = ephemeral); default tcp://BIND_HOST:0");
+  app.add_option("--endpoint-file", endpoint_file, "coordinator: write the bound endpoint here");
+  app.add_option("--coordinator", coordinator, "server: the coordinator's endpoint");
+  app.add_option("--rank", rank, "server: this server's rank")->check(CLI::NonNegativeNumber);
+  app.add_option("--num-servers", num_servers, "coordinator: servers in the job")->check(CLI::PositiveNumber);
+  app.add_option("--num-workers", num_workers, "coordinator: workers in the job")->check(CLI::PositiveNumber);
+  app.add_option("--secret", secret, "job secret required from every node");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off");
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto s = tessera::SetLogLevel(log_level); !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 2;
+  }
+  if (listen.empty()) listen = "tcp://" + bind_host + ":0";
+
+  zmq::context_t context;
+  if (role == "coordinator") {
+    tessera::CoordinatorOptions options;
+    options.listen = listen;
+    options.num_servers = num_servers;
+    options.num_workers = num_workers;
+    options.secret = secret;
+    tessera::Coordinator node(options, context);
+    if (auto s = node.Start(); !s.ok()) {
+      spdlog::error("coordinator: {}", s.ToString());
+      return 1;
+    }
+    if (!endpoint_file.empty()) {
+      if (auto s = WriteEndpointFile(endpoint_file, node.endpoint()); !s.ok()) {
+        spdlog::error("coordinator: {}", s.ToString());
+        return 1;
+      }
+    }
+    node.WaitUntilDone();
+    return 0;
+  }
+  if (coordinator.empty()) {
+    spdlog::error("server: no coordinator endpoint (--coordinator or TESSERA_COORDINATOR)");
+    return 2;
+  }
+  tessera::ServerOptions options;
+  options.rank = rank;
+  options.coordinator = coordinator;
+  options.listen = listen;
+  options.secret = secret;
+  tessera::Server node(options, context);
+  if (auto s = node.Start(); !s.ok()) {
+    spdlog::error("server {}: {}", rank, s.ToString());
+    return 1;
+  }
+  node.WaitUntilDone();
+  return 0;
+}

@@ -1,0 +1,507 @@
+#include "tessera/server/server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/common/logging.h"
+#include "tessera/table/row_values.h"
+#include "tessera/table/wire.h"
+#include "tessera/transport/endpoint.h"
+#include "tessera/transport/message.h"
+#include "tessera/transport/waker.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kLeftClock = std::numeric_limits<int64_t>::max();
+
+struct StoredRow {
+  TableId table = 0;
+  RowId id = 0;
+  RowValues values;
+  std::vector<uint32_t> subscribers;  // worker ranks that read this row, sorted
+  int64_t dirty_epoch = -1;           // the clock at which it was last queued for push
+};
+
+struct ShardTable {
+  TableSpec spec;
+  std::unordered_map<RowId, StoredRow> rows;
+
+  StoredRow& Row(RowId id) {
+    auto [it, inserted] = rows.try_emplace(id);
+    if (inserted) {
+      it->second.table = spec.id;
+      it->second.id = id;
+      it->second.values = RowValues::Zero(spec);
+    }
+    return it->second;
+  }
+};
+
+struct Peer {
+  std::string identity;       // empty until the worker registers here
+  int64_t clock = 0;          // the worker completed clocks < clock
+  uint64_t applied_seq = 0;   // its update batches applied here, in order
+};
+
+struct ParkedGet {
+  uint32_t worker;
+  uint64_t request_id;
+  TableId table;
+  std::vector<RowId> rows;
+  int64_t min_clock;
+};
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  Impl(ServerOptions options, zmq::context_t& context)
+      : options_(std::move(options)),
+        socket_(context, zmq::socket_type::router),
+        coordinator_(context, zmq::socket_type::dealer),
+        log_(MakeLogger(fmt::format("server-{}", options_.rank))) {}
+
+  ~Impl() { Stop(); }
+
+  Status Start() {
+    if (options_.coordinator.empty()) return Status::InvalidArgument("server: no coordinator endpoint");
+    ConfigureSocket(socket_);
+    socket_.set(zmq::sockopt::router_mandatory, 1);  // a vanished client is an error, not a silent drop
+    ConfigureSocket(coordinator_);
+    auto ep = BindSocket(socket_, options_.listen);
+    if (!ep.ok()) return ep.status();
+    endpoint_ = *ep;
+    try {
+      coordinator_.connect(options_.coordinator);
+    } catch (const zmq::error_t& e) {
+      return Status::InvalidArgument(fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
+    }
+    OutgoingMessage reg(options_.rank, 1);
+    auto r = reg.envelope().getBody().initRegister();
+    r.setRole(proto::Role::SERVER);
+    r.setRank(options_.rank);
+    r.setEndpoint(endpoint_);
+    r.setSecret(options_.secret);
+    coordinator_.send(reg.ToFrame(), zmq::send_flags::none);
+
+    zmq::pollitem_t item{coordinator_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, options_.join_timeout) == 0) {
+      return Status::Unavailable(fmt::format("no answer from coordinator {} within {} ms",
+                                             options_.coordinator, options_.join_timeout.count()));
+    }
+    zmq::message_t frame;
+    (void)coordinator_.recv(frame, zmq::recv_flags::none);
+    auto msg = IncomingMessage::Parse(std::move(frame));
+    if (!msg.ok()) return msg.status();
+    auto body = (*msg)->envelope().getBody();
+    if (body.isError()) return StatusFromError(body.getError());
+    if (!body.isMembership()) return Status::Internal("coordinator sent no membership");
+    num_workers_ = body.getMembership().getNumWorkers();
+    peers_.resize(num_workers_);
+    log_->info("serving at {} for {} workers", endpoint_, num_workers_);
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  void WaitUntilDone() {
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return done_; });
+  }
+
+  void Stop() {
+    stop_ = true;
+    waker_.Notify();
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+  ServerStats stats() const {
+    std::lock_guard lock(stats_mu_);
+    return stats_;
+  }
+
+ private:
+  template <typename F>
+  void CountStat(F f) {
+    std::lock_guard lock(stats_mu_);
+    f(stats_);
+  }
+
+  void Loop() {
+    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                          {coordinator_.handle(), 0, ZMQ_POLLIN, 0},
+                                          waker_.poll_item()};
+    while (!stop_ && !finished_) {
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+      if (items[2].revents & ZMQ_POLLIN) waker_.Drain();
+      // Drain both sockets completely each round so a busy client cannot starve the other.
+      for (bool progress = true; progress && !stop_ && !finished_;) {
+        progress = false;
+        zmq::message_t identity, payload;
+        if (socket_.recv(identity, zmq::recv_flags::dontwait)) {
+          progress = true;
+          if (identity.more() && socket_.recv(payload, zmq::recv_flags::none)) {
+            if (payload.more()) {
+              DropRest();
+              Reject(identity.to_string(), 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+            } else {
+              HandleClient(identity.to_string(), std::move(payload));
+            }
+          }
+        }
+        zmq::message_t frame;
+        if (coordinator_.recv(frame, zmq::recv_flags::dontwait)) {
+          progress = true;
+          HandleCoordinator(std::move(frame));
+        }
+      }
+    }
+    std::lock_guard lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+  void DropRest() {
+    zmq::message_t extra;
+    while (socket_.get(zmq::sockopt::rcvmore)) (void)socket_.recv(extra, zmq::recv_flags::none);
+  }
+
+  void HandleCoordinator(zmq::message_t frame) {
+    auto msg = IncomingMessage::Parse(std::move(frame));
+    if (!msg.ok()) {
+      log_->error("bad message from coordinator: {}", msg.status().ToString());
+      return;
+    }
+    if ((*msg)->envelope().getBody().isLeave()) {
+      log_->info("job finished; shutting down");
+      finished_ = true;
+    }
+  }
+
+  bool Send(const std::string& identity, OutgoingMessage& msg) {
+    try {
+      socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+      socket_.send(msg.ToFrame(), zmq::send_flags::none);
+      return true;
+    } catch (const zmq::error_t& e) {
+      // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on.
+      log_->warn("cannot send to a client: {}", e.what());
+      return false;
+    }
+  }
+
+  void Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
+              const std::string& text) {
+    log_->error("rejected message: {}", text);
+    CountStat([](ServerStats& s) { ++s.rejected_messages; });
+    OutgoingMessage reply(options_.rank, request_id);
+    FillError(code, text, reply.envelope().getBody().initError());
+    Send(identity, reply);
+  }
+
+  void Reject(const std::string& identity, uint64_t request_id, const Status& status) {
+    log_->error("rejected message: {}", status.ToString());
+    CountStat([](ServerStats& s) { ++s.rejected_messages; });
+    OutgoingMessage reply(options_.rank, request_id);
+    FillError(status, reply.envelope().getBody().initError());
+    Send(identity, reply);
+  }
+
+  void HandleClient(const std::string& identity, zmq::message_t payload) {
+    auto parsed = IncomingMessage::Parse(std::move(payload));
+    if (!parsed.ok()) {
+      Reject(identity, 0,
+             parsed.status().code() == StatusCode::kInvalidArgument ? proto::ErrorCode::VERSION_MISMATCH
+                                                                     : proto::ErrorCode::MALFORMED,
+             parsed.status().message());
+      return;
+    }
+    auto env = (*parsed)->envelope();
+    uint64_t request_id = 0;
+    try {
+      request_id = env.getRequestId();
+      auto body = env.getBody();
+      if (body.isRegister()) {
+        OnRegister(identity, request_id, body.getRegister());
+        return;
+      }
+      uint32_t worker = env.getSender();
+      if (worker >= peers_.size() || peers_[worker].identity != identity) {
+        Reject(identity, request_id, proto::ErrorCode::UNAUTHENTICATED,
+               fmt::format("message from a peer that has not registered as worker {}", worker));
+        return;
+      }
+      switch (body.which()) {
+        case proto::Envelope::Body::CREATE_TABLE:
+          OnCreateTable(identity, request_id, body.getCreateTable());
+          break;
+        case proto::Envelope::Body::GET:
+          OnGet(worker, request_id, body.getGet());
+          break;
+        case proto::Envelope::Body::UPDATE:
+          OnUpdate(worker, body.getUpdate());
+          break;
+        case proto::Envelope::Body::CLOCK:
+          OnClock(worker, body.getClock().getClock());
+          break;
+        case proto::Envelope::Body::LEAVE:
+          OnClock(worker, kLeftClock);
+          break;
+        default:
+          Reject(identity, request_id, proto::ErrorCode::INVALID_ARGUMENT,
+                 "a server does not handle this message");
+      }
+    } catch (const kj::Exception& e) {
+      Reject(identity, request_id, proto::ErrorCode::MALFORMED,
+             fmt::format("malformed message: {}", e.getDescription().cStr()));
+    }
+  }
+
+  void OnRegister(const std::string& identity, uint64_t request_id, proto::Register::Reader reg) {
+    if (reg.getSecret() != options_.secret) {
+      Reject(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
+      return;
+    }
+    uint32_t rank = reg.getRank();
+    if (reg.getRole() != proto::Role::WORKER || rank >= peers_.size()) {
+      Reject(identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
+             fmt::format("worker rank {} but the job has {} workers", rank, peers_.size()));
+      return;
+    }
+    Peer& peer = peers_[rank];
+    if (!peer.identity.empty() && peer.identity != identity) {
+      log_->warn("worker {} reconnected from a new connection", rank);
+    }
+    peer.identity = identity;
+    OutgoingMessage reply(options_.rank, request_id);
+    reply.envelope().getBody().initMembership().setNumWorkers(num_workers_);
+    Send(identity, reply);
+  }
+
+  void OnCreateTable(const std::string& identity, uint64_t request_id, proto::TableSpec::Reader wire) {
+    TableSpec spec = TableSpecFromProto(wire);
+    if (Status s = spec.Validate(); !s.ok()) {
+      Reject(identity, request_id, s);
+      return;
+    }
+    auto [it, inserted] = tables_.try_emplace(spec.id);
+    if (inserted) {
+      it->second.spec = spec;
+      log_->debug("created table {} '{}'", spec.id, spec.name);
+    } else if (!it->second.spec.SameAs(spec)) {
+      Reject(identity, request_id,
+             Status::FailedPrecondition(fmt::format(
+                 "table {} already exists as '{}' with a different shape, type or staleness", spec.id,
+                 it->second.spec.name)));
+      return;
+    }
+    OutgoingMessage reply(options_.rank, request_id);
+    reply.envelope().getBody().initTableAck().setId(spec.id);
+    Send(identity, reply);
+  }
+
+  Result<ShardTable*> FindTable(TableId id) {
+    auto it = tables_.find(id);
+    if (it == tables_.end()) return Status::NotFound(fmt::format("unknown table {}", id));
+    return &it->second;
+  }
+
+  void OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest::Reader get) {
+    auto table = FindTable(get.getTable());
+    if (!table.ok()) {
+      Reject(peers_[worker].identity, request_id, table.status());
+      return;
+    }
+    ParkedGet req{worker, request_id, get.getTable(), {}, get.getMinClock()};
+    auto rows = get.getRows();
+    req.rows.reserve(rows.size());
+    for (RowId r : rows) {
+      if (r >= (*table)->spec.num_rows) {
+        Reject(peers_[worker].identity, request_id,
+               Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", r,
+                                              (*table)->spec.name, (*table)->spec.num_rows)));
+        return;
+      }
+      req.rows.push_back(r);
+    }
+    if (req.min_clock <= clock_) {
+      Answer(req);
+    } else {
+      CountStat([](ServerStats& s) { ++s.parked_gets; });
+      parked_.push_back(std::move(req));
+    }
+  }
+
+  void Answer(const ParkedGet& req) {
+    ShardTable& table = tables_.at(req.table);
+    Peer& peer = peers_[req.worker];
+    OutgoingMessage reply(options_.rank, req.request_id);
+    auto batch = reply.envelope().getBody().initRows();
+    batch.setClock(clock_);
+    batch.setAppliedSeq(peer.applied_seq);
+    auto out = batch.initRows(static_cast<unsigned>(req.rows.size()));
+    for (unsigned i = 0; i < req.rows.size(); ++i) {
+      StoredRow& row = table.Row(req.rows[i]);
+      auto it = std::lower_bound(row.subscribers.begin(), row.subscribers.end(), req.worker);
+      if (it == row.subscribers.end() || *it != req.worker) row.subscribers.insert(it, req.worker);
+      out[i].setTable(req.table);
+      out[i].setRow(req.rows[i]);
+      row.values.ToProto(out[i].initValues());
+    }
+    Send(peer.identity, reply);
+    CountStat([](ServerStats& s) { ++s.gets; });
+  }
+
+  void OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch) {
+    Peer& peer = peers_[worker];
+    uint64_t seq = batch.getSeq();
+    if (seq <= peer.applied_seq) {
+      log_->warn("worker {} resent update batch {}; ignored (already applied)", worker, seq);
+      CountStat([](ServerStats& s) { ++s.duplicate_batches; });
+      return;
+    }
+    if (seq != peer.applied_seq + 1) {
+      Reject(peer.identity, 0,
+             Status::DataLoss(fmt::format("update batch {} from worker {} arrived after batch {}; "
+                                          "batches in between were lost",
+                                          seq, worker, peer.applied_seq)));
+      return;
+    }
+    // Decode and check the whole batch before applying any of it: a bad row rejects the batch
+    // as a unit, so nothing is half-applied.
+    auto rows = batch.getRows();
+    std::vector<std::pair<StoredRow*, RowValues>> decoded;
+    decoded.reserve(rows.size());
+    for (auto row : rows) {
+      auto table = FindTable(row.getTable());
+      if (!table.ok()) {
+        Reject(peer.identity, 0, table.status());
+        return;
+      }
+      if (row.getRow() >= (*table)->spec.num_rows) {
+        Reject(peer.identity, 0,
+               Status::OutOfRange(fmt::format("update to row {} of table '{}' ({} rows)", row.getRow(),
+                                              (*table)->spec.name, (*table)->spec.num_rows)));
+        return;
+      }
+      auto values = RowValues::FromProto(row.getValues(), (*table)->spec);
+      if (!values.ok()) {
+        Reject(peer.identity, 0, values.status());
+        return;
+      }
+      decoded.emplace_back(&(*table)->Row(row.getRow()), std::move(*values));
+    }
+    for (auto& [row, delta] : decoded) {
+      row->values.Add(delta);
+      if (!row->subscribers.empty() && row->dirty_epoch != clock_) {
+        row->dirty_epoch = clock_;
+        dirty_.push_back(row);
+      }
+    }
+    peer.applied_seq = seq;
+    CountStat([](ServerStats& s) { ++s.update_batches; });
+  }
+
+  void OnClock(uint32_t worker, int64_t clock) {
+    Peer& peer = peers_[worker];
+    if (clock < peer.clock) {
+      Reject(peer.identity, 0,
+             Status::InvalidArgument(fmt::format("worker {} moved its clock back from {} to {}", worker,
+                                                 peer.clock, clock)));
+      return;
+    }
+    peer.clock = clock;
+    int64_t min_clock = kLeftClock;
+    for (const Peer& p : peers_) min_clock = std::min(min_clock, p.clock);
+    if (min_clock <= clock_) return;
+    clock_ = min_clock;
+    CountStat([&](ServerStats& s) { s.clock = clock_; });
+    Push();
+    // Answer the reads that waited for this clock.
+    std::vector<ParkedGet> still_parked;
+    for (auto& req : parked_) {
+      if (req.min_clock <= clock_) Answer(req);
+      else still_parked.push_back(std::move(req));
+    }
+    parked_ = std::move(still_parked);
+  }
+
+  // Sends every client the rows it has read that changed, stamped with the new clock. Clients
+  // treat an empty push as "everything you hold from me is current as of this clock".
+  void Push() {
+    std::vector<std::vector<const StoredRow*>> out(peers_.size());
+    for (const StoredRow* row : dirty_) {
+      for (uint32_t w : row->subscribers) out[w].push_back(row);
+    }
+    for (StoredRow* row : dirty_) row->dirty_epoch = -1;
+    dirty_.clear();
+    uint64_t pushed = 0;
+    for (uint32_t w = 0; w < peers_.size(); ++w) {
+      Peer& peer = peers_[w];
+      if (peer.identity.empty() || peer.clock == kLeftClock) continue;
+      OutgoingMessage msg(options_.rank, 0);
+      auto batch = msg.envelope().getBody().initRows();
+      batch.setClock(clock_);
+      batch.setAppliedSeq(peer.applied_seq);
+      auto rows = batch.initRows(static_cast<unsigned>(out[w].size()));
+      for (unsigned i = 0; i < out[w].size(); ++i) {
+        rows[i].setTable(out[w][i]->table);
+        rows[i].setRow(out[w][i]->id);
+        out[w][i]->values.ToProto(rows[i].initValues());
+      }
+      pushed += out[w].size();
+      Send(peer.identity, msg);
+    }
+    CountStat([&](ServerStats& s) { s.rows_pushed += pushed; });
+  }
+
+  ServerOptions options_;
+  zmq::socket_t socket_;
+  zmq::socket_t coordinator_;
+  std::shared_ptr<spdlog::logger> log_;
+  Waker waker_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::string endpoint_;
+
+  // Loop-thread state.
+  uint32_t num_workers_ = 0;
+  std::vector<Peer> peers_;
+  std::unordered_map<TableId, ShardTable> tables_;
+  std::vector<StoredRow*> dirty_;
+  std::vector<ParkedGet> parked_;
+  int64_t clock_ = 0;
+  bool finished_ = false;
+
+  mutable std::mutex stats_mu_;
+  ServerStats stats_;
+
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+};
+
+Server::Server(ServerOptions options, zmq::context_t& context)
+    : impl_(std::make_unique<Impl>(std::move(options), context)) {}
+Server::~Server() = default;
+Status Server::Start() { return impl_->Start(); }
+const std::string& Server::endpoint() const { return impl_->endpoint(); }
+void Server::WaitUntilDone() { impl_->WaitUntilDone(); }
+void Server::Stop() { impl_->Stop(); }
+ServerStats Server::stats() const { return impl_->stats(); }
+
+}  // namespace tessera
