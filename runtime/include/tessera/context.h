@@ -1,0 +1,95 @@
+// Context: everything a Tessera program's runtime state hangs off (no singletons).
+//
+//   int main(int argc, char** argv) {
+//     tessera::Context ctx(argc, argv);
+//     ...  // create DistArrays from ctx, run parallel_for loops
+//   }
+//
+// Started by the launcher (`tessera run`, which sets TESSERA_ROLE and TESSERA_COORDINATOR) the
+// Context joins that job; otherwise it runs the program in serial mode, the reference semantics.
+//
+// Ownership: the Context owns its Executor and logger. Every DistArray, RelaxedArray and
+// parallel_for refers to the Context it was created from, which must outlive them.
+// Thread safety: not thread-safe. Create arrays and call parallel_for from one thread (main);
+// the executor decides which threads run loop bodies.
+#ifndef TESSERA_CONTEXT_H_
+#define TESSERA_CONTEXT_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+
+#include "tessera/executor.h"
+#include "tessera/schedule.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace tessera {
+
+enum class ExecutionMode {
+  kSerial,       // alone, or no distributed executor available: every loop runs serially
+  kDistributed,  // joined a launcher-started job through a distributed executor
+};
+
+// What the launcher told this process through the environment.
+struct JobInfo {
+  std::string role;         // TESSERA_ROLE, e.g. "worker"; empty when not launched
+  std::string coordinator;  // TESSERA_COORDINATOR, e.g. "tcp://127.0.0.1:5555"
+  int rank = 0;             // TESSERA_RANK; Default: 0
+  int num_workers = 1;      // TESSERA_NUM_WORKERS; Default: 1
+  bool launched() const { return !role.empty(); }
+};
+
+struct ContextOptions {
+  // The executor to run loops with. Default: nullptr, meaning the serial executor.
+  // A distributed runtime passes its own (and the mode becomes kDistributed).
+  std::unique_ptr<Executor> executor;
+  // Name on the context's log lines. Default: "tessera" (or "worker-<rank>" when launched).
+  std::string log_name;
+  // Read TESSERA_* variables from the environment. Default: true. Tests set false to stay hermetic.
+  bool read_environment = true;
+};
+
+class Context {
+ public:
+  // Joins the launcher's job if TESSERA_ROLE/TESSERA_COORDINATOR are set; otherwise serial mode.
+  // argv is only read (the program name goes into the log); it is not modified.
+  Context(int argc, char** argv);
+  Context(int argc, char** argv, ContextOptions options);
+  // A serial (or options.executor-driven) context without command-line arguments.
+  explicit Context(ContextOptions options = {});
+  ~Context();
+
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  ExecutionMode mode() const;
+  const JobInfo& job() const;
+  Executor& executor();
+  spdlog::logger& logger();
+
+  // The embedded schedule for a parallel_for at `loc` under the rule documented in schedule.h;
+  // nullptr if none or ambiguous.
+  const EmbeddedSchedule* FindSchedule(const std::source_location& loc) const;
+
+  // --- Used by the runtime's templates; not meant for programs. ---
+  // Describes a call site; looks its schedule up once per site and logs what it found (debug).
+  LoopSite MakeSite(const std::source_location& loc, bool data_parallel, int staleness);
+  // Creation number for the next array (deterministic across SPMD workers).
+  int64_t NextArrayId();
+  // Guards against parallel_for inside a parallel_for body (not part of the model).
+  bool EnterLoop();
+  void ExitLoop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_CONTEXT_H_

@@ -1,0 +1,308 @@
+// DistArray<T, N>: a dense or sparse N-dimensional array that the runtime may distribute.
+//
+//   auto W = tessera::DistArray<float, 2>::random(ctx, {users, k}, /*seed=*/1, 0.0f, 0.1f);
+//   auto R = tessera::DistArray<float, 2>::sparse(ctx, {users, items});
+//   R.insert({{u, i}}, 4.0f);
+//   W(u, 0) += 1.0f;           // element access
+//   auto w = W.row(u);         // RowView: w[j], w.size()
+//
+// Every access to a DistArray inside a parallel_for body is tracked by the analyzer (tessc), so a
+// parallel schedule keeps the serial program's dependences. Access DistArrays through these
+// members (operator(), at, row, and the RowView they return) so the analyzer can see them.
+//
+// Dense arrays store every element (zero-initialized); sparse arrays store the inserted elements
+// in insertion order (their iteration order), until shuffle() or sort_keys() reorders them.
+//
+// Ownership: a DistArray owns its elements; it is move-only (use clone() for a deep copy) so that
+// two names never silently alias one array. It refers to the Context it came from, which must
+// outlive it. A default-constructed DistArray is empty (valid() == false) until assigned.
+// Thread safety: like std::vector. Distinct elements may be written concurrently (that is what
+// executors do); inserting into a sparse array invalidates references to its elements and must
+// not happen while a parallel_for iterates over it.
+#ifndef TESSERA_DIST_ARRAY_H_
+#define TESSERA_DIST_ARRAY_H_
+
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "tessera/common/check.h"
+#include "tessera/context.h"
+#include "tessera/internal/array_storage.h"
+#include "tessera/key.h"
+
+namespace tessera {
+
+// A view of one row of a dense 2-D DistArray: contiguous elements [0, size()).
+// Valid while the array lives and is not moved from. operator[] is unchecked in release builds
+// because it is the inner loop of most programs.
+template <typename T>
+class RowView {
+ public:
+  RowView(T* data, int64_t size) : data_(data), size_(size) {}
+
+  // REQUIRES: 0 <= j < size().
+  T& operator[](int64_t j) const {
+#ifndef NDEBUG
+    TESSERA_CHECK_MSG(j >= 0 && j < size_, "RowView index out of range");
+#endif
+    return data_[j];
+  }
+  int64_t size() const { return size_; }
+  T* data() const { return data_; }
+  T* begin() const { return data_; }
+  T* end() const { return data_ + size_; }
+
+ private:
+  T* data_;
+  int64_t size_;
+};
+
+template <typename T, int N>
+class DistArray {
+ public:
+  using value_type = T;
+  using key_type = Key<N>;
+  using Shape = std::array<int64_t, N>;
+
+  DistArray() = default;
+  DistArray(DistArray&&) noexcept = default;
+  DistArray& operator=(DistArray&&) noexcept = default;
+  DistArray(const DistArray&) = delete;
+  DistArray& operator=(const DistArray&) = delete;
+
+  // A dense array of zeros (T{}).
+  static DistArray dense(Context& ctx, Shape shape) { return DistArray(ctx, shape, false); }
+  // A dense array with every element `value`.
+  static DistArray filled(Context& ctx, Shape shape, T value) {
+    DistArray a(ctx, shape, false);
+    std::fill(a.s_->dense_.begin(), a.s_->dense_.end(), value);
+    return a;
+  }
+  // A dense array with elements drawn uniformly from [lo, hi) (floating T) or [lo, hi] (integral
+  // T). Deterministic in `seed` on every platform, so SPMD workers agree without communicating.
+  static DistArray random(Context& ctx, Shape shape, uint64_t seed, T lo, T hi) {
+    DistArray a(ctx, shape, false);
+    uint64_t state = seed;
+    for (T& v : a.s_->dense_) {
+      const uint64_t r = internal::SplitMix64(state);
+      if constexpr (std::is_floating_point_v<T>) {
+        const double u = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
+        v = static_cast<T>(static_cast<double>(lo) + u * (static_cast<double>(hi) - lo));
+      } else {
+        const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+        v = static_cast<T>(lo + static_cast<T>(span == 0 ? r : r % span));
+      }
+    }
+    return a;
+  }
+  // An empty sparse array (no stored elements) of the given logical shape.
+  static DistArray sparse(Context& ctx, Shape shape) { return DistArray(ctx, shape, true); }
+
+  // A deep copy (a new array with its own id).
+  DistArray clone() const {
+    DistArray c(*s_->ctx_, s_->shape_, s_->sparse_);
+    c.s_->dense_ = s_->dense_;
+    c.s_->keys_ = s_->keys_;
+    c.s_->values_ = s_->values_;
+    c.data_ = c.s_->dense_.data();
+    return c;
+  }
+
+  bool valid() const { return s_ != nullptr; }
+  bool is_sparse() const { return s_->sparse_; }
+  const Shape& shape() const { return s_->shape_; }
+  int64_t extent(int dim) const { return s_->shape_[dim]; }
+  static constexpr int rank() { return N; }
+  // Positions a parallel_for visits: stored elements (sparse) or all elements (dense).
+  int64_t size() const { return s_->size(); }
+  // Stored elements; the element count for dense arrays.
+  int64_t nnz() const { return s_->size(); }
+  Context& context() const { return *s_->ctx_; }
+
+  // Element access; sparse arrays insert a zero element when the key is not stored yet.
+  // REQUIRES: every index within the shape (checked; a violation aborts).
+  template <std::integral... I>
+    requires(sizeof...(I) == N)
+  T& operator()(I... i) {
+    return at(Key<N>{{static_cast<int64_t>(i)...}});
+  }
+  template <std::integral... I>
+    requires(sizeof...(I) == N)
+  const T& operator()(I... i) const {
+    return at(Key<N>{{static_cast<int64_t>(i)...}});
+  }
+  T& at(const Key<N>& k) {
+    TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
+    if (!s_->sparse_) return data_[s_->Linear(k)];
+    return s_->SparseFindOrInsert(k);
+  }
+  // REQUIRES (sparse): k is stored.
+  const T& at(const Key<N>& k) const {
+    TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
+    if (!s_->sparse_) return data_[s_->Linear(k)];
+    const T* v = s_->SparseFind(k);
+    TESSERA_CHECK_MSG(v != nullptr, "const access to an element a sparse DistArray does not store");
+    return *v;
+  }
+  // The element's value, or T{} when a sparse array does not store it (never inserts).
+  T get(const Key<N>& k) const {
+    TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
+    if (!s_->sparse_) return data_[s_->Linear(k)];
+    const T* v = s_->SparseFind(k);
+    return v == nullptr ? T{} : *v;
+  }
+
+  // Row i of a dense 2-D array. REQUIRES: N == 2, dense, 0 <= i < extent(0).
+  RowView<T> row(int64_t i)
+    requires(N == 2)
+  {
+    CheckRow(i);
+    return RowView<T>(data_ + i * s_->shape_[1], s_->shape_[1]);
+  }
+  RowView<const T> row(int64_t i) const
+    requires(N == 2)
+  {
+    CheckRow(i);
+    return RowView<const T>(data_ + i * s_->shape_[1], s_->shape_[1]);
+  }
+
+  // Dense elements in row-major order. REQUIRES: dense.
+  T* data() {
+    TESSERA_CHECK_MSG(!s_->sparse_, "data() of a sparse DistArray");
+    return data_;
+  }
+  const T* data() const {
+    TESSERA_CHECK_MSG(!s_->sparse_, "data() of a sparse DistArray");
+    return data_;
+  }
+  // Sets every element (dense) or every stored element (sparse) to `value`.
+  void fill(T value) {
+    auto& v = s_->sparse_ ? s_->values_ : s_->dense_;
+    std::fill(v.begin(), v.end(), value);
+  }
+
+  // --- Sparse arrays only (checked). ---
+  // Stores (k, v); returns false and leaves the stored value alone when k is already stored.
+  bool insert(const Key<N>& k, T v) {
+    CheckSparse();
+    TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray::insert key out of range");
+    return s_->SparseInsert(k, v);
+  }
+  // Appends (k, v) without looking for k (fast bulk loading).
+  // REQUIRES: k is in range and not stored yet (a duplicate aborts on the next keyed lookup).
+  void append_unchecked(const Key<N>& k, T v) {
+    CheckSparse();
+    s_->SparseAppendUnchecked(k, v);
+  }
+  T* find(const Key<N>& k) {
+    CheckSparse();
+    return s_->InBounds(k) ? s_->SparseFind(k) : nullptr;
+  }
+  bool contains(const Key<N>& k) const { return s_->InBounds(k) && s_->SparseFind(k) != nullptr; }
+  void reserve(int64_t n) {
+    CheckSparse();
+    s_->keys_.reserve(static_cast<size_t>(n));
+    s_->values_.reserve(static_cast<size_t>(n));
+  }
+  // Key and value at iteration position p. REQUIRES: 0 <= p < size().
+  const Key<N>& key_at(int64_t p) const {
+    CheckSparse();
+    return s_->keys_[p];
+  }
+  T& value_at(int64_t p) {
+    CheckSparse();
+    return s_->values_[p];
+  }
+  const T& value_at(int64_t p) const {
+    CheckSparse();
+    return s_->values_[p];
+  }
+  // Reorders the stored elements (and so the serial iteration order) by a seeded shuffle.
+  void shuffle(uint64_t seed) {
+    CheckSparse();
+    std::vector<int64_t> order(s_->keys_.size());
+    std::iota(order.begin(), order.end(), 0);
+    uint64_t state = seed;
+    for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with the portable generator
+      std::swap(order[i - 1], order[internal::SplitMix64(state) % i]);
+    }
+    s_->Permute(order);
+  }
+  // Reorders the stored elements by key, row-major (key[0] slowest).
+  void sort_keys() {
+    CheckSparse();
+    std::vector<int64_t> order(s_->keys_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [this](int64_t a, int64_t b) {
+      return s_->keys_[a].idx < s_->keys_[b].idx;
+    });
+    s_->Permute(order);
+  }
+
+  // --- For the runtime (parallel_for, executors). ---
+  const internal::ArrayBase& base() const { return *s_; }
+  // Calls body(key, value) for positions [begin, end) in order.
+  template <typename Body>
+  void ForEachInRange(int64_t begin, int64_t end, Body& body) {
+    if (s_->sparse_) {
+      const Key<N>* keys = s_->keys_.data();
+      T* values = s_->values_.data();
+      for (int64_t p = begin; p < end; ++p) Invoke(body, keys[p], values[p]);
+      return;
+    }
+    if (begin >= end) return;
+    Key<N> k = s_->Unravel(begin);
+    for (int64_t p = begin; p < end; ++p) {
+      Invoke(body, k, data_[p]);
+      for (int d = N - 1; d >= 0; --d) {  // odometer increment, row-major
+        if (++k.idx[d] < s_->shape_[d]) break;
+        k.idx[d] = 0;
+      }
+    }
+  }
+  template <typename Body>
+  void ForEachPosition(const int64_t* positions, size_t count, Body& body) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t p = positions[i];
+      if (s_->sparse_) {
+        Invoke(body, s_->keys_[p], s_->values_[p]);
+      } else {
+        Invoke(body, s_->Unravel(p), data_[p]);
+      }
+    }
+  }
+
+ private:
+  DistArray(Context& ctx, Shape shape, bool sparse)
+      : s_(std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, sparse)),
+        data_(s_->dense_.data()) {}
+
+  // Bodies may take (key, value) or just (key).
+  template <typename Body>
+  static void Invoke(Body& body, const Key<N>& k, T& v) {
+    if constexpr (std::is_invocable_v<Body&, const Key<N>&, T&>) {
+      body(k, v);
+    } else {
+      static_assert(std::is_invocable_v<Body&, const Key<N>&>,
+                    "parallel_for body must be callable as body(const Key<N>&, T&) or body(const Key<N>&)");
+      body(k);
+    }
+  }
+  void CheckSparse() const { TESSERA_CHECK_MSG(s_->sparse_, "sparse-only DistArray operation on a dense array"); }
+  void CheckRow(int64_t i) const {
+    TESSERA_CHECK_MSG(!s_->sparse_, "row() of a sparse DistArray");
+    TESSERA_CHECK_MSG(i >= 0 && i < s_->shape_[0], "DistArray::row index out of range");
+  }
+
+  std::unique_ptr<internal::ArrayStorage<T, N>> s_;
+  T* data_ = nullptr;  // s_->dense_.data(), cached: dense storage never reallocates
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_DIST_ARRAY_H_

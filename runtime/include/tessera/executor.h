@@ -1,0 +1,124 @@
+// Executor: the seam between parallel_for and whatever runs it.
+//
+// parallel_for does not run loops itself. It describes the call site (LoopSite), wraps the body in
+// a type-erased LoopTask over *positions* of the iteration space, and hands both to the Context's
+// Executor. The serial executor (the default, and the reference semantics) runs every position in
+// order. A parallel or distributed executor may split the positions into blocks and run them on
+// several threads or workers, as long as the result is one that some serial order would give
+// (or, for a DataParallel site, one the user's permission allows).
+//
+// Programs never use this header directly; it is the extension point for the runtime.
+//
+// Positions: for a sparse space, position p is its p-th stored element (insertion order, or the
+// order after DistArray::shuffle); for a dense space, the row-major linear index. Positions are
+// stable while a parallel_for runs (the body must not insert into the space it iterates).
+#ifndef TESSERA_EXECUTOR_H_
+#define TESSERA_EXECUTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <string_view>
+#include <vector>
+
+#include "tessera/schedule.h"
+
+namespace tessera {
+
+namespace internal {
+
+// The element-type-independent face of a DistArray's storage, so that executors can inspect an
+// iteration space (its rank, shape, sparsity and the keys of its elements) without templates.
+class ArrayBase {
+ public:
+  virtual ~ArrayBase() = default;
+  virtual int rank() const = 0;
+  virtual bool is_sparse() const = 0;
+  // Number of positions: stored elements when sparse, product of the shape when dense.
+  virtual int64_t size() const = 0;
+  virtual int64_t extent(int dim) const = 0;
+  // Component `dim` of the key at `position`. REQUIRES: 0 <= position < size().
+  virtual int64_t key_component(int64_t position, int dim) const = 0;
+  // Creation number within its Context; identical on every worker of an SPMD job because every
+  // worker creates its arrays in the same order.
+  virtual int64_t id() const = 0;
+};
+
+// Index of the executor thread running the current code: 0 outside parallel_for and in serial
+// mode; executors set it on their threads with ExecutorSlotScope. Accumulators use it to give each
+// thread its own partial sum without locks.
+int CurrentExecutorSlot();
+
+class ExecutorSlotScope {
+ public:
+  explicit ExecutorSlotScope(int slot);
+  ~ExecutorSlotScope();
+  ExecutorSlotScope(const ExecutorSlotScope&) = delete;
+  ExecutorSlotScope& operator=(const ExecutorSlotScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Upper bound on executor threads per process (size of per-thread partial arrays).
+inline constexpr int kMaxExecutorSlots = 64;
+
+}  // namespace internal
+
+// One parallel_for call as the executor sees it.
+struct LoopSite {
+  std::source_location location;
+  bool data_parallel = false;  // the user passed DataParallel{} at this call
+  int staleness = 0;           // DataParallel::staleness when data_parallel
+  // The schedule tessc embedded for this site; nullptr when there is none (not built with tessc)
+  // or the lookup was ambiguous. Owned by the program's static data.
+  const EmbeddedSchedule* schedule = nullptr;
+};
+
+// A parallel_for body over positions, type-erased so that Executor can be a virtual interface
+// while the body stays inlined inside each call. Does not own the callable, which must outlive it.
+// Thread safety: the callables may be invoked concurrently on disjoint positions.
+class LoopTask {
+ public:
+  template <typename RangeFn, typename ListFn>
+  LoopTask(RangeFn& range, ListFn& list)
+      : range_obj_(&range), list_obj_(&list), range_fn_(&CallRange<RangeFn>),
+        list_fn_(&CallList<ListFn>) {}
+
+  // Runs positions [begin, end) in increasing order.
+  void RunRange(int64_t begin, int64_t end) const { range_fn_(range_obj_, begin, end); }
+  // Runs the given positions in the given order.
+  void RunPositions(const int64_t* positions, size_t count) const {
+    list_fn_(list_obj_, positions, count);
+  }
+
+ private:
+  template <typename F>
+  static void CallRange(void* f, int64_t b, int64_t e) { (*static_cast<F*>(f))(b, e); }
+  template <typename F>
+  static void CallList(void* f, const int64_t* p, size_t n) { (*static_cast<F*>(f))(p, n); }
+
+  void* range_obj_;
+  void* list_obj_;
+  void (*range_fn_)(void*, int64_t, int64_t);
+  void (*list_fn_)(void*, const int64_t*, size_t);
+};
+
+// Runs parallel_for loops. Owned by a Context; used from the thread that owns the Context.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string_view name() const = 0;
+  // Executor threads this executor may run a loop on (<= internal::kMaxExecutorSlots).
+  virtual int concurrency() const { return 1; }
+  // Runs every position of `space` exactly once and returns when all have run.
+  virtual void Run(const LoopSite& site, const internal::ArrayBase& space, const LoopTask& task) = 0;
+};
+
+// The reference executor: all positions, in order, on the calling thread.
+std::unique_ptr<Executor> MakeSerialExecutor();
+
+}  // namespace tessera
+
+#endif  // TESSERA_EXECUTOR_H_

@@ -1,0 +1,171 @@
+// Storage behind DistArray and RelaxedArray. Implementation detail: programs use dist_array.h.
+#ifndef TESSERA_INTERNAL_ARRAY_STORAGE_H_
+#define TESSERA_INTERNAL_ARRAY_STORAGE_H_
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/common/check.h"
+#include "tessera/executor.h"
+#include "tessera/key.h"
+
+namespace tessera {
+class Context;
+}
+
+namespace tessera::internal {
+
+// splitmix64: a tiny, fully specified generator, so that DistArray::random gives the same values
+// on every worker and every standard library (std::uniform_*_distribution is not specified).
+inline uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Row-major strides; aborts when the shape's element count does not fit in int64_t (the sparse
+// index uses linear keys).
+template <int N>
+std::array<int64_t, N> RowMajorStrides(const std::array<int64_t, N>& shape) {
+  std::array<int64_t, N> strides{};
+  int64_t stride = 1;
+  for (int d = N - 1; d >= 0; --d) {
+    TESSERA_CHECK_MSG(shape[d] >= 0, "DistArray extents must be non-negative");
+    strides[d] = stride;
+    int64_t next = 0;
+    TESSERA_CHECK_MSG(!__builtin_mul_overflow(stride, std::max<int64_t>(shape[d], 1), &next),
+                      "DistArray shape has more elements than fit in int64_t");
+    stride = next;
+  }
+  return strides;
+}
+
+template <typename T, int N>
+class ArrayStorage final : public ArrayBase {
+ public:
+  static_assert(!std::is_same_v<T, bool>, "use uint8_t instead of bool (std::vector<bool>)");
+
+  ArrayStorage(Context* ctx, int64_t id, std::array<int64_t, N> shape, bool sparse)
+      : ctx_(ctx), id_(id), shape_(shape), strides_(RowMajorStrides<N>(shape)), sparse_(sparse) {
+    if (!sparse_) dense_.assign(static_cast<size_t>(ElementCount()), T{});
+  }
+
+  // ArrayBase.
+  int rank() const override { return N; }
+  bool is_sparse() const override { return sparse_; }
+  int64_t size() const override {
+    return sparse_ ? static_cast<int64_t>(keys_.size()) : static_cast<int64_t>(dense_.size());
+  }
+  int64_t extent(int dim) const override { return shape_[dim]; }
+  int64_t key_component(int64_t position, int dim) const override {
+    if (sparse_) return keys_[position].idx[dim];
+    return (position / strides_[dim]) % std::max<int64_t>(shape_[dim], 1);
+  }
+  int64_t id() const override { return id_; }
+
+  int64_t ElementCount() const {
+    int64_t n = 1;
+    for (int64_t e : shape_) n *= e;
+    return n;
+  }
+  bool InBounds(const Key<N>& k) const {
+    for (int d = 0; d < N; ++d) {
+      if (k.idx[d] < 0 || k.idx[d] >= shape_[d]) return false;
+    }
+    return true;
+  }
+  int64_t Linear(const Key<N>& k) const {
+    int64_t l = 0;
+    for (int d = 0; d < N; ++d) l += k.idx[d] * strides_[d];
+    return l;
+  }
+  Key<N> Unravel(int64_t linear) const {
+    Key<N> k;
+    for (int d = N - 1; d >= 0; --d) {
+      const int64_t e = std::max<int64_t>(shape_[d], 1);
+      k.idx[d] = linear % e;
+      linear /= e;
+    }
+    return k;
+  }
+
+  // Sparse element lookup; the hash index is built on first use because loops only need the
+  // key/value vectors, and loading is faster without maintaining it.
+  T* SparseFind(const Key<N>& k) {
+    EnsureIndex();
+    auto it = index_.find(Linear(k));
+    return it == index_.end() ? nullptr : &values_[it->second];
+  }
+  // Returns true when inserted, false when the key was already stored (value left unchanged).
+  bool SparseInsert(const Key<N>& k, T v) {
+    EnsureIndex();
+    auto [it, inserted] = index_.try_emplace(Linear(k), static_cast<int64_t>(keys_.size()));
+    if (!inserted) return false;
+    keys_.push_back(k);
+    values_.push_back(v);
+    return true;
+  }
+  // Appends without checking for duplicates. REQUIRES: k not stored yet.
+  void SparseAppendUnchecked(const Key<N>& k, T v) {
+    keys_.push_back(k);
+    values_.push_back(v);
+    index_valid_ = false;
+    index_.clear();
+  }
+  T& SparseFindOrInsert(const Key<N>& k) {
+    EnsureIndex();
+    auto [it, inserted] = index_.try_emplace(Linear(k), static_cast<int64_t>(keys_.size()));
+    if (inserted) {
+      keys_.push_back(k);
+      values_.push_back(T{});
+    }
+    return values_[it->second];
+  }
+  void Permute(const std::vector<int64_t>& order) {
+    std::vector<Key<N>> keys(keys_.size());
+    std::vector<T> values(values_.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      keys[i] = keys_[order[i]];
+      values[i] = values_[order[i]];
+    }
+    keys_.swap(keys);
+    values_.swap(values);
+    index_valid_ = false;
+    index_.clear();
+  }
+
+  Context* ctx_;
+  int64_t id_;
+  std::array<int64_t, N> shape_;
+  std::array<int64_t, N> strides_;
+  bool sparse_;
+  std::vector<T> dense_;
+  std::vector<Key<N>> keys_;
+  std::vector<T> values_;
+
+ private:
+  void EnsureIndex() {
+    if (index_valid_) return;
+    index_.clear();
+    index_.reserve(keys_.size());
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      auto [it, inserted] = index_.try_emplace(Linear(keys_[i]), static_cast<int64_t>(i));
+      TESSERA_CHECK_MSG(inserted, "sparse DistArray holds a key twice (SparseAppendUnchecked misuse)");
+    }
+    index_valid_ = true;
+  }
+
+  std::unordered_map<int64_t, int64_t> index_;
+  bool index_valid_ = true;
+};
+
+}  // namespace tessera::internal
+
+#endif  // TESSERA_INTERNAL_ARRAY_STORAGE_H_

@@ -1,0 +1,37 @@
+// Schedules that tessc embeds into a program, and how the runtime finds the one of a call site.
+//
+// tessc generates a translation unit per program that calls RegisterEmbeddedSchedules() during
+// static initialization with one entry per parallel_for call site it analyzed. The runtime never
+// requires an entry: without one (program not built with tessc) a site runs serially.
+//
+// Lookup rule (see Context::FindSchedule): a parallel_for call at std::source_location
+// (file F, line L, column C) matches an entry E when
+//   1. E.line == L, and
+//   2. E.file and F name the same file: they are equal, or one is a suffix of the other that starts
+//      right after a '/' (so "apps/mf/mf.cc" matches "/work/main/apps/mf/mf.cc"; compilers and
+//      build systems disagree on whether paths are absolute).
+// When several entries match, those whose column equals C are kept (column 0 in an entry means
+// "unknown" and never narrows); if more than one entry is still left the site is ambiguous and
+// is reported as such. Columns are only a tie-break because GCC and Clang put the column of a
+// defaulted std::source_location::current() argument at different places of the call.
+//
+// Thread safety: RegisterEmbeddedSchedules may only be called during static initialization (before
+// main); afterwards the table is immutable and may be read from any thread.
+#ifndef TESSERA_SCHEDULE_H_
+#define TESSERA_SCHEDULE_H_
+
+namespace tessera {
+
+struct EmbeddedSchedule {
+  const char* file;
+  unsigned line;
+  unsigned column;
+  const char* json;
+};
+
+// Called from tessc-generated code during static initialization; the array must outlive the program.
+void RegisterEmbeddedSchedules(const EmbeddedSchedule* begin, const EmbeddedSchedule* end);
+
+}  // namespace tessera
+
+#endif  // TESSERA_SCHEDULE_H_

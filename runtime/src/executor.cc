@@ -1,0 +1,32 @@
+#include "tessera/executor.h"
+
+namespace tessera {
+namespace internal {
+namespace {
+// Per-thread, not shared: which executor slot this thread fills. A thread_local rather than a
+// Context member because Accumulator::operator+= sits in the innermost loop and has no Context.
+thread_local int current_slot = 0;
+}  // namespace
+
+int CurrentExecutorSlot() { return current_slot; }
+
+ExecutorSlotScope::ExecutorSlotScope(int slot) : previous_(current_slot) { current_slot = slot; }
+ExecutorSlotScope::~ExecutorSlotScope() { current_slot = previous_; }
+
+}  // namespace internal
+
+namespace {
+
+class SerialExecutor final : public Executor {
+ public:
+  std::string_view name() const override { return "serial"; }
+  void Run(const LoopSite& site, const internal::ArrayBase& space, const LoopTask& task) override {
+    task.RunRange(0, space.size());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> MakeSerialExecutor() { return std::make_unique<SerialExecutor>(); }
+
+}  // namespace tessera

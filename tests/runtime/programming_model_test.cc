@@ -1,0 +1,218 @@
+// The programming model in serial mode: an MF-style program compiles and runs, and each piece
+// (dense/sparse arrays, row views, relaxed tables, accumulators, parallel_for) behaves as its
+// header says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tessera/tessera.h"
+
+namespace tessera {
+namespace {
+
+ContextOptions Hermetic() {
+  ContextOptions o;
+  o.read_environment = false;
+  return o;
+}
+
+TEST(DistArrayTest, DenseIsZeroInitializedAndWritable) {
+  Context ctx(Hermetic());
+  auto a = DistArray<int, 2>::dense(ctx, {3, 4});
+  EXPECT_FALSE(a.is_sparse());
+  EXPECT_EQ(a.size(), 12);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(a(i, j), 0);
+  a(1, 2) = 7;
+  a.at(Key<2>{{2, 3}}) += 5;
+  EXPECT_EQ(a(1, 2), 7);
+  EXPECT_EQ(a.row(2)[3], 5);
+  EXPECT_EQ(a.row(1).size(), 4);
+  a.row(0)[1] = 9;
+  EXPECT_EQ(a(0, 1), 9);
+}
+
+TEST(DistArrayTest, RandomIsDeterministicAndInRange) {
+  Context ctx(Hermetic());
+  auto a = DistArray<float, 2>::random(ctx, {50, 8}, 42, -0.5f, 0.5f);
+  auto b = DistArray<float, 2>::random(ctx, {50, 8}, 42, -0.5f, 0.5f);
+  auto c = DistArray<float, 2>::random(ctx, {50, 8}, 43, -0.5f, 0.5f);
+  int differ = 0;
+  for (int64_t i = 0; i < 50; ++i) {
+    for (int64_t j = 0; j < 8; ++j) {
+      EXPECT_EQ(a(i, j), b(i, j));
+      EXPECT_GE(a(i, j), -0.5f);
+      EXPECT_LT(a(i, j), 0.5f);
+      differ += a(i, j) != c(i, j);
+    }
+  }
+  EXPECT_GT(differ, 390);  // another seed gives other values
+  auto ints = DistArray<int32_t, 1>::random(ctx, {1000}, 7, 0, 3);
+  std::vector<int> seen(4, 0);
+  for (int64_t i = 0; i < 1000; ++i) {
+    ASSERT_GE(ints(i), 0);
+    ASSERT_LE(ints(i), 3);
+    ++seen[ints(i)];
+  }
+  for (int s : seen) EXPECT_GT(s, 150);  // inclusive range, roughly uniform
+}
+
+TEST(DistArrayTest, SparseStoresInsertedElementsInOrder) {
+  Context ctx(Hermetic());
+  auto s = DistArray<double, 2>::sparse(ctx, {1000, 1000});
+  EXPECT_TRUE(s.insert({{5, 7}}, 1.5));
+  EXPECT_TRUE(s.insert({{1, 2}}, 2.5));
+  EXPECT_FALSE(s.insert({{5, 7}}, 9.0));  // already stored: unchanged
+  EXPECT_EQ(s.nnz(), 2);
+  EXPECT_EQ(s(5, 7), 1.5);
+  EXPECT_EQ(s.get({{3, 3}}), 0.0);  // get never inserts
+  EXPECT_EQ(s.nnz(), 2);
+  EXPECT_FALSE(s.contains({{3, 3}}));
+  s(3, 3) = 4.0;  // operator() inserts
+  EXPECT_EQ(s.nnz(), 3);
+  std::vector<Key<2>> order;
+  parallel_for(s, [&](const Key<2>& k, double& v) {
+    order.push_back(k);
+    v *= 2;
+  });
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0], (Key<2>{{5, 7}}));
+  EXPECT_EQ(order[1], (Key<2>{{1, 2}}));
+  EXPECT_EQ(order[2], (Key<2>{{3, 3}}));
+  EXPECT_EQ(s(1, 2), 5.0);
+  s.sort_keys();
+  EXPECT_EQ(s.key_at(0), (Key<2>{{1, 2}}));
+  EXPECT_EQ(s.key_at(2), (Key<2>{{5, 7}}));
+  EXPECT_EQ(s(5, 7), 3.0);  // lookup still right after reordering
+}
+
+TEST(DistArrayTest, ShuffleKeepsElementsAndChangesOrder) {
+  Context ctx(Hermetic());
+  auto s = DistArray<int, 2>::sparse(ctx, {100, 100});
+  for (int i = 0; i < 100; ++i) s.append_unchecked({{i, 99 - i}}, i);
+  s.shuffle(3);
+  int moved = 0;
+  int64_t sum = 0;
+  for (int64_t p = 0; p < s.size(); ++p) {
+    moved += s.value_at(p) != p;
+    EXPECT_EQ(s.key_at(p)[1], 99 - s.key_at(p)[0]);
+    EXPECT_EQ(s.value_at(p), s.key_at(p)[0]);
+    sum += s.value_at(p);
+  }
+  EXPECT_GT(moved, 50);
+  EXPECT_EQ(sum, 99 * 100 / 2);
+  EXPECT_EQ(s(10, 89), 10);
+}
+
+TEST(ParallelForTest, DenseVisitsEveryElementRowMajor) {
+  Context ctx(Hermetic());
+  auto a = DistArray<int64_t, 3>::dense(ctx, {2, 3, 4});
+  int64_t next = 0;
+  parallel_for(a, [&](const Key<3>& k, int64_t& v) {
+    EXPECT_EQ(k[0] * 12 + k[1] * 4 + k[2], next);
+    v = next++;
+  });
+  EXPECT_EQ(next, 24);
+  EXPECT_EQ(a(1, 2, 3), 23);
+  EXPECT_EQ(a(0, 1, 0), 4);
+}
+
+TEST(ParallelForTest, KeyOnlyBodyAndDataParallelPermission) {
+  Context ctx(Hermetic());
+  auto s = DistArray<float, 2>::sparse(ctx, {10, 10});
+  for (int i = 0; i < 10; ++i) s.insert({{i, i}}, 1.0f);
+  auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {10}, /*staleness=*/2);
+  EXPECT_EQ(totals.staleness(), 2);
+  Accumulator<int64_t> count;
+  parallel_for(s, [&](const Key<2>& k) {
+    totals.add(k[0], 3);
+    count += 1;
+  }, DataParallel{.staleness = 2});
+  EXPECT_EQ(count.value(), 10);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(totals(i), 3);
+}
+
+TEST(RelaxedArrayTest, RowViewReadsAndAdds) {
+  Context ctx(Hermetic());
+  auto t = RelaxedArray<double, 2>::dense(ctx, {4, 5});
+  auto r = t.row(2);
+  r.add(3, 1.25);
+  r.add(3, 1.25);
+  t.add(2, 4, -1.0);
+  EXPECT_EQ(r[3], 2.5);
+  EXPECT_EQ(t(2, 3), 2.5);
+  EXPECT_EQ(t(2, 4), -1.0);
+  EXPECT_EQ(t(0, 0), 0.0);
+}
+
+TEST(AccumulatorTest, SumsAcrossExecutorSlots) {
+  Accumulator<double> acc(1.0);
+  acc += 2.0;
+  {
+    internal::ExecutorSlotScope scope(5);  // as a parallel executor's thread would
+    acc += 4.0;
+    EXPECT_EQ(internal::CurrentExecutorSlot(), 5);
+  }
+  EXPECT_EQ(internal::CurrentExecutorSlot(), 0);
+  EXPECT_EQ(acc.value(), 7.0);
+  acc.reset();
+  EXPECT_EQ(acc.value(), 0.0);
+}
+
+// The MF program of docs/programming-model.md in miniature: SGD must fit a rank-2 matrix.
+TEST(ProgrammingModelTest, MfStyleProgramRunsSeriallyAndConverges) {
+  Context ctx(Hermetic());
+  const int64_t users = 30, items = 20, k = 2;
+  auto truth_u = DistArray<float, 2>::random(ctx, {users, k}, 1, 0.0f, 1.0f);
+  auto truth_v = DistArray<float, 2>::random(ctx, {items, k}, 2, 0.0f, 1.0f);
+  auto ratings = DistArray<float, 2>::sparse(ctx, {users, items});
+  for (int64_t u = 0; u < users; ++u) {
+    for (int64_t i = 0; i < items; ++i) {
+      if ((u * 7 + i * 3) % 4 == 0) continue;  // leave some out
+      ratings.insert({{u, i}}, truth_u(u, 0) * truth_v(i, 0) + truth_u(u, 1) * truth_v(i, 1));
+    }
+  }
+  ratings.shuffle(5);
+  auto W = DistArray<float, 2>::random(ctx, {users, k}, 3, 0.0f, 0.5f);
+  auto H = DistArray<float, 2>::random(ctx, {items, k}, 4, 0.0f, 0.5f);
+  double first_loss = -1, loss = 0;
+  for (int epoch = 0; epoch < 300; ++epoch) {
+    Accumulator<double> sq;
+    parallel_for(ratings, [&](const Key<2>& key, float& rating) {
+      auto w = W.row(key[0]);
+      auto h = H.row(key[1]);
+      float pred = 0;
+      for (int j = 0; j < k; ++j) pred += w[j] * h[j];
+      const float err = rating - pred;
+      sq += static_cast<double>(err) * err;
+      for (int j = 0; j < k; ++j) {
+        const float wj = w[j];
+        w[j] += 0.05f * err * h[j];
+        h[j] += 0.05f * err * wj;
+      }
+    });
+    loss = sq.value() / static_cast<double>(ratings.nnz());
+    if (first_loss < 0) first_loss = loss;
+  }
+  EXPECT_LT(loss, first_loss * 0.01);
+  EXPECT_LT(loss, 1e-3);
+}
+
+TEST(ParallelForDeathTest, NestedLoopIsRejected) {
+  Context ctx(Hermetic());
+  auto a = DistArray<int, 1>::dense(ctx, {2});
+  EXPECT_DEATH(parallel_for(a, [&](const Key<1>&, int&) { parallel_for(a, [](const Key<1>&) {}); }),
+               "inside a parallel_for");
+}
+
+TEST(DistArrayDeathTest, OutOfRangeAccessAborts) {
+  Context ctx(Hermetic());
+  auto a = DistArray<int, 2>::dense(ctx, {2, 2});
+  EXPECT_DEATH(a(2, 0) = 1, "out of range");
+  EXPECT_DEATH(a.row(-1), "out of range");
+}
+
+}  // namespace
+}  // namespace tessera
