@@ -1,0 +1,46 @@
+// Serialization of analysed sites: the JSON schema of docs/schedule-json.md and the generated C++
+// that embeds it in a program (the contract of <tessera/schedule.h>).
+#ifndef TESSERA_COMPILER_SCHEDULE_JSON_H_
+#define TESSERA_COMPILER_SCHEDULE_JSON_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/compiler/strategy.h"
+
+namespace tessera::compiler {
+
+// Bumped whenever the JSON changes incompatibly; the runtime rejects versions it does not know.
+inline constexpr int kScheduleFormatVersion = 1;
+
+// One parallel_for call site as the front end saw it, with the chooser's verdict.
+struct SiteResult {
+  std::string file;        // absolute path as given to tessc
+  unsigned line = 0;       // of the parallel_for call (its first token)
+  unsigned column = 0;
+  std::string function;    // enclosing function, for humans
+  std::string space_element_type;
+  SiteModel model;
+  Decision decision;
+  std::vector<std::string> conservative;  // what the front end could not see through
+};
+
+// The site object of the schema. REQUIRES: site.decision.schedule (errors are not serialized).
+nlohmann::ordered_json SiteToJson(const SiteResult& site);
+
+// {"version": 1, "file": ..., "sites": [...]} for every site that has a schedule.
+nlohmann::ordered_json TranslationUnitToJson(const std::string& file,
+                                             const std::vector<SiteResult>& sites);
+
+// A C++ source that registers each scheduled site through tessera::RegisterEmbeddedSchedules
+// during static initialization. `json` strings are exactly SiteToJson(site).dump().
+std::string EmitRegistrationCpp(const std::string& file, const std::vector<SiteResult>& sites);
+
+// Human summary used by the remark: "partitioned 2D (space: key[0], time: key[1]); W local, ...".
+std::string Summary(const SiteResult& site);
+
+}  // namespace tessera::compiler
+
+#endif  // TESSERA_COMPILER_SCHEDULE_JSON_H_
