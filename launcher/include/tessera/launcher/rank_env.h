@@ -1,0 +1,62 @@
+// Roles under an existing launcher (`srun`, `mpirun`): `tessera run --from-env` runs in every task
+// and turns the task's rank into one Tessera process.
+//
+// Rank mapping (with S servers and W workers, the task count must be 1 + S + W):
+//   rank 0            coordinator, listening on the coordinator endpoint
+//   ranks 1 .. S      server 0 .. S-1
+//   ranks S+1 .. S+W  worker 0 .. W-1
+//
+// Coordinator endpoint: tcp://HOST:PORT from --coordinator HOST[:PORT] when given; otherwise
+// HOST is SLURM_LAUNCH_NODE_IPADDR under Slurm (rank 0 must run on the node srun was started on,
+// which is the default inside sbatch), or 127.0.0.1 under OpenMPI when all ranks are on one node
+// (OMPI_COMM_WORLD_LOCAL_SIZE == OMPI_COMM_WORLD_SIZE); PORT defaults to kDefaultCoordinatorPort.
+#ifndef TESSERA_LAUNCHER_RANK_ENV_H_
+#define TESSERA_LAUNCHER_RANK_ENV_H_
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "tessera/common/status.h"
+#include "tessera/launcher/job.h"
+
+namespace tessera::launcher {
+
+inline constexpr int kDefaultCoordinatorPort = 47017;
+
+using EnvMap = std::map<std::string, std::string>;
+
+// The current process's environment as a map.
+EnvMap CurrentEnvironment();
+
+struct TaskRank {
+  int rank = 0;
+  int size = 0;
+  std::string source;  // "slurm" or "openmpi"
+};
+
+// Reads SLURM_PROCID/SLURM_NTASKS, else OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE.
+// NotFound when neither pair is set; InvalidArgument when a value is malformed.
+Result<TaskRank> DetectTaskRank(const EnvMap& env);
+
+struct FromEnvOptions {
+  // --coordinator HOST[:PORT]. Default: derived from the environment (see above).
+  std::optional<std::string> coordinator;
+  // --bind. Default: the coordinator's host for the coordinator; for servers and workers
+  // 127.0.0.1 when the coordinator is on loopback, else this node's host name.
+  std::optional<std::string> bind_host;
+};
+
+// The process this task must become. job.program, server_bin, log_level, job_secret and
+// extra_env come from `job`; job.hosts and job.bind_host are ignored. `hostname` is this node's
+// name (gethostname), used as the bind host off loopback.
+Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions& options,
+                                     const EnvMap& env, const std::string& hostname);
+
+// Replaces the current process by `spec` (local), with spec.env added to the environment.
+// Returns only on failure.
+Status ExecSpec(const ProcessSpec& spec);
+
+}  // namespace tessera::launcher
+
+#endif  // TESSERA_LAUNCHER_RANK_ENV_H_

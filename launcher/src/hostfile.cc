@@ -1,0 +1,81 @@
+#include "tessera/launcher/hostfile.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tessera::launcher {
+namespace {
+
+std::vector<std::string_view> SplitWords(std::string_view line) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+}  // namespace
+
+Result<std::vector<HostEntry>> ParseHostfile(std::string_view text, std::string_view source_name) {
+  std::vector<HostEntry> hosts;
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string_view> words = SplitWords(line);
+    if (words.empty()) continue;
+    auto error = [&](const std::string& what) {
+      return Status::InvalidArgument(std::string(source_name) + ":" + std::to_string(line_no) +
+                                     ": " + what);
+    };
+    HostEntry entry;
+    entry.host = std::string(words[0]);
+    if (entry.host.find('=') != std::string::npos) {
+      return error("expected a host name first, got '" + entry.host + "'");
+    }
+    for (size_t w = 1; w < words.size(); ++w) {
+      std::string_view word = words[w];
+      constexpr std::string_view kSlots = "slots=";
+      if (word.substr(0, kSlots.size()) != kSlots) {
+        return error("unknown field '" + std::string(word) + "' (expected slots=N)");
+      }
+      std::string_view value = word.substr(kSlots.size());
+      int slots = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), slots);
+      if (ec != std::errc() || ptr != value.data() + value.size() || slots < 1) {
+        return error("slots must be a positive integer, got '" + std::string(value) + "'");
+      }
+      entry.slots = slots;
+    }
+    hosts.push_back(std::move(entry));
+  }
+  if (hosts.empty()) {
+    return Status::InvalidArgument(std::string(source_name) + ": no hosts in hostfile");
+  }
+  return hosts;
+}
+
+Result<std::vector<HostEntry>> ReadHostfile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Status::NotFound("cannot read hostfile " + path + ": " + std::strerror(errno));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return Status::NotFound("cannot read hostfile " + path);
+  return ParseHostfile(buffer.str(), path);
+}
+
+}  // namespace tessera::launcher

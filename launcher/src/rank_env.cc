@@ -1,0 +1,182 @@
+#include "tessera/launcher/rank_env.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+extern char** environ;  // POSIX: the process environment.
+
+namespace tessera::launcher {
+namespace {
+
+Result<int> ParseNonNegative(const EnvMap& env, const std::string& name) {
+  const std::string& text = env.at(name);
+  int value = -1;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
+    return Status::InvalidArgument(name + " must be a non-negative integer, got '" + text + "'");
+  }
+  return value;
+}
+
+std::optional<std::string> Get(const EnvMap& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+struct HostPort {
+  std::string host;
+  int port = kDefaultCoordinatorPort;
+};
+
+Result<HostPort> ParseHostPort(std::string text) {
+  constexpr std::string_view kTcp = "tcp://";
+  if (text.substr(0, kTcp.size()) == kTcp) text = text.substr(kTcp.size());
+  HostPort hp;
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    hp.host = text;
+  } else {
+    hp.host = text.substr(0, colon);
+    std::string port = text.substr(colon + 1);
+    int value = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value < 1 ||
+        value > 65535) {
+      return Status::InvalidArgument("bad port in --coordinator '" + text + "'");
+    }
+    hp.port = value;
+  }
+  if (hp.host.empty()) return Status::InvalidArgument("no host in --coordinator '" + text + "'");
+  return hp;
+}
+
+}  // namespace
+
+EnvMap CurrentEnvironment() {
+  EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+Result<TaskRank> DetectTaskRank(const EnvMap& env) {
+  struct Source {
+    const char* name;
+    const char* rank_var;
+    const char* size_var;
+  };
+  static constexpr Source kSources[] = {
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS"},
+      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+  };
+  for (const Source& source : kSources) {
+    bool has_rank = env.count(source.rank_var) > 0;
+    bool has_size = env.count(source.size_var) > 0;
+    if (!has_rank && !has_size) continue;
+    if (!has_rank || !has_size) {
+      return Status::InvalidArgument(std::string(has_rank ? source.size_var : source.rank_var) +
+                                     " is not set but " +
+                                     (has_rank ? source.rank_var : source.size_var) + " is");
+    }
+    Result<int> rank = ParseNonNegative(env, source.rank_var);
+    if (!rank.ok()) return rank.status();
+    Result<int> size = ParseNonNegative(env, source.size_var);
+    if (!size.ok()) return size.status();
+    if (*rank >= *size) {
+      return Status::InvalidArgument(std::string(source.rank_var) + "=" + std::to_string(*rank) +
+                                     " is not below " + source.size_var + "=" +
+                                     std::to_string(*size));
+    }
+    return TaskRank{*rank, *size, source.name};
+  }
+  return Status::NotFound(
+      "--from-env: neither SLURM_PROCID/SLURM_NTASKS (srun) nor "
+      "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun) is set");
+}
+
+Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions& options,
+                                     const EnvMap& env, const std::string& hostname) {
+  if (job.num_workers < 1 || job.num_servers < 1) {
+    return Status::InvalidArgument("-w and -s must be at least 1");
+  }
+  Result<TaskRank> task = DetectTaskRank(env);
+  if (!task.ok()) return task.status();
+  const int expected = 1 + job.num_servers + job.num_workers;
+  if (task->size != expected) {
+    return Status::InvalidArgument(
+        "--from-env: the job has " + std::to_string(task->size) + " tasks (" + task->source +
+        ") but -s " + std::to_string(job.num_servers) + " -w " + std::to_string(job.num_workers) +
+        " needs 1 coordinator + servers + workers = " + std::to_string(expected));
+  }
+
+  // Where the coordinator is.
+  std::string coordinator_text;
+  if (options.coordinator) {
+    coordinator_text = *options.coordinator;
+  } else if (task->source == "slurm" && Get(env, "SLURM_LAUNCH_NODE_IPADDR")) {
+    coordinator_text = *Get(env, "SLURM_LAUNCH_NODE_IPADDR");
+  } else if (task->source == "openmpi" && Get(env, "OMPI_COMM_WORLD_LOCAL_SIZE") &&
+             *Get(env, "OMPI_COMM_WORLD_LOCAL_SIZE") == *Get(env, "OMPI_COMM_WORLD_SIZE")) {
+    coordinator_text = "127.0.0.1";
+  } else {
+    return Status::InvalidArgument(
+        "--from-env: cannot tell where the coordinator (rank 0) runs; pass --coordinator "
+        "HOST[:PORT] with the address of rank 0's node");
+  }
+  Result<HostPort> coordinator = ParseHostPort(coordinator_text);
+  if (!coordinator.ok()) return coordinator.status();
+  const std::string endpoint =
+      "tcp://" + coordinator->host + ":" + std::to_string(coordinator->port);
+
+  JobOptions local = job;
+  local.hosts.clear();
+  ProcessSpec spec;
+  const int rank = task->rank;
+  if (rank == 0) {
+    local.bind_host = options.bind_host.value_or(coordinator->host);
+    std::string listen = "tcp://" + local.bind_host + ":" + std::to_string(coordinator->port);
+    spec.role = Role::kCoordinator;
+    spec.rank = 0;
+    spec.argv = {job.server_bin,  "--role",        "coordinator",
+                 "--listen",      listen,          "--num-servers",
+                 std::to_string(job.num_servers), "--num-workers",
+                 std::to_string(job.num_workers)};
+    // Reuse the planner's environment, then point TESSERA_COORDINATOR at the fixed endpoint.
+    spec.env = CoordinatorSpec(local, "").env;
+    for (auto& [name, value] : spec.env) {
+      if (name == kEnvCoordinator) value = endpoint;
+    }
+    std::erase_if(spec.env, [](const auto& kv) { return kv.first == kEnvEndpointFile; });
+    return spec;
+  }
+  local.bind_host = options.bind_host.value_or(
+      IsLoopbackHost(coordinator->host) ? std::string("127.0.0.1") : hostname);
+  if (local.program.empty()) local.program = {"true"};  // servers do not need it
+  std::vector<ProcessSpec> members = MemberSpecs(local, endpoint);
+  // Members are servers 0..S-1 then workers 0..W-1: exactly ranks 1..S+W.
+  return members[rank - 1];
+}
+
+Status ExecSpec(const ProcessSpec& spec) {
+  for (const auto& [name, value] : spec.env) {
+    if (::setenv(name.c_str(), value.c_str(), 1) != 0) {
+      return Status::Internal("setenv " + name + ": " + std::strerror(errno));
+    }
+  }
+  std::vector<char*> argv;
+  for (const std::string& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  return Status::FailedPrecondition("cannot execute " + spec.argv[0] + ": " +
+                                    std::strerror(errno));
+}
+
+}  // namespace tessera::launcher

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Stands in for tessera-server in the launcher tests. Records its arguments and TESSERA_*
+# environment in $FAKE_LOG_DIR/<role>-<rank>.args / .env, then:
+#   coordinator: writes $FAKE_ENDPOINT (default tcp://127.0.0.1:5555) to its endpoint file
+#                atomically (tmp + rename), unless FAKE_COORDINATOR=never (never writes) or
+#                FAKE_COORDINATOR=die (exits 7 first);
+#   both: print a line, then wait until SIGTERM and exit 0.
+# Flags override the TESSERA_* environment, as in the real server.
+role=${TESSERA_ROLE:-}
+rank=${TESSERA_RANK:-0}
+endpoint_file=${TESSERA_ENDPOINT_FILE:-}
+all_args="$*"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --role) role=$2; shift 2 ;;
+    --rank) rank=$2; shift 2 ;;
+    --endpoint-file) endpoint_file=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
+if [ "$role" = coordinator ]; then rank=0; fi
+log=${FAKE_LOG_DIR:-/tmp}/$role-$rank
+echo "$all_args" > "$log.args"
+env | grep '^TESSERA_' | sort > "$log.env"
+
+trap 'echo "$role $rank stopping"; exit 0' TERM
+if [ "$role" = coordinator ]; then
+  case ${FAKE_COORDINATOR:-} in
+    die) echo "coordinator failing on purpose" >&2; exit 7 ;;
+    never) ;;
+    *) printf '%s\n' "${FAKE_ENDPOINT:-tcp://127.0.0.1:5555}" > "$endpoint_file.tmp"
+       mv "$endpoint_file.tmp" "$endpoint_file" ;;
+  esac
+fi
+echo "$role $rank up"
+while :; do
+  sleep 1000 &
+  wait $!
+done

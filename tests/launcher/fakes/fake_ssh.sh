@@ -1,0 +1,16 @@
+#!/bin/sh
+# Stands in for ssh in the hostfile tests: `fake_ssh.sh [OPTIONS...] HOST COMMAND` appends
+# "HOST<TAB>COMMAND" to $FAKE_SSH_LOG and runs COMMAND here with sh, stdin passed through, like
+# `ssh HOST COMMAND` would on HOST. Options (words starting with -) are skipped; -o takes a value.
+while [ $# -gt 0 ]; do
+  case $1 in
+    -o) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host=$1
+shift
+printf '%s\t%s\n' "$host" "$*" >> "${FAKE_SSH_LOG:-/dev/null}"
+# Like sshd: run the command with a clean environment (no TESSERA_*, nothing the launcher set).
+exec env -i PATH="$PATH" HOME="${HOME:-/}" sh -c "$*"

@@ -1,0 +1,38 @@
+#!/bin/sh
+# Stands in for a user program in the launcher tests. Worker r does what its (r+1)-th argument
+# says (the last one when there are fewer arguments):
+#   print:N     N lines on stdout and one on stderr, then exit 0
+#   exit:C      exit with status C
+#   crash       die of SIGSEGV
+#   hang        write its pid to $FAKE_LOG_DIR/hang-<rank>.pid, then sleep until killed
+#   stubborn    like hang, but ignore SIGTERM (only SIGKILL stops it)
+#   nonl        print a last line without a trailing newline, exit 0
+# It also records its TESSERA_* environment and argv in $FAKE_LOG_DIR/worker-<rank>.env/.args.
+rank=${TESSERA_RANK:-0}
+dir=${FAKE_LOG_DIR:-/tmp}
+echo "$*" > "$dir/worker-$rank.args"
+env | grep '^TESSERA_' | sort > "$dir/worker-$rank.env"
+i=0
+what=
+for arg in "$@"; do
+  what=$arg
+  [ $i -eq "$rank" ] && break
+  i=$((i + 1))
+done
+case $what in
+  print:*)
+    n=${what#print:}
+    j=1
+    while [ $j -le "$n" ]; do echo "line $j of worker $rank"; j=$((j + 1)); done
+    echo "a warning from worker $rank" >&2
+    exit 0 ;;
+  exit:*) echo "worker $rank exiting with ${what#exit:}"; exit "${what#exit:}" ;;
+  crash) echo "worker $rank crashing"; kill -SEGV $$ ;;
+  hang|stubborn)
+    [ "$what" = stubborn ] && trap '' TERM
+    echo $$ > "$dir/hang-$rank.pid.tmp" && mv "$dir/hang-$rank.pid.tmp" "$dir/hang-$rank.pid"
+    echo "worker $rank hanging"
+    while :; do sleep 1000; done ;;
+  nonl) printf 'no newline at the end'; exit 0 ;;
+  *) echo "fake_worker: unknown behaviour '$what'" >&2; exit 99 ;;
+esac
