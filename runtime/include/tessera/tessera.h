@@ -8,6 +8,7 @@
 //   tessera::parallel_for      parallel_for.h   the loop the analyzer parallelizes
 //   tessera::DataParallel      parallel_for.h   permission for data-parallel execution
 //   tessera::load_triples ...  data.h           readers for rating triples and UCI bag-of-words
+//   tessera::MetricsLog        metrics.h        per-epoch metrics as JSON lines
 //
 // See docs/programming-model.md.
 #ifndef TESSERA_TESSERA_H_
@@ -15,9 +16,11 @@
 
 #include "tessera/accumulator.h"
 #include "tessera/context.h"
+#include "tessera/data.h"
 #include "tessera/dist_array.h"
 #include "tessera/executor.h"
 #include "tessera/key.h"
+#include "tessera/metrics.h"
 #include "tessera/parallel_for.h"
 #include "tessera/relaxed_array.h"
 #include "tessera/schedule.h"

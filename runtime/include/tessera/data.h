@@ -1,0 +1,120 @@
+// Readers that turn input files into sparse DistArrays.
+//
+//   auto data = tessera::load_triples<float>(ctx, "ml-100k/u.data", {.test_fraction = 0.1});
+//   if (!data.ok()) { fmt::print(stderr, "{}\n", data.status().ToString()); return 1; }
+//   DistArray<float, 2>& ratings = data->train;   // key (user, item), value rating
+//
+// Both readers report bad input as a Status naming the file and line (never abort, never skip a
+// malformed line silently). Blank lines are allowed and ignored.
+//
+// Byte ranges (how a worker will read only its share): every reader takes
+// ReadRange{begin, end}. A line belongs to the range that contains its first byte, so the ranges
+// [0, b1), [b1, b2), ..., [bk, size) of one file together read every line exactly once, whatever
+// the boundaries: a range that starts inside a line skips to the next line, and the last line of a
+// range is read to its end even past `end`. Error locations are "path:LINE" when the range starts
+// at byte 0 and "path:byte OFFSET" otherwise (a worker cannot know global line numbers).
+// Headers (the docword D/W/NNZ lines, a CSV header) are always read from the start of the file.
+// Ids: load_triples maps external ids to dense 0-based indices in increasing id order, so a map
+// built from all ids is independent of how the file was split; a distributed loader merges the
+// workers' sorted id sets (one all-gather) before inserting. Within one call the map covers the
+// ids seen in that call.
+//
+// Thread safety: the functions are reentrant; results are owned by the caller.
+#ifndef TESSERA_DATA_H_
+#define TESSERA_DATA_H_
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/common/status.h"
+#include "tessera/context.h"
+#include "tessera/dist_array.h"
+
+namespace tessera {
+
+struct ReadRange {
+  int64_t begin = 0;  // Default: the start of the file.
+  int64_t end = -1;   // Default: -1, the end of the file.
+};
+
+enum class TripleFormat {
+  kAuto,         // detected from the first non-blank line: "::", then TAB, then ',', else spaces
+  kTab,          // MovieLens u.data: user<TAB>item<TAB>rating[<TAB>timestamp]
+  kDoubleColon,  // MovieLens 1M/10M ratings.dat: user::item::rating[::timestamp]
+  kCsv,          // MovieLens ratings.csv: userId,movieId,rating[,timestamp], optional header line
+  kWhitespace,   // plain "user item rating" triples separated by spaces or tabs
+};
+
+struct TripleOptions {
+  // Default: kAuto.
+  TripleFormat format = TripleFormat::kAuto;
+  // Fraction of the ratings held out as `test`, chosen by a hash of (user id, item id, seed), so
+  // the split does not depend on file order or byte ranges. Default: 0 (no split).
+  // REQUIRES: 0 <= test_fraction < 1, and test_path empty when > 0.
+  double test_fraction = 0.0;
+  uint64_t split_seed = 1;  // Default: 1.
+  // A separate file of held-out ratings (same format rules); ids are mapped together with the
+  // training file's, so `train` and `test` have the same shape. Default: none.
+  std::string test_path;
+  // The share of `path` to read. Default: the whole file.
+  ReadRange range;
+};
+
+// External id <-> dense index.
+class IdMap {
+ public:
+  IdMap() = default;
+  // Builds the map of the given ids (any order, duplicates allowed); index = rank among them.
+  explicit IdMap(std::vector<int64_t> ids);
+  int64_t size() const { return static_cast<int64_t>(external_.size()); }
+  // REQUIRES: 0 <= index < size().
+  int64_t external(int64_t index) const { return external_[static_cast<size_t>(index)]; }
+  // -1 when the id is unknown.
+  int64_t index(int64_t external_id) const;
+
+ private:
+  std::vector<int64_t> external_;  // sorted
+  std::unordered_map<int64_t, int64_t> index_;
+};
+
+template <typename T>
+struct TripleData {
+  DistArray<T, 2> train;  // sparse, shape {users.size(), items.size()}, file order
+  DistArray<T, 2> test;   // sparse, same shape; empty (nnz 0) without a split or test file
+  IdMap users;            // key[0] <-> user id in the file
+  IdMap items;            // key[1] <-> item id in the file
+};
+
+// Reads rating triples. T is float or double.
+// Errors: NotFound (cannot open), InvalidArgument (malformed line, wrong field count, non-numeric
+// or non-finite field, duplicate (user, item), no ratings at all, bad options).
+template <typename T>
+Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
+                                   const TripleOptions& options = {});
+
+struct DocwordOptions {
+  // Keep only documents with id <= max_docs (after validating the whole file). Default: 0 = all.
+  int64_t max_docs = 0;
+  // The share of the file's entry lines to read (the header is always read). Default: all.
+  ReadRange range;
+};
+
+// A UCI bag-of-words corpus ("docword" format: D, W, NNZ header lines, then "docID wordID count"
+// lines with 1-based ids).
+struct Corpus {
+  DistArray<int32_t, 2> counts;  // sparse, shape {num_docs, vocab_size}, key (doc, word) 0-based
+  int64_t num_docs = 0;          // D from the header (or max_docs when smaller)
+  int64_t vocab_size = 0;        // W from the header
+  int64_t num_tokens = 0;        // sum of the counts read
+};
+
+// Errors: NotFound, InvalidArgument (malformed header or line, id out of the header's range,
+// count < 1, duplicate (doc, word)), DataLoss (fewer or more entry lines than the header's NNZ when
+// the whole file is read).
+Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options = {});
+
+}  // namespace tessera
+
+#endif  // TESSERA_DATA_H_

@@ -1,0 +1,58 @@
+// MetricsLog: per-epoch (per-clock) metrics as JSON lines, one object per line, e.g.
+//   {"app":"mf","epoch":3,"train_rmse":0.91,"test_rmse":0.95,"updates_per_s":1.2e7,"elapsed_s":0.4}
+// scripts/plot_metrics turns such files into convergence plots.
+//
+// Ownership: owns its file, flushed after every record (a crashed run keeps what it logged).
+// Thread safety: not thread-safe; write from the thread that runs the epochs.
+#ifndef TESSERA_METRICS_H_
+#define TESSERA_METRICS_H_
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tessera/common/status.h"
+
+namespace tessera {
+
+// One line: fields in insertion order.
+class MetricsRecord {
+ public:
+  MetricsRecord& set(std::string name, double value);
+  MetricsRecord& set(std::string name, int64_t value);
+  MetricsRecord& set(std::string name, int value) { return set(std::move(name), int64_t{value}); }
+  MetricsRecord& set(std::string name, std::string value);
+  MetricsRecord& set(std::string name, const char* value) { return set(std::move(name), std::string(value)); }
+  // The record as one line of JSON (no newline). Non-finite doubles become null.
+  std::string ToJson() const;
+
+ private:
+  std::vector<std::pair<std::string, std::variant<double, int64_t, std::string>>> fields_;
+};
+
+class MetricsLog {
+ public:
+  // Creates (truncates) the file. Errors: NotFound when it cannot be opened for writing.
+  static Result<MetricsLog> Open(const std::string& path);
+  MetricsLog(MetricsLog&&) noexcept = default;
+  MetricsLog& operator=(MetricsLog&&) noexcept = default;
+  ~MetricsLog();
+
+  // Appends one line. Errors: DataLoss when the write fails (disk full, ...).
+  Status Write(const MetricsRecord& record);
+
+ private:
+  MetricsLog() = default;
+  struct Closer {
+    void operator()(std::FILE* f) const;
+  };
+  std::unique_ptr<std::FILE, Closer> file_;
+  std::string path_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_METRICS_H_

@@ -1,0 +1,66 @@
+#include "tessera/metrics.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+
+MetricsRecord& MetricsRecord::set(std::string name, double value) {
+  fields_.emplace_back(std::move(name), value);
+  return *this;
+}
+MetricsRecord& MetricsRecord::set(std::string name, int64_t value) {
+  fields_.emplace_back(std::move(name), value);
+  return *this;
+}
+MetricsRecord& MetricsRecord::set(std::string name, std::string value) {
+  fields_.emplace_back(std::move(name), std::move(value));
+  return *this;
+}
+
+std::string MetricsRecord::ToJson() const {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : fields_) {
+    if (const double* d = std::get_if<double>(&value)) {
+      j[name] = std::isfinite(*d) ? nlohmann::ordered_json(*d) : nlohmann::ordered_json(nullptr);
+    } else if (const int64_t* i = std::get_if<int64_t>(&value)) {
+      j[name] = *i;
+    } else {
+      j[name] = std::get<std::string>(value);
+    }
+  }
+  return j.dump();
+}
+
+void MetricsLog::Closer::operator()(std::FILE* f) const {
+  if (f != nullptr) std::fclose(f);
+}
+
+Result<MetricsLog> MetricsLog::Open(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    return Status::NotFound(
+        fmt::format("cannot open metrics file '{}' for writing: {}", path, std::strerror(errno)));
+  }
+  MetricsLog log;
+  log.file_.reset(f);
+  log.path_ = path;
+  return log;
+}
+
+MetricsLog::~MetricsLog() = default;
+
+Status MetricsLog::Write(const MetricsRecord& record) {
+  const std::string line = record.ToJson() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_.get()) != line.size() ||
+      std::fflush(file_.get()) != 0) {
+    return Status::DataLoss(fmt::format("cannot write metrics to '{}': {}", path_, std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera
