@@ -1,0 +1,120 @@
+// Client: a worker process's connection to the parameter server.
+//
+// One Client per worker process, shared by its threads. It keeps a process cache of the rows
+// the process has read, an update log that coalesces increments per row until they are sent,
+// and applies the process's own increments to what it reads (read-my-writes).
+//
+// Consistency (SSP). Each of the process's `num_threads` threads has a clock, advanced by
+// Clock(). A thread at clock c reading a table with staleness s sees every update issued before
+// clock c - s by every worker (and possibly newer ones); otherwise the read waits. The process
+// sends its coalesced updates, then its clock, when its slowest thread clocks. Rows the process
+// has read are pushed to it by the servers as they change, so a re-read costs no round trip.
+//
+// Thread safety: every method may be called concurrently, except that each thread index
+// (0 .. num_threads-1) must be used by one thread at a time.
+#ifndef TESSERA_CLIENT_CLIENT_H_
+#define TESSERA_CLIENT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "tessera/common/status.h"
+#include "tessera/table/table_spec.h"
+
+namespace tessera {
+
+struct ClientOptions {
+  // This worker's rank, 0 .. num_workers-1. Default: 0.
+  int rank = 0;
+  // The coordinator's endpoint. REQUIRES: not empty.
+  std::string coordinator;
+  // The job secret. Default: empty.
+  std::string secret;
+  // Threads of this process that call Clock(). Default: 1.
+  int num_threads = 1;
+  // How long to wait for a peer before failing with Unavailable: for membership, table creation,
+  // a read the SSP bound holds back, or a barrier. Default: 10 minutes, since a read legitimately
+  // waits for the slowest worker's clock.
+  std::chrono::milliseconds timeout{600000};
+};
+
+// Counters for tests and monitoring.
+struct ClientStats {
+  uint64_t get_requests = 0;   // rows requested from servers
+  uint64_t cache_hits = 0;     // reads served from the process cache without a request
+  uint64_t waits = 0;          // reads that had to wait (request in flight or SSP bound)
+  uint64_t rows_received = 0;  // rows in replies and pushes
+  uint64_t pushes = 0;         // push messages received
+  uint64_t update_rows_sent = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t messages_sent = 0;
+};
+
+class Client {
+ public:
+  // `context` must outlive the client.
+  Client(ClientOptions options, zmq::context_t& context);
+  // Calls Leave() if the client is still in the job.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Registers with the coordinator, learns the servers and connects to them.
+  Status Start();
+
+  // Creates the table on every server, or checks that it exists with this spec. Every worker
+  // may (and in SPMD programs does) create the same table.
+  Status CreateTable(const TableSpec& spec);
+  const TableSpec* FindTable(TableId id) const;
+
+  // Reads dense row `row` into `out` (resized to the width) as seen by thread `thread`.
+  // REQUIRES: T is the table's value type.
+  template <typename T>
+  Status Get(int thread, TableId table, RowId row, std::vector<T>* out);
+  // Reads a sparse row: (column, value) pairs sorted by column.
+  template <typename T>
+  Status GetSparse(int thread, TableId table, RowId row, std::vector<std::pair<uint32_t, T>>* out);
+  // Requests every row of `rows` that the SSP bound does not let the cache answer, in one
+  // message per server, without waiting; a later Get of those rows waits for the replies.
+  Status Prefetch(int thread, TableId table, std::span<const RowId> rows);
+
+  // Adds `delta` to one cell. REQUIRES: T is the table's value type.
+  template <typename T>
+  Status Inc(TableId table, RowId row, uint32_t column, T delta);
+  // Adds a whole dense row (`delta.size()` == width).
+  template <typename T>
+  Status IncRow(TableId table, RowId row, std::span<const T> delta);
+
+  // Thread `thread` finished its current clock. When the slowest thread of the process
+  // advances, the process sends its updates and its clock to every server. Returns an error a
+  // server reported for an earlier update batch, if any.
+  Status Clock(int thread);
+  int64_t clock(int thread) const;
+
+  // Sends pending updates, then blocks until every worker of the job has called Barrier() the
+  // same number of times. Call it from one thread of the process.
+  Status Barrier();
+
+  // Sends pending updates and tells the servers and the coordinator this worker is done.
+  // Idempotent.
+  Status Leave();
+
+  ClientStats stats() const;
+
+  // The template members are defined in client.cc and instantiated for float, double, int32_t
+  // and int64_t, the value types a table can have.
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_CLIENT_CLIENT_H_

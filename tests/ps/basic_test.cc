@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "in_process_cluster.h"
+
+namespace tessera {
+namespace {
+
+using testing::ClusterOptions;
+using testing::InProcessCluster;
+
+TableSpec DenseFloat(TableId id, uint64_t rows, uint32_t width, uint32_t staleness = 0) {
+  TableSpec spec;
+  spec.id = id;
+  spec.name = "t" + std::to_string(id);
+  spec.value_type = ValueType::kFloat32;
+  spec.num_rows = rows;
+  spec.width = width;
+  spec.staleness = staleness;
+  return spec;
+}
+
+// Runs fn(worker) on one thread per worker and waits for all.
+template <typename F>
+void OnEachWorker(InProcessCluster& cluster, F fn) {
+  std::vector<std::thread> threads;
+  for (int w = 0; w < cluster.num_workers(); ++w) threads.emplace_back([&, w] { fn(w); });
+  for (auto& t : threads) t.join();
+}
+
+TEST(ClientServerTest, IncThenReadOwnWritesBeforeAndAfterClock) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(DenseFloat(1, 100, 4)).ok());
+  std::vector<float> row;
+  ASSERT_TRUE(c.Get<float>(0, 1, 7, &row).ok());
+  EXPECT_EQ(row, std::vector<float>(4, 0.0f));
+  ASSERT_TRUE(c.Inc<float>(1, 7, 2, 1.5f).ok());
+  ASSERT_TRUE(c.Get<float>(0, 1, 7, &row).ok());
+  EXPECT_EQ(row[2], 1.5f);  // read-my-writes from the update log
+  ASSERT_TRUE(c.Clock(0).ok());
+  ASSERT_TRUE(c.Inc<float>(1, 7, 2, 1.0f).ok());
+  ASSERT_TRUE(c.Get<float>(0, 1, 7, &row).ok());
+  EXPECT_EQ(row[2], 2.5f);
+  ASSERT_TRUE(c.Clock(0).ok());
+  ASSERT_TRUE(c.Get<float>(0, 1, 7, &row).ok());
+  EXPECT_EQ(row[2], 2.5f);  // nothing counted twice once the server applied the batches
+}
+
+TEST(ClientServerTest, AllValueTypesAndSparseRows) {
+  InProcessCluster cluster({.num_servers = 1, .num_workers = 1});
+  Client& c = cluster.client(0);
+  TableSpec d = DenseFloat(1, 10, 3);
+  d.value_type = ValueType::kFloat64;
+  TableSpec i32 = DenseFloat(2, 10, 3);
+  i32.value_type = ValueType::kInt32;
+  TableSpec sparse = DenseFloat(3, 10, 1000);
+  sparse.value_type = ValueType::kInt64;
+  sparse.sparse = true;
+  ASSERT_TRUE(c.CreateTable(d).ok());
+  ASSERT_TRUE(c.CreateTable(i32).ok());
+  ASSERT_TRUE(c.CreateTable(sparse).ok());
+  ASSERT_TRUE(c.Inc<double>(1, 0, 1, 0.25).ok());
+  ASSERT_TRUE(c.Inc<int32_t>(2, 0, 0, -3).ok());
+  ASSERT_TRUE(c.Inc<int64_t>(3, 5, 999, 4).ok());
+  ASSERT_TRUE(c.Inc<int64_t>(3, 5, 10, 2).ok());
+  ASSERT_TRUE(c.Clock(0).ok());
+  ASSERT_TRUE(c.Inc<int64_t>(3, 5, 10, -2).ok());  // back to zero: the cell disappears
+  ASSERT_TRUE(c.Clock(0).ok());
+  std::vector<double> dv;
+  std::vector<int32_t> iv;
+  std::vector<std::pair<uint32_t, int64_t>> sv;
+  ASSERT_TRUE(c.Get<double>(0, 1, 0, &dv).ok());
+  ASSERT_TRUE(c.Get<int32_t>(0, 2, 0, &iv).ok());
+  ASSERT_TRUE(c.GetSparse<int64_t>(0, 3, 5, &sv).ok());
+  EXPECT_EQ(dv, (std::vector<double>{0, 0.25, 0}));
+  EXPECT_EQ(iv, (std::vector<int32_t>{-3, 0, 0}));
+  EXPECT_EQ(sv, (std::vector<std::pair<uint32_t, int64_t>>{{999, 4}}));
+}
+
+TEST(ClientServerTest, IncRowAddsAWholeRow) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 2});
+  OnEachWorker(cluster, [&](int w) {
+    Client& c = cluster.client(w);
+    ASSERT_TRUE(c.CreateTable(DenseFloat(1, 10, 3)).ok());
+    std::vector<float> delta = {1, 2, static_cast<float>(w)};
+    ASSERT_TRUE(c.IncRow<float>(1, 4, delta).ok());
+    ASSERT_TRUE(c.Clock(0).ok());
+    std::vector<float> row;
+    ASSERT_TRUE(c.Get<float>(0, 1, 4, &row).ok());
+    EXPECT_EQ(row, (std::vector<float>{2, 4, 1}));
+  });
+}
+
+TEST(ClientServerTest, BulkSynchronousReadsSeeEveryEarlierClockExactly) {
+  constexpr int kClocks = 5;
+  constexpr uint64_t kRows = 50;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 3});
+  OnEachWorker(cluster, [&](int w) {
+    Client& c = cluster.client(w);
+    TableSpec spec = DenseFloat(1, kRows, 2);
+    spec.value_type = ValueType::kInt64;
+    ASSERT_TRUE(c.CreateTable(spec).ok());
+    for (int clock = 0; clock < kClocks; ++clock) {
+      ASSERT_TRUE(c.Barrier().ok());
+      for (RowId r = 0; r < kRows; ++r) {
+        std::vector<int64_t> row;
+        ASSERT_TRUE(c.Get<int64_t>(0, 1, r, &row).ok());
+        // Every worker adds (r + 1) to column 0 once per clock.
+        ASSERT_EQ(row[0], int64_t(clock) * 3 * int64_t(r + 1)) << "worker " << w << " clock " << clock;
+      }
+      ASSERT_TRUE(c.Barrier().ok());
+      for (RowId r = 0; r < kRows; ++r) ASSERT_TRUE(c.Inc<int64_t>(1, r, 0, int64_t(r + 1)).ok());
+      ASSERT_TRUE(c.Clock(0).ok());
+    }
+  });
+}
+
+}  // namespace
+}  // namespace tessera

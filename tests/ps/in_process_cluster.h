@@ -1,0 +1,94 @@
+// A whole job inside one test process: coordinator, servers and clients as objects sharing one
+// ZeroMQ context, over inproc:// (or tcp on loopback with ephemeral ports).
+#ifndef TESSERA_TESTS_PS_IN_PROCESS_CLUSTER_H_
+#define TESSERA_TESTS_PS_IN_PROCESS_CLUSTER_H_
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "tessera/client/client.h"
+#include "tessera/server/coordinator.h"
+#include "tessera/server/server.h"
+
+namespace tessera::testing {
+
+struct ClusterOptions {
+  int num_servers = 2;
+  int num_workers = 2;
+  int threads_per_worker = 1;
+  bool tcp = false;  // default: inproc
+  std::string secret = "test-secret";
+};
+
+class InProcessCluster {
+ public:
+  explicit InProcessCluster(ClusterOptions options) : options_(options) {
+    static std::atomic<int> counter{0};
+    std::string prefix = "inproc://tessera-test-" + std::to_string(counter++) + "-";
+    auto listen = [&](const std::string& name) {
+      return options_.tcp ? std::string("tcp://127.0.0.1:0") : prefix + name;
+    };
+    CoordinatorOptions co;
+    co.listen = listen("coordinator");
+    co.num_servers = options_.num_servers;
+    co.num_workers = options_.num_workers;
+    co.secret = options_.secret;
+    coordinator_ = std::make_unique<Coordinator>(co, context_);
+    EXPECT_TRUE(coordinator_->Start().ok());
+    // Servers block in Start() until all of them registered, so start them concurrently.
+    std::vector<std::future<Status>> started;
+    for (int i = 0; i < options_.num_servers; ++i) {
+      ServerOptions so;
+      so.rank = i;
+      so.coordinator = coordinator_->endpoint();
+      so.listen = listen("server-" + std::to_string(i));
+      so.secret = options_.secret;
+      servers_.push_back(std::make_unique<Server>(so, context_));
+      started.push_back(std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));
+    }
+    for (int i = 0; i < options_.num_workers; ++i) {
+      ClientOptions o;
+      o.rank = i;
+      o.coordinator = coordinator_->endpoint();
+      o.secret = options_.secret;
+      o.num_threads = options_.threads_per_worker;
+      o.timeout = std::chrono::seconds(60);
+      clients_.push_back(std::make_unique<Client>(o, context_));
+      started.push_back(std::async(std::launch::async, [c = clients_.back().get()] { return c->Start(); }));
+    }
+    for (auto& f : started) {
+      Status s = f.get();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+
+  ~InProcessCluster() {
+    clients_.clear();  // each leaves the job
+    for (auto& s : servers_) s->Stop();
+    coordinator_->Stop();
+  }
+
+  zmq::context_t& context() { return context_; }
+  Client& client(int i) { return *clients_[i]; }
+  Server& server(int i) { return *servers_[i]; }
+  Coordinator& coordinator() { return *coordinator_; }
+  int num_workers() const { return options_.num_workers; }
+  const ClusterOptions& options() const { return options_; }
+
+ private:
+  ClusterOptions options_;
+  zmq::context_t context_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+}  // namespace tessera::testing
+
+#endif  // TESSERA_TESTS_PS_IN_PROCESS_CLUSTER_H_
