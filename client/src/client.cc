@@ -260,6 +260,8 @@ class Client::Impl {
     Stripe& stripe = table.StripeOf(row);
     std::unique_lock lock(stripe.mu);
     CacheEntry& entry = stripe.cache[row];
+    // Classified once, on entry: a read waits either for a first copy or for the bound.
+    uint64_t ClientStats::*kind = entry.valid ? &ClientStats::stale_waits : &ClientStats::cold_misses;
     bool waited = false;
     auto deadline = std::chrono::steady_clock::now() + options_.timeout;
     while (true) {
@@ -270,10 +272,12 @@ class Client::Impl {
       }
       if (entry.valid && EffectiveStamp(entry, server) >= need) {
         copy_out(entry.value);
-        Count(waited ? &ClientStats::waits : &ClientStats::cache_hits);
+        Count(waited ? kind : &ClientStats::cache_hits);
         return Status::Ok();
       }
-      if (entry.requested < need) {
+      // A subscribed row needs no request: the server pushes it (or an empty push that vouches
+      // for it) every time its clock advances.
+      if (!entry.subscribed && entry.requested < need) {
         entry.requested = need;
         SendGet(server, id, std::span<const RowId>(&row, 1), need);
       }
@@ -305,7 +309,7 @@ class Client::Impl {
       std::lock_guard lock(stripe.mu);
       CacheEntry& entry = stripe.cache[row];
       if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
-      if (entry.requested >= need) continue;
+      if (entry.subscribed || entry.requested >= need) continue;
       entry.requested = need;
       per_server[server].push_back(row);
     }

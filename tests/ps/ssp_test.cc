@@ -1,0 +1,171 @@
+// The SSP contract: a worker at clock c reading a table with staleness s sees every update made
+// before clock c - s by every worker, never waits when that already holds, and re-reads of rows
+// it holds are served by server push without new requests.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "in_process_cluster.h"
+
+namespace tessera {
+namespace {
+
+using testing::InProcessCluster;
+
+constexpr TableId kTable = 1;
+
+TableSpec CounterTable(uint64_t rows, uint32_t staleness) {
+  TableSpec spec;
+  spec.id = kTable;
+  spec.name = "counters";
+  spec.value_type = ValueType::kInt64;
+  spec.num_rows = rows;
+  spec.width = 2;
+  spec.staleness = staleness;
+  return spec;
+}
+
+struct SspCase {
+  uint32_t staleness;
+  uint32_t seed;
+};
+
+class SspPropertyTest : public ::testing::TestWithParam<SspCase> {};
+
+// Worker w adds 1 to row w, column 0, once per clock, with random delays between steps. A read of
+// row v at clock c therefore tells how many of v's clocks are visible: it must be at least c - s
+// (the bound), exactly c for the reader's own row (read-my-writes), and never more than v has run.
+TEST_P(SspPropertyTest, EveryReadSeesAllUpdatesOlderThanTheBound) {
+  const auto [staleness, seed] = GetParam();
+  constexpr int kWorkers = 3;
+  constexpr int kClocks = 12;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = kWorkers});
+  std::array<std::atomic<int64_t>, kWorkers> clocks_done{};
+  std::vector<std::thread> threads;
+  std::atomic<int> violations{0};
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937 rng(seed * 31 + w);
+      std::uniform_int_distribution<int> delay_us(0, 400);
+      Client& c = cluster.client(w);
+      ASSERT_TRUE(c.CreateTable(CounterTable(kWorkers, staleness)).ok());
+      for (int clock = 0; clock < kClocks; ++clock) {
+        for (int v = 0; v < kWorkers; ++v) {
+          std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+          std::vector<int64_t> row;
+          ASSERT_TRUE(c.Get<int64_t>(0, kTable, v, &row).ok());
+          int64_t seen = row[0];
+          int64_t lower = std::max<int64_t>(0, clock - static_cast<int64_t>(staleness));
+          if (v == w) {
+            EXPECT_EQ(seen, clock) << "own row, worker " << w;
+          } else {
+            // Loaded after the read: v may only have advanced since, never gone back.
+            int64_t v_done = clocks_done[v].load();
+            EXPECT_GE(seen, lower) << "worker " << w << " at clock " << clock << " read worker " << v;
+            EXPECT_LE(seen, v_done + 1) << "read an update worker " << v << " had not made yet";
+            if (seen < lower) ++violations;
+          }
+        }
+        ASSERT_TRUE(c.Inc<int64_t>(kTable, w, 0, 1).ok());
+        std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+        ASSERT_TRUE(c.Clock(0).ok());
+        clocks_done[w] = clock + 1;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(violations.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Staleness, SspPropertyTest,
+                         ::testing::Values(SspCase{0, 1}, SspCase{0, 2}, SspCase{1, 1}, SspCase{1, 2},
+                                           SspCase{1, 3}, SspCase{3, 1}, SspCase{3, 2}, SspCase{3, 3}),
+                         [](const auto& info) {
+                           return "s" + std::to_string(info.param.staleness) + "_seed" +
+                                  std::to_string(info.param.seed);
+                         });
+
+// With staleness s a worker may run s clocks ahead of a stalled one without waiting; its read
+// one clock further must wait until the stalled worker clocks.
+TEST(SspBoundTest, RunsAheadWithoutWaitingThenWaitsAtTheBound) {
+  for (uint32_t s : {0u, 1u, 3u}) {
+    SCOPED_TRACE("staleness " + std::to_string(s));
+    InProcessCluster cluster({.num_servers = 1, .num_workers = 2});
+    Client& fast = cluster.client(0);
+    Client& slow = cluster.client(1);
+    ASSERT_TRUE(fast.CreateTable(CounterTable(2, s)).ok());
+    ASSERT_TRUE(slow.CreateTable(CounterTable(2, s)).ok());
+
+    // The slow worker never clocks during this phase, so reads at clocks 0..s must not wait.
+    auto ahead = std::async(std::launch::async, [&] {
+      std::vector<int64_t> row;
+      for (uint32_t clock = 0; clock <= s; ++clock) {
+        EXPECT_TRUE(fast.Get<int64_t>(0, kTable, 1, &row).ok());
+        EXPECT_TRUE(fast.Inc<int64_t>(kTable, 0, 0, 1).ok());
+        EXPECT_TRUE(fast.Clock(0).ok());
+      }
+    });
+    // A generous bound only to turn a would-be deadlock into a failure.
+    ASSERT_EQ(ahead.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "a read waited although the staleness bound held";
+    ahead.get();
+    EXPECT_EQ(fast.stats().stale_waits, 0u);
+    EXPECT_EQ(fast.stats().cold_misses, 1u);  // the first read fetched the row once
+    EXPECT_EQ(cluster.server(0).stats().parked_gets, 0u);
+
+    // Clock s+1: the bound needs the slow worker's clock 0.
+    std::atomic<bool> slow_clocked{false};
+    auto blocked = std::async(std::launch::async, [&] {
+      std::vector<int64_t> row;
+      EXPECT_TRUE(fast.Get<int64_t>(0, kTable, 1, &row).ok());
+      EXPECT_TRUE(slow_clocked.load()) << "read returned before the bound could hold";
+      EXPECT_EQ(row[0], 5);
+    });
+    ASSERT_TRUE(slow.Inc<int64_t>(kTable, 1, 0, 5).ok());
+    slow_clocked = true;
+    ASSERT_TRUE(slow.Clock(0).ok());
+    blocked.get();
+    EXPECT_EQ(fast.stats().stale_waits, 1u);
+  }
+}
+
+// Rows a client has read are pushed to it when they change: after the first read, every later
+// read is answered without a request to the server, and still sees the other worker's updates.
+TEST(ServerPushTest, RereadAfterOtherWorkersUpdatesNeedsNoRequest) {
+  constexpr int kRounds = 20;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 2});
+  Client& reader = cluster.client(0);
+  Client& writer = cluster.client(1);
+  ASSERT_TRUE(reader.CreateTable(CounterTable(8, 0)).ok());
+  ASSERT_TRUE(writer.CreateTable(CounterTable(8, 0)).ok());
+  std::vector<int64_t> row;
+  for (RowId r = 0; r < 8; ++r) ASSERT_TRUE(reader.Get<int64_t>(0, kTable, r, &row).ok());
+  const uint64_t requests_after_first_read = reader.stats().get_requests;
+  EXPECT_EQ(requests_after_first_read, 8u);
+
+  auto writing = std::async(std::launch::async, [&] {
+    for (int round = 0; round < kRounds; ++round) {
+      EXPECT_TRUE(writer.Inc<int64_t>(kTable, round % 8, 1, 10).ok());
+      EXPECT_TRUE(writer.Clock(0).ok());
+    }
+  });
+  for (int round = 0; round < kRounds; ++round) {
+    ASSERT_TRUE(reader.Clock(0).ok());
+    // Clock round+1 with staleness 0: the writer's updates of clocks <= round must be visible.
+    for (RowId r = 0; r < 8; ++r) {
+      ASSERT_TRUE(reader.Get<int64_t>(0, kTable, r, &row).ok());
+      int64_t expected_min = 10 * ((round + 1) / 8 + (static_cast<int>(r) < (round + 1) % 8 ? 1 : 0));
+      ASSERT_GE(row[1], expected_min) << "round " << round << " row " << r;
+    }
+  }
+  writing.get();
+  EXPECT_EQ(reader.stats().get_requests, requests_after_first_read);
+  EXPECT_GT(reader.stats().pushes, 0u);
+  EXPECT_GT(reader.stats().rows_received, 8u);  // changed rows came by push
+}
+
+}  // namespace
+}  // namespace tessera
