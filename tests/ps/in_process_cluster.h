@@ -22,6 +22,7 @@ struct ClusterOptions {
   int num_servers = 2;
   int num_workers = 2;
   int threads_per_worker = 1;
+  int num_clients = -1;  // real clients for workers 0 .. num_clients-1; -1: one per worker
   bool tcp = false;  // default: inproc
   std::string secret = "test-secret";
 };
@@ -52,7 +53,8 @@ class InProcessCluster {
       servers_.push_back(std::make_unique<Server>(so, context_));
       started.push_back(std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));
     }
-    for (int i = 0; i < options_.num_workers; ++i) {
+    int num_clients = options_.num_clients < 0 ? options_.num_workers : options_.num_clients;
+    for (int i = 0; i < num_clients; ++i) {
       ClientOptions o;
       o.rank = i;
       o.coordinator = coordinator_->endpoint();
