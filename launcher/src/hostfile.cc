@@ -1,10 +1,12 @@
 #include "tessera/launcher/hostfile.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace tessera::launcher {
 namespace {
@@ -68,14 +70,28 @@ Result<std::vector<HostEntry>> ParseHostfile(std::string_view text, std::string_
 }
 
 Result<std::vector<HostEntry>> ReadHostfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return Status::NotFound("cannot read hostfile " + path + ": " + std::strerror(errno));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("cannot read hostfile " + path + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::NotFound("cannot read hostfile " + path + ": not a regular file");
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Status::NotFound("cannot read hostfile " + path);
-  return ParseHostfile(buffer.str(), path);
+  std::string text;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return Status::NotFound("cannot read hostfile " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return ParseHostfile(text, path);
 }
 
 }  // namespace tessera::launcher

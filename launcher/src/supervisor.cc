@@ -278,7 +278,8 @@ void Job::OnExit(Child& child) {
     }
     return;
   }
-  spdlog::warn("{} before the workers finished", who);
+  // Not a failure by itself (a coordinator may end the job on its own), but worth a note.
+  spdlog::debug("{} before the workers finished", who);
 }
 
 void Job::Signal(const Child& child, int sig) {

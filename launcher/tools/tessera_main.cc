@@ -35,6 +35,8 @@ namespace tl = tessera::launcher;
 
 constexpr int kUsageError = 2;
 constexpr int kStartError = 1;
+constexpr char kMissingDashes[] =
+    "missing `--` before the program: tessera run -w W -s S [options] -- PROGRAM [ARGS...]";
 
 // Write end of the pipe that turns SIGINT/SIGTERM/SIGHUP into an event for the supervisor's poll
 // loop. A global because a signal handler can reach nothing else; it is set once before the
@@ -191,13 +193,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // Without `--` the program shows up as an unexpected argument: say what is really missing.
+    if (split < 0 && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      return Fail(kUsageError, std::string(kMissingDashes) + " (" + e.what() + ")");
+    }
     return Fail(kUsageError, std::string(e.what()) + " (see `tessera run --help`)");
   }
-  if (split < 0) {
-    return Fail(kUsageError,
-                "missing `--` before the program: tessera run -w W -s S [options] -- PROGRAM "
-                "[ARGS...]");
-  }
+  if (split < 0) return Fail(kUsageError, kMissingDashes);
   if (program.empty()) return Fail(kUsageError, "no program after `--`");
   if (Status s = tessera::SetLogLevel(flags.log_level); !s.ok()) {
     return Fail(kUsageError, "--log-level: " + s.message());

@@ -7,9 +7,27 @@
 #   hang        write its pid to $FAKE_LOG_DIR/hang-<rank>.pid, then sleep until killed
 #   stubborn    like hang, but ignore SIGTERM (only SIGKILL stops it)
 #   nonl        print a last line without a trailing newline, exit 0
+#   await:B     wait until the file $FAKE_LOG_DIR/go exists, then do B
 # It also records its TESSERA_* environment and argv in $FAKE_LOG_DIR/worker-<rank>.env/.args.
 rank=${TESSERA_RANK:-0}
 dir=${FAKE_LOG_DIR:-/tmp}
+# Like a real worker, wait (bounded, 10 s) until the coordinator and the servers are up, so that
+# a job that ends quickly still saw them all start. FAKE_NO_WAIT=1 skips this (--from-env tests).
+if [ -z "${FAKE_NO_WAIT:-}" ]; then
+  k=0
+  while [ $k -lt 1000 ]; do
+    up=1
+    [ -e "$dir/coordinator-0.env" ] || up=0
+    s=0
+    while [ $s -lt "${TESSERA_NUM_SERVERS:-0}" ]; do
+      [ -e "$dir/server-$s.env" ] || up=0
+      s=$((s + 1))
+    done
+    [ $up -eq 1 ] && break
+    sleep 0.01
+    k=$((k + 1))
+  done
+fi
 echo "$*" > "$dir/worker-$rank.args"
 env | grep '^TESSERA_' | sort > "$dir/worker-$rank.env"
 i=0
@@ -19,6 +37,13 @@ for arg in "$@"; do
   [ $i -eq "$rank" ] && break
   i=$((i + 1))
 done
+case $what in
+  await:*)
+    # Wait (bounded, 20 s) until the test creates $FAKE_LOG_DIR/go, then do the rest.
+    k=0
+    while [ ! -e "$dir/go" ] && [ $k -lt 2000 ]; do sleep 0.01; k=$((k + 1)); done
+    what=${what#await:} ;;
+esac
 case $what in
   print:*)
     n=${what#print:}

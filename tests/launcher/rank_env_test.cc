@@ -1,0 +1,131 @@
+#include "tessera/launcher/rank_env.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace tessera::launcher {
+namespace {
+
+std::map<std::string, std::string> EnvOf(const ProcessSpec& spec) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  return env;
+}
+
+JobOptions OneServerTwoWorkers() {
+  JobOptions o;
+  o.num_servers = 1;
+  o.num_workers = 2;
+  o.program = {"./prog", "x"};
+  o.server_bin = "/bin/tessera-server";
+  o.job_secret = "k";
+  return o;
+}
+
+EnvMap Slurm(int rank, int ntasks) {
+  return {{"SLURM_PROCID", std::to_string(rank)},
+          {"SLURM_NTASKS", std::to_string(ntasks)},
+          {"SLURM_LAUNCH_NODE_IPADDR", "10.1.2.3"}};
+}
+
+TEST(RankEnvTest, DetectsSlurmThenOpenMpi) {
+  Result<TaskRank> slurm = DetectTaskRank({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}});
+  ASSERT_TRUE(slurm.ok());
+  EXPECT_EQ(slurm->rank, 3);
+  EXPECT_EQ(slurm->size, 4);
+  EXPECT_EQ(slurm->source, "slurm");
+  Result<TaskRank> ompi =
+      DetectTaskRank({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  ASSERT_TRUE(ompi.ok());
+  EXPECT_EQ(ompi->source, "openmpi");
+
+  EXPECT_EQ(DetectTaskRank({}).status().code(), StatusCode::kNotFound);
+  EXPECT_NE(DetectTaskRank({{"SLURM_PROCID", "1"}}).status().message().find("SLURM_NTASKS"),
+            std::string::npos);
+  EXPECT_NE(DetectTaskRank({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "4"}})
+                .status()
+                .message()
+                .find("SLURM_PROCID must be a non-negative integer"),
+            std::string::npos);
+  EXPECT_FALSE(DetectTaskRank({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}).ok());
+}
+
+TEST(RankEnvTest, RankZeroIsTheCoordinatorOnTheLaunchNode) {
+  Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), {}, Slurm(0, 4), "node9");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->role, Role::kCoordinator);
+  const std::vector<std::string> argv = {"/bin/tessera-server", "--role", "coordinator",
+                                         "--listen", "tcp://10.1.2.3:47017", "--num-servers",
+                                         "1", "--num-workers", "2"};
+  EXPECT_EQ(spec->argv, argv);
+  auto env = EnvOf(*spec);
+  EXPECT_EQ(env["TESSERA_ROLE"], "coordinator");
+  EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://10.1.2.3:47017");
+  EXPECT_EQ(env["TESSERA_BIND_HOST"], "10.1.2.3");
+  EXPECT_EQ(env.count("TESSERA_ENDPOINT_FILE"), 0u);
+}
+
+TEST(RankEnvTest, NextRanksAreServersThenWorkers) {
+  const JobOptions job = OneServerTwoWorkers();
+  Result<ProcessSpec> server = SpecFromTaskRank(job, {}, Slurm(1, 4), "node9");
+  ASSERT_TRUE(server.ok());
+  EXPECT_EQ(server->Label(), "server 0");
+  EXPECT_EQ(server->argv.back(), "tcp://10.1.2.3:47017");
+  EXPECT_EQ(EnvOf(*server)["TESSERA_BIND_HOST"], "node9");
+  for (int rank : {2, 3}) {
+    Result<ProcessSpec> worker = SpecFromTaskRank(job, {}, Slurm(rank, 4), "node9");
+    ASSERT_TRUE(worker.ok());
+    EXPECT_EQ(worker->Label(), "worker " + std::to_string(rank - 2));
+    EXPECT_EQ(worker->argv, job.program);
+    auto env = EnvOf(*worker);
+    EXPECT_EQ(env["TESSERA_RANK"], std::to_string(rank - 2));
+    EXPECT_EQ(env["TESSERA_NUM_WORKERS"], "2");
+    EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://10.1.2.3:47017");
+    EXPECT_EQ(env["TESSERA_JOB_SECRET"], "k");
+  }
+}
+
+TEST(RankEnvTest, CoordinatorFlagAndBindOverride) {
+  FromEnvOptions options;
+  options.coordinator = "tcp://192.168.0.5:6000";
+  options.bind_host = "0.0.0.0";
+  Result<ProcessSpec> c = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4), "n");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->argv[4], "tcp://0.0.0.0:6000");
+  EXPECT_EQ(EnvOf(*c)["TESSERA_COORDINATOR"], "tcp://192.168.0.5:6000");
+  options.coordinator = "head";  // default port
+  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4), "n");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://head:47017");
+  EXPECT_EQ(EnvOf(*w)["TESSERA_BIND_HOST"], "0.0.0.0");
+  options.coordinator = "head:notaport";
+  EXPECT_FALSE(SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4), "n").ok());
+}
+
+TEST(RankEnvTest, OpenMpiOnOneNodeUsesLoopback) {
+  EnvMap env = {{"OMPI_COMM_WORLD_RANK", "2"},
+                {"OMPI_COMM_WORLD_SIZE", "4"},
+                {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
+  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), {}, env, "n");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->Label(), "worker 0");
+  EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://127.0.0.1:47017");
+  EXPECT_EQ(EnvOf(*w)["TESSERA_BIND_HOST"], "127.0.0.1");
+  // Across nodes nothing says where rank 0 is.
+  env["OMPI_COMM_WORLD_LOCAL_SIZE"] = "2";
+  Result<ProcessSpec> unknown = SpecFromTaskRank(OneServerTwoWorkers(), {}, env, "n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("pass --coordinator"), std::string::npos);
+}
+
+TEST(RankEnvTest, TaskCountMustMatch) {
+  Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), {}, Slurm(0, 3), "n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("has 3 tasks"), std::string::npos);
+  EXPECT_NE(spec.status().message().find("= 4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::launcher

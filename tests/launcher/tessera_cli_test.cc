@@ -1,0 +1,573 @@
+// End-to-end tests of build/bin/tessera: the real binary, with fakes/ standing in for
+// tessera-server (fake_server.sh), the user program (fake_worker.sh) and ssh (fake_ssh.sh).
+// Every wait is bounded; nothing sleeps for a fixed time to synchronize.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kTessera = TESSERA_LAUNCHER_BINARY;
+const std::string kFakes = TESSERA_LAUNCHER_FAKES_DIR;
+const std::string kFakeServer = kFakes + "/fake_server.sh";
+const std::string kFakeWorker = kFakes + "/fake_worker.sh";
+const std::string kFakeSsh = kFakes + "/fake_ssh.sh";
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  Clock::duration elapsed{};
+};
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+class TesseraCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    [[maybe_unused]] int rc = std::system(cmd.c_str());
+  }
+
+  // Starts `tessera ARGS` in dir_ with FAKE_LOG_DIR=dir_ plus `env`, and no inherited Slurm or
+  // OpenMPI variables. Output goes to files read by Wait().
+  pid_t Start(const std::vector<std::string>& args,
+              const std::map<std::string, std::string>& env = {}) {
+    ++runs_;
+    const std::string out = dir_ + "/stdout." + std::to_string(runs_);
+    const std::string err = dir_ + "/stderr." + std::to_string(runs_);
+    pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      if (chdir(dir_.c_str()) != 0) _exit(126);
+      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<std::string> drop;
+      for (char** v = environ; *v != nullptr; ++v) {
+        std::string entry(*v);
+        if (entry.rfind("SLURM_", 0) == 0 || entry.rfind("OMPI_", 0) == 0 ||
+            entry.rfind("TESSERA_", 0) == 0 || entry.rfind("FAKE_", 0) == 0) {
+          drop.push_back(entry.substr(0, entry.find('=')));
+        }
+      }
+      for (const std::string& name : drop) unsetenv(name.c_str());
+      setenv("FAKE_LOG_DIR", dir_.c_str(), 1);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> argv = {const_cast<char*>(kTessera.c_str())};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    start_ = Clock::now();
+    return pid;
+  }
+
+  RunResult Wait(pid_t pid, Clock::duration timeout = seconds(20)) {
+    RunResult r;
+    const auto deadline = Clock::now() + timeout;
+    int status = 0;
+    while (true) {
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      if (Clock::now() >= deadline) {
+        ADD_FAILURE() << "tessera did not exit within the timeout; killing it";
+        kill(-pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    r.elapsed = Clock::now() - start_;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = Slurp("stdout." + std::to_string(runs_));
+    r.err = Slurp("stderr." + std::to_string(runs_));
+    return r;
+  }
+
+  RunResult Run(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env = {}) {
+    return Wait(Start(args, env));
+  }
+
+  // Starts tessera, waits until the fakes wrote `ready_files` (bounded), creates the "go" file
+  // that `await:` behaviours wait for (noting the time in go_), and waits for tessera to exit.
+  RunResult RunOnceUp(const std::vector<std::string>& args,
+                      const std::vector<std::string>& ready_files,
+                      const std::map<std::string, std::string>& env = {}) {
+    pid_t pid = Start(args, env);
+    EXPECT_TRUE(WaitForFiles(ready_files, seconds(10))) << "the fakes did not come up";
+    go_ = Clock::now();
+    std::ofstream(dir_ + "/go") << "go\n";
+    return Wait(pid);
+  }
+
+  // `tessera run -w W -s S --server-bin fake_server.sh EXTRA... -- fake_worker.sh BEHAVIOURS...`
+  std::vector<std::string> RunArgs(int w, int s, const std::vector<std::string>& behaviours,
+                                   const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"run", "-w", std::to_string(w), "-s", std::to_string(s),
+                                     "--server-bin", kFakeServer};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("--");
+    args.push_back(kFakeWorker);
+    args.insert(args.end(), behaviours.begin(), behaviours.end());
+    return args;
+  }
+
+  std::string Slurp(const std::string& name) const {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  // KEY=VALUE lines of a fake's recorded environment.
+  std::map<std::string, std::string> EnvFile(const std::string& name) const {
+    std::map<std::string, std::string> env;
+    std::istringstream in(Slurp(name));
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t eq = line.find('=');
+      if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return env;
+  }
+
+  // Waits (bounded) until all `files` exist in dir_.
+  bool WaitForFiles(const std::vector<std::string>& files, Clock::duration timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      bool all = true;
+      for (const std::string& f : files) all = all && access((dir_ + "/" + f).c_str(), F_OK) == 0;
+      if (all) return true;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return false;
+  }
+
+  void ExpectDead(const std::string& pid_file) {
+    std::string text = Slurp(pid_file);
+    ASSERT_FALSE(text.empty()) << pid_file;
+    pid_t pid = std::stoi(text);
+    EXPECT_NE(kill(pid, 0), 0) << pid_file << ": process " << pid << " outlived the launcher";
+  }
+
+  std::string dir_;
+  int runs_ = 0;
+  Clock::time_point start_;
+  Clock::time_point go_;
+};
+
+// --- Running a job ---------------------------------------------------------------------------
+
+TEST_F(TesseraCliTest, RunsTheJobAndPrefixesEveryLine) {
+  RunResult r = Run(RunArgs(2, 2, {"print:2", "print:3"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "[worker 0] line 1 of worker 0\n[worker 0] line 2 of worker 0\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "[worker 1] line 1 of worker 1\n[worker 1] line 2 of worker 1\n"
+                       "[worker 1] line 3 of worker 1\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "[coordinator] coordinator 0 up\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "[server 1] server 1 up\n")) << r.out;
+  // stderr lines stay on stderr, prefixed too.
+  EXPECT_TRUE(Contains(r.err, "[worker 1] a warning from worker 1\n")) << r.err;
+  EXPECT_FALSE(Contains(r.out, "a warning")) << r.out;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) EXPECT_EQ(line[0], '[') << line;
+  EXPECT_LT(r.elapsed, seconds(10));
+}
+
+TEST_F(TesseraCliTest, EveryProcessGetsTheRoleAndEndpointContract) {
+  RunResult r = Run(RunArgs(2, 2, {"print:1"}, {"--log-level", "warn"}),
+                    {{"FAKE_ENDPOINT", "tcp://127.0.0.1:41233"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  std::string coordinator_args = Slurp("coordinator-0.args");
+  EXPECT_TRUE(Contains(coordinator_args,
+                       "--role coordinator --listen tcp://127.0.0.1:0 --endpoint-file "))
+      << coordinator_args;
+  EXPECT_TRUE(Contains(coordinator_args, "/coordinator.endpoint --num-servers 2 --num-workers 2"))
+      << coordinator_args;
+  EXPECT_EQ(Slurp("server-1.args"),
+            "--role server --rank 1 --coordinator tcp://127.0.0.1:41233\n");
+  EXPECT_EQ(Slurp("worker-1.args"), "print:1\n");
+
+  const std::string secret = EnvFile("coordinator-0.env")["TESSERA_JOB_SECRET"];
+  EXPECT_EQ(secret.size(), 32u);
+  struct Expected {
+    std::string file, role, rank;
+  };
+  for (const Expected& e : std::vector<Expected>{{"coordinator-0.env", "coordinator", "0"},
+                                                 {"server-0.env", "server", "0"},
+                                                 {"server-1.env", "server", "1"},
+                                                 {"worker-0.env", "worker", "0"},
+                                                 {"worker-1.env", "worker", "1"}}) {
+    auto env = EnvFile(e.file);
+    EXPECT_EQ(env["TESSERA_ROLE"], e.role) << e.file;
+    EXPECT_EQ(env["TESSERA_RANK"], e.rank) << e.file;
+    EXPECT_EQ(env["TESSERA_NUM_WORKERS"], "2") << e.file;
+    EXPECT_EQ(env["TESSERA_NUM_SERVERS"], "2") << e.file;
+    EXPECT_EQ(env["TESSERA_BIND_HOST"], "127.0.0.1") << e.file;
+    EXPECT_EQ(env["TESSERA_JOB_SECRET"], secret) << e.file;
+    EXPECT_EQ(env["TESSERA_LOG_LEVEL"], "warn") << e.file;
+    if (e.role != "coordinator") {
+      EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://127.0.0.1:41233") << e.file;
+    }
+  }
+
+  // A fresh secret per job.
+  RunResult again = Run(RunArgs(2, 2, {"print:1"}));
+  ASSERT_EQ(again.exit_code, 0);
+  EXPECT_NE(EnvFile("worker-0.env")["TESSERA_JOB_SECRET"], secret);
+}
+
+TEST_F(TesseraCliTest, BindAndEnvPassthrough) {
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--bind", "127.0.0.2", "-x", "OMP_NUM_THREADS=3"}),
+                    {{"FAKE_ENDPOINT", "tcp://127.0.0.2:5000"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(Slurp("coordinator-0.args"), "--listen tcp://127.0.0.2:0"));
+  EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_BIND_HOST"], "127.0.0.2");
+  // fake_worker records only TESSERA_*; check the passthrough through the server's argv-free env.
+  RunResult env_dump = Run({"run", "-w", "1", "--server-bin", kFakeServer, "-x",
+                            "OMP_NUM_THREADS=3", "--", "/bin/sh", "-c", "echo threads=$OMP_NUM_THREADS"});
+  EXPECT_EQ(env_dump.exit_code, 0) << env_dump.err;
+  EXPECT_TRUE(Contains(env_dump.out, "[worker 0] threads=3\n")) << env_dump.out;
+}
+
+TEST_F(TesseraCliTest, LastLineWithoutNewlineIsStillPrinted) {
+  RunResult r = Run(RunArgs(1, 1, {"nonl"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "[worker 0] no newline at the end\n")) << r.out;
+}
+
+// --- Failures stop the job -------------------------------------------------------------------
+
+TEST_F(TesseraCliTest, WorkerFailureStopsEveryoneAndPropagatesItsStatus) {
+  RunResult r = RunOnceUp(RunArgs(3, 1, {"hang", "await:exit:3", "hang"}),
+                          {"hang-0.pid", "hang-2.pid"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: worker 1 (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, ") exited with status 3; stopping the job")) << r.err;
+  // The hanging workers were stopped by SIGTERM, well before any grace period.
+  EXPECT_LT(Clock::now() - go_, seconds(2)) << r.err;
+  ExpectDead("hang-0.pid");
+  ExpectDead("hang-2.pid");
+  EXPECT_FALSE(Contains(r.err, "did not stop within")) << r.err;
+}
+
+TEST_F(TesseraCliTest, CrashIsReportedWithItsSignal) {
+  RunResult r = RunOnceUp(RunArgs(2, 1, {"await:crash", "hang"}), {"hang-1.pid"});
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "was killed by signal 11")) << r.err;
+  ExpectDead("hang-1.pid");
+}
+
+TEST_F(TesseraCliTest, ProcessesIgnoringSigtermAreKilledAfterTheGracePeriod) {
+  RunResult r = RunOnceUp(RunArgs(2, 1, {"stubborn", "await:exit:4"}, {"--grace-period", "0.5"}),
+                          {"hang-0.pid"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(Contains(r.err, "worker 0 (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "did not stop within 500 ms of SIGTERM; killing it")) << r.err;
+  EXPECT_GE(Clock::now() - go_, milliseconds(500));
+  EXPECT_LT(Clock::now() - go_, seconds(4));
+  ExpectDead("hang-0.pid");
+}
+
+TEST_F(TesseraCliTest, ServerFailureStopsTheWorkers) {
+  RunResult r = Run(RunArgs(2, 2, {"hang"}), {{"FAKE_SERVER_EXIT", "6"}});
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_TRUE(Contains(r.err, "exited with status 6; stopping the job")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: server ")) << r.err;
+  EXPECT_LT(r.elapsed, seconds(5));
+}
+
+TEST_F(TesseraCliTest, SigintToTheLauncherStopsEverything) {
+  pid_t pid = Start(RunArgs(2, 1, {"hang"}));
+  ASSERT_TRUE(WaitForFiles({"hang-0.pid", "hang-1.pid"}, seconds(10)));
+  const auto interrupted = Clock::now();
+  kill(pid, SIGINT);
+  RunResult r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.err;
+  EXPECT_TRUE(Contains(r.err, "received SIGINT; stopping the job")) << r.err;
+  EXPECT_LT(Clock::now() - interrupted, seconds(3));
+  ExpectDead("hang-0.pid");
+  ExpectDead("hang-1.pid");
+}
+
+TEST_F(TesseraCliTest, SigtermToTheLauncherStopsEverything) {
+  pid_t pid = Start(RunArgs(1, 1, {"hang"}));
+  ASSERT_TRUE(WaitForFiles({"hang-0.pid"}, seconds(10)));
+  kill(pid, SIGTERM);
+  RunResult r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  ExpectDead("hang-0.pid");
+}
+
+// --- Bad input -------------------------------------------------------------------------------
+
+TEST_F(TesseraCliTest, UnknownFlag) {
+  RunResult r = Run({"run", "-w", "1", "--frobnicate", "--", kFakeWorker});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "tessera: error:")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--frobnicate")) << r.err;
+}
+
+TEST_F(TesseraCliTest, MissingDoubleDash) {
+  RunResult r = Run({"run", "-w", "1", "--server-bin", kFakeServer, kFakeWorker});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "missing `--` before the program")) << r.err;
+}
+
+TEST_F(TesseraCliTest, NothingAfterDoubleDash) {
+  RunResult r = Run({"run", "-w", "1", "--server-bin", kFakeServer, "--"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "no program after `--`")) << r.err;
+}
+
+TEST_F(TesseraCliTest, WorkerAndServerCountsMustBePositive) {
+  RunResult w = Run(RunArgs(0, 1, {"print:1"}));
+  EXPECT_EQ(w.exit_code, 2);
+  EXPECT_TRUE(Contains(w.err, "number of workers (-w) must be at least 1, got 0")) << w.err;
+  RunResult s = Run(RunArgs(1, 0, {"print:1"}));
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_TRUE(Contains(s.err, "number of servers (-s) must be at least 1, got 0")) << s.err;
+  RunResult missing_w = Run({"run", "--server-bin", kFakeServer, "--", kFakeWorker});
+  EXPECT_EQ(missing_w.exit_code, 2);
+  EXPECT_TRUE(Contains(missing_w.err, "--workers")) << missing_w.err;
+}
+
+TEST_F(TesseraCliTest, ProgramNotFoundOrNotExecutable) {
+  RunResult missing = Run({"run", "-w", "1", "--server-bin", kFakeServer, "--", "./no-such-prog"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(Contains(missing.err, "cannot run the program: ./no-such-prog: No such file"))
+      << missing.err;
+  RunResult not_in_path =
+      Run({"run", "-w", "1", "--server-bin", kFakeServer, "--", "no-such-prog-in-path"});
+  EXPECT_EQ(not_in_path.exit_code, 2);
+  EXPECT_TRUE(Contains(not_in_path.err, "no-such-prog-in-path: not found in PATH"))
+      << not_in_path.err;
+  std::ofstream(dir_ + "/data.txt") << "x\n";
+  RunResult not_exec = Run({"run", "-w", "1", "--server-bin", kFakeServer, "--", "./data.txt"});
+  EXPECT_EQ(not_exec.exit_code, 2);
+  EXPECT_TRUE(Contains(not_exec.err, "./data.txt: not executable")) << not_exec.err;
+  // Nothing was started.
+  EXPECT_NE(access((dir_ + "/coordinator-0.args").c_str(), F_OK), 0);
+}
+
+TEST_F(TesseraCliTest, ServerBinaryNotFound) {
+  RunResult r = Run({"run", "-w", "1", "--server-bin", dir_ + "/nope", "--", kFakeWorker});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "cannot run tessera-server")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--server-bin")) << r.err;
+}
+
+TEST_F(TesseraCliTest, HostfileUnreadableOrMalformed) {
+  RunResult missing = Run(RunArgs(1, 1, {"print:1"}, {"--hostfile", dir_ + "/no-hosts"}));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(Contains(missing.err, "cannot read hostfile " + dir_ + "/no-hosts")) << missing.err;
+
+  std::ofstream(dir_ + "/hosts") << "# cluster\nlocalhost slots=2\nlocalhost slots=lots\n";
+  RunResult bad = Run(RunArgs(1, 1, {"print:1"}, {"--hostfile", dir_ + "/hosts"}));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(Contains(bad.err, dir_ + "/hosts:3: slots must be a positive integer, got 'lots'"))
+      << bad.err;
+}
+
+TEST_F(TesseraCliTest, RemoteHostsNeedANonLoopbackBind) {
+  std::ofstream(dir_ + "/hosts") << "node1\nnode2\n";
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--hostfile", dir_ + "/hosts"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "host 'node1' is not this machine")) << r.err;
+}
+
+TEST_F(TesseraCliTest, CoordinatorThatNeverWritesItsEndpoint) {
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--startup-timeout", "0.5"}),
+                    {{"FAKE_COORDINATOR", "never"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "did not write its endpoint to ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "within 500 ms")) << r.err;
+  EXPECT_LT(r.elapsed, seconds(4));
+  EXPECT_NE(access((dir_ + "/worker-0.args").c_str(), F_OK), 0) << "a worker was started";
+}
+
+TEST_F(TesseraCliTest, CoordinatorThatDiesFirst) {
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}), {{"FAKE_COORDINATOR", "die"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "coordinator (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "exited with status 7 before writing its endpoint")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "[coordinator] coordinator failing on purpose")) << r.err;
+}
+
+// --- Hostfile over "ssh" ---------------------------------------------------------------------
+
+TEST_F(TesseraCliTest, HostfileRunsProcessesThroughTheSshCommand) {
+  std::ofstream(dir_ + "/hosts") << "# two hosts that are both this machine\n"
+                                    "localhost slots=2\n"
+                                    "127.0.0.1   # one slot\n";
+  const std::string ssh_log = dir_ + "/ssh.log";
+  RunResult r = Run(RunArgs(3, 2, {"print:1"},
+                            {"--hostfile", dir_ + "/hosts", "--ssh",
+                             kFakeSsh + " -o BatchMode=yes", "-x", "FAKE_LOG_DIR", "-x",
+                             "EXTRA=a b"}),
+                    {{"FAKE_SSH_LOG", ssh_log}, {"FAKE_ENDPOINT", "tcp://127.0.0.1:7777"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Output comes back prefixed through the ssh sessions.
+  for (int w = 0; w < 3; ++w) {
+    std::string line = "[worker " + std::to_string(w) + "] line 1 of worker " +
+                       std::to_string(w) + "\n";
+    EXPECT_TRUE(Contains(r.out, line)) << r.out;
+  }
+
+  // One ssh session per server and worker (the coordinator runs here), on the planned hosts.
+  std::map<std::string, std::string> host_of;  // "worker 2" -> host
+  std::istringstream log(Slurp("ssh.log"));
+  int sessions = 0;
+  for (std::string line; std::getline(log, line);) {
+    ++sessions;
+    const std::string host = line.substr(0, line.find('\t'));
+    const std::string command = line.substr(line.find('\t') + 1);
+    EXPECT_EQ(command.rfind("IFS= read -r TESSERA_JOB_SECRET; export TESSERA_JOB_SECRET; cd " +
+                                dir_ + " && exec env ",
+                            0),
+              0u)
+        << command;
+    EXPECT_TRUE(Contains(command, "FAKE_LOG_DIR=" + dir_)) << command;
+    EXPECT_TRUE(Contains(command, "'EXTRA=a b'")) << command;
+    EXPECT_TRUE(Contains(command, "TESSERA_BIND_HOST=" + host + " ")) << command;
+    EXPECT_TRUE(Contains(command, "TESSERA_COORDINATOR=tcp://127.0.0.1:7777 ")) << command;
+    EXPECT_FALSE(Contains(command, "TESSERA_JOB_SECRET=")) << "secret on a command line";
+    const std::string role = Contains(command, "TESSERA_ROLE=server") ? "server" : "worker";
+    size_t at = command.find("TESSERA_RANK=") + 13;
+    host_of[role + " " + command.substr(at, command.find(' ', at) - at)] = host;
+    if (role == "server") {
+      EXPECT_TRUE(Contains(command, kFakeServer + " --role server --rank ")) << command;
+    } else {
+      EXPECT_TRUE(Contains(command, kFakeWorker + " print:1")) << command;
+    }
+  }
+  EXPECT_EQ(sessions, 5);
+  EXPECT_EQ(host_of["server 0"], "localhost");
+  EXPECT_EQ(host_of["server 1"], "127.0.0.1");
+  EXPECT_EQ(host_of["worker 0"], "localhost");
+  EXPECT_EQ(host_of["worker 1"], "localhost");
+  EXPECT_EQ(host_of["worker 2"], "127.0.0.1");
+
+  // What the remote processes saw (fake_ssh runs them with a clean environment).
+  const std::string secret = EnvFile("coordinator-0.env")["TESSERA_JOB_SECRET"];
+  ASSERT_EQ(secret.size(), 32u);
+  for (const char* f : {"server-0.env", "server-1.env", "worker-0.env", "worker-2.env"}) {
+    auto env = EnvFile(f);
+    EXPECT_EQ(env["TESSERA_JOB_SECRET"], secret) << f;
+    EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://127.0.0.1:7777") << f;
+    EXPECT_EQ(env["TESSERA_NUM_WORKERS"], "3") << f;
+  }
+  EXPECT_EQ(EnvFile("worker-2.env")["TESSERA_BIND_HOST"], "127.0.0.1");
+}
+
+TEST_F(TesseraCliTest, RemoteFailureStopsTheJob) {
+  std::ofstream(dir_ + "/hosts") << "localhost\n127.0.0.1\n";
+  RunResult r = RunOnceUp(RunArgs(2, 1, {"hang", "await:exit:9"},
+                                  {"--hostfile", dir_ + "/hosts", "--ssh", kFakeSsh, "-x",
+                                   "FAKE_LOG_DIR"}),
+                          {"hang-0.pid"});
+  EXPECT_EQ(r.exit_code, 9) << r.err;
+  EXPECT_TRUE(Contains(r.err, "worker 1 (pid ")) << r.err;
+  EXPECT_LT(Clock::now() - go_, seconds(4));
+  ExpectDead("hang-0.pid");
+}
+
+// --- Under srun / mpirun ---------------------------------------------------------------------
+
+TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
+  const std::map<std::string, std::string> slurm = {{"SLURM_NTASKS", "4"},
+                                                    {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
+                                                    {"TESSERA_JOB_SECRET", "shared"},
+                                                    {"FAKE_EXIT_AFTER_START", "1"},
+                                                    {"FAKE_NO_WAIT", "1"}};
+  auto with_rank = [&](int rank) {
+    auto env = slurm;
+    env["SLURM_PROCID"] = std::to_string(rank);
+    return env;
+  };
+  RunResult coordinator = Run(RunArgs(2, 1, {"print:1"}, {"--from-env"}), with_rank(0));
+  EXPECT_EQ(coordinator.exit_code, 0) << coordinator.err;
+  EXPECT_EQ(Slurp("coordinator-0.args"),
+            "--role coordinator --listen tcp://127.0.0.1:47017 --num-servers 1 --num-workers 2\n");
+  EXPECT_EQ(EnvFile("coordinator-0.env")["TESSERA_JOB_SECRET"], "shared");
+
+  RunResult server = Run(RunArgs(2, 1, {"print:1"}, {"--from-env"}), with_rank(1));
+  EXPECT_EQ(server.exit_code, 0) << server.err;
+  EXPECT_EQ(Slurp("server-0.args"), "--role server --rank 0 --coordinator tcp://127.0.0.1:47017\n");
+
+  RunResult worker = Run(RunArgs(2, 1, {"print:1", "exit:5"}, {"--from-env"}), with_rank(3));
+  // The task becomes the worker itself: its exit code and unprefixed output.
+  EXPECT_EQ(worker.exit_code, 5) << worker.err;
+  EXPECT_EQ(worker.out, "worker 1 exiting with 5\n");
+  auto env = EnvFile("worker-1.env");
+  EXPECT_EQ(env["TESSERA_ROLE"], "worker");
+  EXPECT_EQ(env["TESSERA_RANK"], "1");
+  EXPECT_EQ(env["TESSERA_NUM_SERVERS"], "1");
+  EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://127.0.0.1:47017");
+  EXPECT_EQ(env["TESSERA_BIND_HOST"], "127.0.0.1");
+  EXPECT_EQ(env["TESSERA_JOB_SECRET"], "shared");
+}
+
+TEST_F(TesseraCliTest, FromEnvOpenMpiWithExplicitCoordinator) {
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--from-env", "--coordinator", "10.9.8.7:6001"}),
+                    {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"},
+                     {"FAKE_NO_WAIT", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "line 1 of worker 0\n");
+  EXPECT_TRUE(Contains(r.err, "TESSERA_JOB_SECRET is not set")) << r.err;
+  EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_COORDINATOR"], "tcp://10.9.8.7:6001");
+}
+
+TEST_F(TesseraCliTest, FromEnvErrors) {
+  RunResult none = Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(Contains(none.err, "neither SLURM_PROCID/SLURM_NTASKS")) << none.err;
+
+  RunResult count = Run(RunArgs(2, 1, {"print:1"}, {"--from-env"}),
+                        {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"},
+                         {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"}});
+  EXPECT_EQ(count.exit_code, 2);
+  EXPECT_TRUE(Contains(count.err, "the job has 3 tasks (slurm) but -s 1 -w 2 needs")) << count.err;
+
+  RunResult where = Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}),
+                        {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
+  EXPECT_EQ(where.exit_code, 2);
+  EXPECT_TRUE(Contains(where.err, "pass --coordinator")) << where.err;
+}
+
+}  // namespace
