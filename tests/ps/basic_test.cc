@@ -93,10 +93,13 @@ TEST(ClientServerTest, IncRowAddsAWholeRow) {
   });
 }
 
-TEST(ClientServerTest, BulkSynchronousReadsSeeEveryEarlierClockExactly) {
+class TransportTest : public ::testing::TestWithParam<bool> {};
+
+// Several nodes in one process, over inproc:// and over tcp on loopback (ephemeral ports).
+TEST_P(TransportTest, BulkSynchronousReadsSeeEveryEarlierClockExactly) {
   constexpr int kClocks = 5;
   constexpr uint64_t kRows = 50;
-  InProcessCluster cluster({.num_servers = 2, .num_workers = 3});
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 3, .tcp = GetParam()});
   OnEachWorker(cluster, [&](int w) {
     Client& c = cluster.client(w);
     TableSpec spec = DenseFloat(1, kRows, 2);
@@ -116,6 +119,9 @@ TEST(ClientServerTest, BulkSynchronousReadsSeeEveryEarlierClockExactly) {
     }
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "tcp" : "inproc"; });
 
 }  // namespace
 }  // namespace tessera
