@@ -1,0 +1,229 @@
+#include "tessera/compiler/analyzer.h"
+
+#include <memory>
+
+#include "access_collector.h"
+#include "clang/AST/ASTConsumer.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/Diagnostic.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/FrontendAction.h"
+#include "clang/Tooling/ArgumentsAdjusters.h"
+#include "clang/Tooling/CompilationDatabase.h"
+#include "clang/Tooling/JSONCompilationDatabase.h"
+#include "clang/Tooling/Tooling.h"
+
+namespace tessera::compiler {
+namespace {
+
+using namespace clang;  // NOLINT(build/namespaces)
+
+// Finds parallel_for calls and indexes all calls, in the main file only (headers are never the
+// place of a call site, and skipping them keeps tessc close to -fsyntax-only in cost).
+class SiteFinder : public RecursiveASTVisitor<SiteFinder> {
+ public:
+  explicit SiteFinder(ASTContext& ctx) : sm_(ctx.getSourceManager()) {}
+  bool shouldVisitTemplateInstantiations() const { return true; }
+  bool shouldVisitLambdaBodies() const { return true; }
+
+  bool TraverseDecl(Decl* d) {
+    if (d == nullptr) return true;
+    if (!isa<TranslationUnitDecl>(d) && d->getLocation().isValid() &&
+        !sm_.isInMainFile(sm_.getExpansionLoc(d->getLocation()))) {
+      return true;
+    }
+    return RecursiveASTVisitor::TraverseDecl(d);
+  }
+
+  bool VisitCallExpr(CallExpr* call) {
+    if (call->isTypeDependent() || call->isValueDependent()) return true;
+    if (IsParallelForCall(call)) {
+      SourceLocation loc = sm_.getExpansionLoc(call->getBeginLoc());
+      if (seen_.insert(loc.getRawEncoding()).second) sites.push_back(call);
+      return true;
+    }
+    if (const FunctionDecl* fd = call->getDirectCallee()) {
+      calls[fd->getCanonicalDecl()].push_back(call);
+    }
+    return true;
+  }
+
+  std::vector<const CallExpr*> sites;
+  CallIndex calls;
+
+ private:
+  SourceManager& sm_;
+  std::set<unsigned> seen_;
+};
+
+class Sink {
+ public:
+  std::vector<SiteResult> sites;
+  int sites_total = 0;
+  bool site_error = false;
+};
+
+std::string ArrayName(const SiteModel& m, int access) {
+  return m.arrays[m.accesses[access].array].name;
+}
+
+class SiteConsumer : public ASTConsumer {
+ public:
+  explicit SiteConsumer(Sink* sink) : sink_(sink) {}
+
+  void HandleTranslationUnit(ASTContext& ctx) override {
+    DiagnosticsEngine& diags = ctx.getDiagnostics();
+    if (diags.hasErrorOccurred()) return;  // Clang already explained; the AST may be partial
+    SiteFinder finder(ctx);
+    finder.TraverseDecl(ctx.getTranslationUnitDecl());
+    for (const CallExpr* call : finder.sites) Report(ctx, CollectSite(ctx, call, finder.calls), call);
+  }
+
+ private:
+  void Report(ASTContext& ctx, CollectedSite site, const CallExpr* call) {
+    DiagnosticsEngine& diags = ctx.getDiagnostics();
+    ++sink_->sites_total;
+    SourceLocation call_loc = call->getBeginLoc();
+    if (!site.analyzable) {
+      unsigned id = diags.getCustomDiagID(
+          DiagnosticsEngine::Warning,
+          "tessc cannot analyse this parallel_for (%0); it will run serially");
+      diags.Report(call_loc, id) << site.why_not;
+      return;
+    }
+    SiteResult& r = site.result;
+    r.decision = ChooseSchedule(r.model);
+    const SiteModel& m = r.model;
+    if (r.decision.schedule) {
+      unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Remark,
+                                          "parallel_for over '%0' %1");
+      diags.Report(call_loc, id) << m.space_array << Summary(r);
+      EmitConservativeNotes(diags, site);
+      sink_->sites.push_back(std::move(r));
+      return;
+    }
+    sink_->site_error = true;
+    const ScheduleError& err = *r.decision.error;
+    const Dependence& dep = err.blocking;
+    const std::string vec = ToString(dep.vector);
+    const std::string array = ArrayName(m, dep.first);
+    if (err.kind == ScheduleError::Kind::kNonAdditive) {
+      unsigned id = diags.getCustomDiagID(
+          DiagnosticsEngine::Error,
+          "data-parallel parallel_for over '%0' needs additive writes, but this write to '%1' is "
+          "not additive (dependence vector %2)");
+      diags.Report(site.access_locs[err.nonadditive_access], id) << m.space_array << array << vec;
+      int other = err.nonadditive_access == dep.first ? dep.second : dep.first;
+      NoteConflict(diags, site, other, err.nonadditive_access);
+      unsigned fix = diags.getCustomDiagID(
+          DiagnosticsEngine::Note,
+          "write '%0' with '+=' / '-=', or make it a tessera::RelaxedArray updated with add()");
+      diags.Report(call_loc, fix) << array;
+    } else {
+      unsigned id = diags.getCustomDiagID(
+          DiagnosticsEngine::Error,
+          "parallel_for over '%0' cannot be parallelized: accesses to '%1' conflict across "
+          "iterations with dependence vector %2");
+      diags.Report(site.access_locs[dep.first], id) << m.space_array << array << vec;
+      NoteConflict(diags, site, dep.second, dep.first);
+      unsigned fix = diags.getCustomDiagID(
+          DiagnosticsEngine::Note,
+          "to run it anyway, make '%0' a tessera::RelaxedArray (a parameter-server table with "
+          "additive updates and bounded staleness), or permit data-parallel execution with "
+          "tessera::parallel_for(%1, body, tessera::DataParallel{.staleness = s}) if the "
+          "conflicting writes are additive");
+      diags.Report(call_loc, fix) << array << m.space_array;
+    }
+    EmitConservativeNotes(diags, site);
+  }
+
+  void NoteConflict(DiagnosticsEngine& diags, const CollectedSite& site, int other, int first) {
+    if (other == first) {
+      unsigned id = diags.getCustomDiagID(
+          DiagnosticsEngine::Note, "the conflict is between this access in different iterations");
+      diags.Report(site.access_locs[first], id);
+    } else {
+      unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note, "conflicting access to '%0'");
+      diags.Report(site.access_locs[other], id) << ArrayName(site.result.model, other);
+    }
+  }
+
+  void EmitConservativeNotes(DiagnosticsEngine& diags, const CollectedSite& site) {
+    unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note, "conservative: %0");
+    for (const auto& [loc, text] : site.notes) diags.Report(loc, id) << text;
+  }
+
+  Sink* sink_;
+};
+
+class SiteAction : public ASTFrontendAction {
+ public:
+  explicit SiteAction(Sink* sink) : sink_(sink) {}
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance&, StringRef) override {
+    return std::make_unique<SiteConsumer>(sink_);
+  }
+
+ private:
+  Sink* sink_;
+};
+
+class SiteActionFactory : public tooling::FrontendActionFactory {
+ public:
+  explicit SiteActionFactory(Sink* sink) : sink_(sink) {}
+  std::unique_ptr<FrontendAction> create() override { return std::make_unique<SiteAction>(sink_); }
+
+ private:
+  Sink* sink_;
+};
+
+}  // namespace
+
+Result<AnalysisResult> Analyze(const AnalyzerOptions& options) {
+  if (options.sources.empty()) return Status::InvalidArgument("no source files given");
+  std::unique_ptr<tooling::CompilationDatabase> db;
+  std::string error;
+  if (!options.build_path.empty()) {
+    db = tooling::CompilationDatabase::autoDetectFromDirectory(options.build_path, error);
+    if (db == nullptr) {
+      return Status::NotFound("cannot load compile_commands.json from '" + options.build_path +
+                              "': " + error);
+    }
+  } else if (options.have_fixed_args) {
+    db = std::make_unique<tooling::FixedCompilationDatabase>(".", options.fixed_args);
+  } else {
+    db = tooling::CompilationDatabase::autoDetectFromSource(options.sources.front(), error);
+    if (db == nullptr) {
+      return Status::NotFound("no compile_commands.json found for '" + options.sources.front() +
+                              "' (pass -p <build dir> or compiler flags after --): " + error);
+    }
+  }
+  tooling::ClangTool tool(*db, options.sources);
+  tool.appendArgumentsAdjuster(
+      [](const tooling::CommandLineArguments& args, StringRef) {
+        tooling::CommandLineArguments out = args;
+        bool has_resource_dir = false;
+        for (const std::string& a : args) has_resource_dir |= a.rfind("-resource-dir", 0) == 0;
+        // GCC-only flags from a g++ compile command must not stop Clang.
+        out.insert(out.begin() + 1, "-Wno-unknown-warning-option");
+        out.insert(out.begin() + 1, "-Qunused-arguments");
+        if (!has_resource_dir) out.insert(out.begin() + 1, "-resource-dir=" TESSC_RESOURCE_DIR);
+        return out;
+      });
+  if (!options.build_path.empty() && options.have_fixed_args) {
+    tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+        options.fixed_args, tooling::ArgumentInsertPosition::END));
+  }
+  Sink sink;
+  SiteActionFactory factory(&sink);
+  const int rc = tool.run(&factory);
+  AnalysisResult result;
+  result.sites = std::move(sink.sites);
+  result.sites_total = sink.sites_total;
+  // Under -verify Clang itself judges the diagnostics (expected errors are a pass).
+  bool verify = false;
+  for (const std::string& a : options.fixed_args) verify |= a == "-verify";
+  result.ok = rc == 0 && (verify || !sink.site_error);
+  return result;
+}
+
+}  // namespace tessera::compiler

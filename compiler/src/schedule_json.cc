@@ -48,7 +48,80 @@ std::string KeyName(int dim) { return "key[" + std::to_string(dim) + "]"; }
 // so pick one with characters JSON would not emit together).
 constexpr const char* kDelim = "tessc";
 
+bool IsFlat(const Json& j) {
+  if (!j.is_structured()) return true;
+  for (const auto& v : j) {
+    if (v.is_object()) return false;
+    if (v.is_array()) {
+      for (const auto& x : v) {
+        if (x.is_structured()) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Objects whose members are all flat (an access's subscript) print inline too.
+bool IsInline(const Json& j) {
+  if (IsFlat(j)) return true;
+  if (!j.is_array()) return false;
+  for (const auto& v : j) {
+    if (!v.is_object()) return false;
+    for (const auto& x : v) {
+      if (x.is_object() || (x.is_array() && !IsFlat(x))) return false;
+    }
+  }
+  return true;
+}
+
+void InlineJson(const Json& j, std::string* out) {
+  if (j.is_object()) {
+    *out += "{";
+    bool first = true;
+    for (const auto& [k, v] : j.items()) {
+      if (!first) *out += ", ";
+      first = false;
+      *out += Json(k).dump() + ": ";
+      InlineJson(v, out);
+    }
+    *out += "}";
+  } else if (j.is_array()) {
+    *out += "[";
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (i > 0) *out += ", ";
+      InlineJson(j[i], out);
+    }
+    *out += "]";
+  } else {
+    *out += j.dump();
+  }
+}
+
+void PrettyInto(const Json& j, int indent, std::string* out) {
+  if (IsInline(j) || j.empty()) {
+    InlineJson(j, out);
+    return;
+  }
+  const std::string pad(static_cast<size_t>(indent + 2), ' ');
+  const bool obj = j.is_object();
+  *out += obj ? "{\n" : "[\n";
+  size_t i = 0;
+  for (const auto& [k, v] : j.items()) {
+    *out += pad;
+    if (obj) *out += Json(k).dump() + ": ";
+    PrettyInto(v, indent + 2, out);
+    *out += ++i < j.size() ? ",\n" : "\n";
+  }
+  *out += std::string(static_cast<size_t>(indent), ' ') + (obj ? "}" : "]");
+}
+
 }  // namespace
+
+std::string PrettyJson(const Json& j) {
+  std::string out;
+  PrettyInto(j, 0, &out);
+  return out + "\n";
+}
 
 Json SiteToJson(const SiteResult& site) {
   TESSERA_CHECK(site.decision.schedule.has_value());
@@ -121,7 +194,7 @@ Json SiteToJson(const SiteResult& site) {
     a["write"] = write;
     a["additive_writes_only"] = write && additive_only;
     if (info.relaxed) {
-      a["staleness"] = m.data_parallel_staleness.value_or(0);
+      a["staleness"] = info.staleness ? Json(*info.staleness) : Json(nullptr);
     }
     a["index_map"] = index_map;
     a["accesses"] = accesses;

@@ -1,1 +1,94 @@
-int main(){}
+// tessc: analyses the parallel_for loops of Tessera programs.
+//
+//   tessc [-p build-dir] [--emit=none|json|cpp] [-o out] source... [-- compiler-args...]
+//
+// Exit status: 0 when every translation unit compiled and every site got a schedule; 1 when a
+// site cannot be parallelized or Clang reported an error (diagnostics on stderr); 2 on bad usage.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "tessera/common/logging.h"
+#include "tessera/compiler/analyzer.h"
+#include "tessera/compiler/schedule_json.h"
+
+int main(int argc, char** argv) {
+  // Everything after `--` is the compiler command line, which CLI11 must not parse.
+  tessera::compiler::AnalyzerOptions options;
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      own_argc = i;
+      options.have_fixed_args = true;
+      for (int j = i + 1; j < argc; ++j) options.fixed_args.push_back(argv[j]);
+      break;
+    }
+  }
+
+  CLI::App app{"tessc: partitions Tessera parallel_for loops (Clang 16 LibTooling)"};
+  std::string emit = "none";
+  std::string output;
+  std::string log_level = "warn";
+  app.add_option("sources", options.sources, "Source files to analyse")->required();
+  app.add_option("-p,--build-path", options.build_path,
+                 "Directory with compile_commands.json (flags after -- are appended)");
+  app.add_option("--emit", emit, "What to write: none, json (schedules) or cpp (registration)")
+      ->check(CLI::IsMember({"none", "json", "cpp"}));
+  app.add_option("-o,--output", output, "Output file (default: stdout)");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off");
+  try {
+    app.parse(own_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (tessera::Status s = tessera::SetLogLevel(log_level); !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 2;
+  }
+
+  tessera::Result<tessera::compiler::AnalysisResult> result = tessera::compiler::Analyze(options);
+  if (!result.ok()) {
+    spdlog::error("tessc: {}", result.status().message());
+    return 2;
+  }
+  spdlog::info("tessc: {} site(s), {} scheduled", result->sites_total, result->sites.size());
+  // Never emit a partial schedule, except under -Xclang -verify (golden tests of diagnostics),
+  // where failing sites are expected and the JSON of the others is still checked.
+  if (!result->ok) return 1;
+
+  std::string text;
+  if (emit == "json") {
+    text = tessera::compiler::PrettyJson(tessera::compiler::TranslationUnitToJson(
+        options.sources.size() == 1 ? options.sources.front() : "", result->sites));
+  } else if (emit == "cpp") {
+    std::string what;
+    for (const std::string& s : options.sources) what += (what.empty() ? "" : ", ") + s;
+    text = tessera::compiler::EmitRegistrationCpp(what, result->sites);
+  } else {
+    return 0;
+  }
+  if (output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  // Write to a temporary and rename, so an interrupted build never leaves a truncated file.
+  const std::string tmp = output + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) {
+      spdlog::error("tessc: cannot write {}", tmp);
+      return 2;
+    }
+  }
+  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
+    spdlog::error("tessc: cannot rename {} to {}", tmp, output);
+    return 2;
+  }
+  return 0;
+}

@@ -38,6 +38,10 @@ nlohmann::ordered_json TranslationUnitToJson(const std::string& file,
 // during static initialization. `json` strings are exactly SiteToJson(site).dump().
 std::string EmitRegistrationCpp(const std::string& file, const std::vector<SiteResult>& sites);
 
+// Indented JSON in which arrays and objects holding only scalars (subscripts, index maps,
+// dependence vectors) stay on one line, so that golden tests can match a whole access per line.
+std::string PrettyJson(const nlohmann::ordered_json& j);
+
 // Human summary used by the remark: "partitioned 2D (space: key[0], time: key[1]); W local, ...".
 std::string Summary(const SiteResult& site);
 

@@ -31,6 +31,7 @@ struct ArrayInfo {
   std::string element_type;    // spelled as in the source, e.g. "float"
   int element_bytes = 0;       // 0 when unknown
   int rank = 0;
+  std::optional<int> staleness;  // relaxed only: the table's staleness when tessc could see it
 };
 
 struct Access {
