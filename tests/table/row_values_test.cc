@@ -1,0 +1,110 @@
+#include "tessera/table/row_values.h"
+
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include "tessera/table/wire.h"
+
+namespace tessera {
+namespace {
+
+TableSpec Spec(ValueType type, uint32_t width, bool sparse) {
+  TableSpec spec;
+  spec.id = 3;
+  spec.name = "t";
+  spec.value_type = type;
+  spec.num_rows = 10;
+  spec.width = width;
+  spec.sparse = sparse;
+  return spec;
+}
+
+Result<RowValues> RoundTrip(const RowValues& row, const TableSpec& spec) {
+  capnp::MallocMessageBuilder builder;
+  auto values = builder.initRoot<proto::Values>();
+  row.ToProto(values);
+  return RowValues::FromProto(values.asReader(), spec);
+}
+
+TEST(RowValuesTest, DenseAddAndRoundTrip) {
+  auto spec = Spec(ValueType::kFloat32, 4, false);
+  RowValues a = RowValues::Zero(spec);
+  EXPECT_TRUE(a.IsZero());
+  a.AddCell<float>(1, 2.5f);
+  RowValues b = RowValues::Zero(spec);
+  b.AddCell<float>(1, 1.0f);
+  b.AddCell<float>(3, -1.0f);
+  a.Add(b);
+  EXPECT_EQ(std::vector<float>(a.dense<float>().begin(), a.dense<float>().end()),
+            (std::vector<float>{0, 3.5f, 0, -1.0f}));
+  auto back = RoundTrip(a, spec);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, a);
+  EXPECT_EQ(a.payload_bytes(), 16u);
+}
+
+TEST(RowValuesTest, SparseMergeDropsZerosAndKeepsColumnsSorted) {
+  auto spec = Spec(ValueType::kInt64, 100, true);
+  RowValues a = RowValues::Zero(spec);
+  a.AddCell<int64_t>(50, 2);
+  a.AddCell<int64_t>(7, 1);
+  RowValues d = RowValues::Zero(spec);
+  d.AddCell<int64_t>(7, -1);
+  d.AddCell<int64_t>(99, 4);
+  a.Add(d);
+  EXPECT_EQ(std::vector<uint32_t>(a.columns().begin(), a.columns().end()), (std::vector<uint32_t>{50, 99}));
+  EXPECT_EQ(a.CellAsDouble(99), 4.0);
+  EXPECT_EQ(a.CellAsDouble(7), 0.0);
+  auto back = RoundTrip(a, spec);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, a);
+}
+
+TEST(RowValuesTest, FromProtoRejectsWrongTypeWidthAndColumns) {
+  capnp::MallocMessageBuilder builder;
+  auto values = builder.initRoot<proto::Values>();
+  values.initF64(4);
+  EXPECT_EQ(RowValues::FromProto(values.asReader(), Spec(ValueType::kFloat32, 4, false)).status().code(),
+            StatusCode::kInvalidArgument);  // wrong type
+  EXPECT_EQ(RowValues::FromProto(values.asReader(), Spec(ValueType::kFloat64, 5, false)).status().code(),
+            StatusCode::kInvalidArgument);  // wrong width
+  auto sparse = builder.initRoot<proto::Values>();
+  auto cols = sparse.initColumns(2);
+  cols.set(0, 3);
+  cols.set(1, 200);
+  sparse.initI64(2);
+  EXPECT_EQ(RowValues::FromProto(sparse.asReader(), Spec(ValueType::kInt64, 100, true)).status().code(),
+            StatusCode::kOutOfRange);
+  cols.set(1, 3);  // not increasing
+  EXPECT_EQ(RowValues::FromProto(sparse.asReader(), Spec(ValueType::kInt64, 100, true)).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(RowValuesTest, RelativeMagnitudeWeighsChangesByTheValueTheyChange) {
+  auto spec = Spec(ValueType::kFloat64, 2, false);
+  RowValues base = RowValues::Zero(spec);
+  base.AddCell<double>(0, 10.0);
+  RowValues delta = RowValues::Zero(spec);
+  delta.AddCell<double>(0, -1.0);  // 1/10
+  delta.AddCell<double>(1, 2.0);   // base 0: |delta|
+  EXPECT_DOUBLE_EQ(delta.RelativeMagnitude(base), 2.1);
+}
+
+TEST(TableSpecTest, ValidateAndPlacement) {
+  auto spec = Spec(ValueType::kFloat32, 4, false);
+  EXPECT_TRUE(spec.Validate().ok());
+  spec.width = 0;
+  EXPECT_EQ(spec.Validate().code(), StatusCode::kInvalidArgument);
+  // Placement is deterministic and spreads consecutive rows over all servers.
+  std::vector<int> counts(4, 0);
+  for (RowId r = 0; r < 4000; ++r) {
+    uint32_t s = ServerOfRow(1, r, 4);
+    ASSERT_LT(s, 4u);
+    EXPECT_EQ(s, ServerOfRow(1, r, 4));
+    ++counts[s];
+  }
+  for (int c : counts) EXPECT_NEAR(c, 1000, 150);
+}
+
+}  // namespace
+}  // namespace tessera

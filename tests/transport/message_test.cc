@@ -1,0 +1,68 @@
+#include "tessera/transport/message.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+TEST(MessageTest, RoundTripKeepsVersionSenderAndBody) {
+  OutgoingMessage out(7, 42);
+  out.envelope().getBody().initClock().setClock(9);
+  auto in = IncomingMessage::Parse(out.ToFrame());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  auto env = (*in)->envelope();
+  EXPECT_EQ(env.getVersion(), proto::PROTOCOL_VERSION);
+  EXPECT_EQ(env.getSender(), 7u);
+  EXPECT_EQ(env.getRequestId(), 42u);
+  ASSERT_TRUE(env.getBody().isClock());
+  EXPECT_EQ(env.getBody().getClock().getClock(), 9);
+}
+
+TEST(MessageTest, UnalignedFrameIsCopiedNotRejected) {
+  OutgoingMessage out(1, 0);
+  out.envelope().getBody().initBarrier().setId(3);
+  zmq::message_t frame = out.ToFrame();
+  // Same bytes at an odd address inside a larger buffer.
+  std::vector<char> buffer(frame.size() + 1);
+  std::memcpy(buffer.data() + 1, frame.data(), frame.size());
+  zmq::message_t unaligned(buffer.data() + 1, frame.size());
+  auto in = IncomingMessage::Parse(std::move(unaligned));
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_EQ((*in)->envelope().getBody().getBarrier().getId(), 3u);
+}
+
+TEST(MessageTest, BadFramesAreErrorsNotCrashes) {
+  EXPECT_EQ(IncomingMessage::Parse(zmq::message_t()).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(IncomingMessage::Parse(zmq::message_t(std::string("abc"))).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(IncomingMessage::Parse(zmq::message_t(std::string(64, '\xff'))).status().code(),
+            StatusCode::kDataLoss);
+  // A valid message truncated to its first word.
+  OutgoingMessage out(1, 0);
+  out.envelope().getBody().initError().setMessage(std::string(100, 'x'));
+  zmq::message_t frame = out.ToFrame();
+  zmq::message_t truncated(frame.data(), 8);
+  EXPECT_EQ(IncomingMessage::Parse(std::move(truncated)).status().code(), StatusCode::kDataLoss);
+}
+
+TEST(MessageTest, OtherProtocolVersionIsRejected) {
+  OutgoingMessage out(1, 0);
+  out.envelope().setVersion(proto::PROTOCOL_VERSION + 1);
+  auto in = IncomingMessage::Parse(out.ToFrame());
+  EXPECT_EQ(in.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(in.status().message().find("version"), std::string::npos);
+}
+
+TEST(MessageTest, ErrorsMapToStatusAndBack) {
+  OutgoingMessage out(1, 0);
+  FillError(Status::OutOfRange("row 9"), out.envelope().getBody().initError());
+  auto in = IncomingMessage::Parse(out.ToFrame());
+  ASSERT_TRUE(in.ok());
+  Status s = StatusFromError((*in)->envelope().getBody().getError());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.message(), "row 9");
+}
+
+}  // namespace
+}  // namespace tessera
