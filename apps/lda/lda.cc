@@ -43,6 +43,7 @@ struct LdaOptions {
   double beta = 0.01;      // topic-word Dirichlet prior
   int iterations = 50;
   int mh_steps = 2;        // MH steps per token, alternating doc and word proposals
+  std::string sampler = "mh";  // mh | gibbs (the exact O(K) textbook sampler, as a reference)
   int64_t max_docs = 0;    // 0: all documents
   int staleness = 1;       // of the topic-totals table when distributed
   int eval_every = 1;      // log-likelihood every N iterations (0: never)
@@ -310,6 +311,31 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     word_prop.Build(word_topic, totals, beta);
     doc_prop.doc = -1;
     tessera::Accumulator<int64_t> accepted;
+    if (opt.sampler == "gibbs") {
+      // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
+      std::vector<double> cdf(K);
+      tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
+        auto nd = doc_topic.row(key[0]);
+        auto nw = word_topic.row(key[1]);
+        const int32_t s = z;
+        nd[s] -= 1;
+        nw[s] -= 1;
+        totals.add(s, -1);
+        double sum = 0;
+        for (int k = 0; k < K; ++k) {
+          sum += (nd[k] + opt.alpha) * (nw[k] + opt.beta) / (static_cast<double>(totals(k)) + V * opt.beta);
+          cdf[k] = sum;
+        }
+        const double u = static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * sum;
+        const int32_t t = static_cast<int32_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+        const int32_t chosen = std::min(t, K - 1);
+        nd[chosen] += 1;
+        nw[chosen] += 1;
+        totals.add(chosen, 1);
+        accepted += chosen != s;
+        z = chosen;
+      });
+    } else {
     tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
       auto nd = doc_topic.row(key[0]);
       auto nw = word_topic.row(key[1]);
@@ -338,6 +364,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       z = s;
       accepted += moved;
     });
+    }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     const double tokens_per_s = static_cast<double>(tokens.nnz()) / sample_seconds;
 
@@ -357,7 +384,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     }
     const double elapsed = Seconds(std::chrono::steady_clock::now() - start);
     const double acceptance =
-        static_cast<double>(accepted.value()) / static_cast<double>(tokens.nnz() * opt.mh_steps);
+        static_cast<double>(accepted.value()) /
+        static_cast<double>(tokens.nnz() * (opt.sampler == "gibbs" ? 1 : opt.mh_steps));
     fmt::print("iter {:4d}  ll/token {:.5f}  tokens/s {:.3e}  moved {:.3f}  {:.2f}s\n", iter,
                ll_per_token, tokens_per_s, acceptance, elapsed);
     if (metrics) {
@@ -392,6 +420,8 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", opt.iterations)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--mh-steps", opt.mh_steps, "MH steps per token (alternating doc/word proposals)")
       ->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--sampler", opt.sampler, "mh (alias + Metropolis-Hastings) or gibbs (exact, O(K))")
+      ->capture_default_str()->check(CLI::IsMember({"mh", "gibbs"}));
   app.add_option("--max-docs", opt.max_docs, "use only documents 1..N (0: all)")->capture_default_str();
   app.add_option("--staleness", opt.staleness, "staleness of the topic-totals table when distributed")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
