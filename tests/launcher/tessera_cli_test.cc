@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -37,6 +38,15 @@ struct RunResult {
   std::string err;
   Clock::duration elapsed{};
 };
+
+// Alive and not a zombie (an orphaned "remote" process waits as a zombie until init reaps it).
+bool IsAlive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] != 'Z';
+}
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -172,11 +182,16 @@ class TesseraCliTest : public ::testing::Test {
     return false;
   }
 
-  void ExpectDead(const std::string& pid_file) {
+  // The process whose pid is in `pid_file` is gone, or goes within `within` (for "remote"
+  // processes, which are not the launcher's children and may take a moment after it exits).
+  void ExpectDead(const std::string& pid_file, Clock::duration within = {}) {
     std::string text = Slurp(pid_file);
     ASSERT_FALSE(text.empty()) << pid_file;
     pid_t pid = std::stoi(text);
-    EXPECT_NE(kill(pid, 0), 0) << pid_file << ": process " << pid << " outlived the launcher";
+    const auto deadline = Clock::now() + within;
+    while (IsAlive(pid) && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_FALSE(IsAlive(pid)) << pid_file << ": process " << pid << " outlived the launcher";
+    if (IsAlive(pid)) kill(pid, SIGKILL);  // leave nothing behind
   }
 
   std::string dir_;
@@ -300,7 +315,7 @@ TEST_F(TesseraCliTest, ProcessesIgnoringSigtermAreKilledAfterTheGracePeriod) {
   EXPECT_TRUE(Contains(r.err, "did not stop within 500 ms of SIGTERM; killing it")) << r.err;
   EXPECT_GE(Clock::now() - go_, milliseconds(500));
   EXPECT_LT(Clock::now() - go_, seconds(4));
-  ExpectDead("hang-0.pid");
+  ExpectDead("hang-0.pid", seconds(5));
 }
 
 TEST_F(TesseraCliTest, ServerFailureStopsTheWorkers) {
@@ -457,7 +472,7 @@ TEST_F(TesseraCliTest, HostfileRunsProcessesThroughTheSshCommand) {
     const std::string host = line.substr(0, line.find('\t'));
     const std::string command = line.substr(line.find('\t') + 1);
     EXPECT_EQ(command.rfind("IFS= read -r TESSERA_JOB_SECRET; export TESSERA_JOB_SECRET; cd " +
-                                dir_ + " && exec env ",
+                                dir_ + " || exit 127; exec 3<&0; env ",
                             0),
               0u)
         << command;
@@ -503,7 +518,20 @@ TEST_F(TesseraCliTest, RemoteFailureStopsTheJob) {
   EXPECT_EQ(r.exit_code, 9) << r.err;
   EXPECT_TRUE(Contains(r.err, "worker 1 (pid ")) << r.err;
   EXPECT_LT(Clock::now() - go_, seconds(4));
-  ExpectDead("hang-0.pid");
+  ExpectDead("hang-0.pid", seconds(5));
+}
+
+TEST_F(TesseraCliTest, RemoteProcessesStopWhenTheirSshSessionEnds) {
+  // FAKE_SSH_DETACH: the "remote" command runs in its own session, out of reach of the signals
+  // the launcher sends to the ssh process, as on a real remote host. Only the end of its stdin
+  // can stop it.
+  std::ofstream(dir_ + "/hosts") << "localhost\n127.0.0.1\n";
+  RunResult r = RunOnceUp(RunArgs(2, 1, {"hang", "await:exit:9"},
+                                  {"--hostfile", dir_ + "/hosts", "--ssh", kFakeSsh, "-x",
+                                   "FAKE_LOG_DIR", "--grace-period", "0.5"}),
+                          {"hang-0.pid"}, {{"FAKE_SSH_DETACH", "1"}});
+  EXPECT_EQ(r.exit_code, 9) << r.err;
+  ExpectDead("hang-0.pid", seconds(5));
 }
 
 // --- Under srun / mpirun ---------------------------------------------------------------------

@@ -13,4 +13,9 @@ host=$1
 shift
 printf '%s\t%s\n' "$host" "$*" >> "${FAKE_SSH_LOG:-/dev/null}"
 # Like sshd: run the command with a clean environment (no TESSERA_*, nothing the launcher set).
+# FAKE_SSH_DETACH=1: in a new session, so that signals sent to this "ssh" do not reach the
+# command (as on a real remote host); setsid -w still waits and passes its exit status on.
+if [ -n "${FAKE_SSH_DETACH:-}" ]; then
+  exec setsid -w env -i PATH="$PATH" HOME="${HOME:-/}" sh -c "$*"
+fi
 exec env -i PATH="$PATH" HOME="${HOME:-/}" sh -c "$*"
