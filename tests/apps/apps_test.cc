@@ -84,6 +84,26 @@ TEST_F(AppsTest, MfConvergesOnMovieLens) {
   }
 }
 
+TEST_F(AppsTest, PlotMetricsWritesAPng) {
+  if (!fs::exists(Data("ml-100k/u1.base"))) GTEST_SKIP() << "no MovieLens data";
+  const fs::path metrics = dir_ / "mf.jsonl", png = dir_ / "mf.png";
+  RunResult r = RunCommand(Bin("mf") + " --train " + Data("ml-100k/u1.base") + " --test " +
+                           Data("ml-100k/u1.test") + " -k 4 --epochs 3 --metrics " + metrics.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(std::string(TESSERA_PLOT_METRICS) + " " + metrics.string() + " -o " + png.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(png, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  EXPECT_GT(fs::file_size(png), 10000u);
+  // A missing input is an error, not an empty plot.
+  r = RunCommand(std::string(TESSERA_PLOT_METRICS) + " " + (dir_ / "none.jsonl").string() + " -o " +
+                 (dir_ / "none.png").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(fs::exists(dir_ / "none.png"));
+}
+
 TEST_F(AppsTest, MfHoldsOutAFractionOfOneFile) {
   if (!fs::exists(Data("ml-100k/u.data"))) GTEST_SKIP() << "no MovieLens data";
   const RunResult r = RunCommand(Bin("mf") + " --train " + Data("ml-100k/u.data") +
