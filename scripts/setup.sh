@@ -8,6 +8,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev
   capnproto libcapnp-dev
   llvm-16-dev libclang-16-dev clang-16
+  llvm-16-tools
   libtbb-dev
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest

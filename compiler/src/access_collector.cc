@@ -174,26 +174,42 @@ class BodyWalker {
   int ArrayId(const ValueDecl* decl) {
     auto it = array_ids_.find(decl);
     if (it != array_ids_.end()) return it->second;
+    int id = NewArray(decl->getNameAsString(), decl->getType(), decl);
+    array_ids_[decl] = id;
+    return id;
+  }
+
+  int NewArray(const std::string& name, QualType type, const ValueDecl* decl) {
     ArrayInfo info;
-    info.name = decl->getNameAsString();
+    info.name = name;
     QualType elem;
     int rank = 0;
-    if (ArrayTypeArgs(decl->getType(), &elem, &rank)) {
+    QualType array_type = type.getNonReferenceType();
+    if (const auto* p = array_type->getAs<PointerType>()) array_type = p->getPointeeType();
+    const TypeKind tk = Classify(array_type);
+    if (tk == TypeKind::kRowView || tk == TypeKind::kRelaxedRowView) {
+      // A view of an unknown 2-D array.
+      const auto* spec = dyn_cast_or_null<ClassTemplateSpecializationDecl>(RecordOf(array_type));
+      if (spec != nullptr && spec->getTemplateArgs().size() >= 1) {
+        elem = spec->getTemplateArgs()[0].getAsType().getUnqualifiedType();
+        info.rank = 2;
+        info.element_type = elem.getAsString(ctx_.getPrintingPolicy());
+        info.element_bytes = static_cast<int>(ctx_.getTypeSizeInChars(elem).getQuantity());
+      }
+    } else if (ArrayTypeArgs(array_type, &elem, &rank)) {
       info.rank = rank;
       info.element_type = elem.getAsString(ctx_.getPrintingPolicy());
       if (!elem->isDependentType() && !elem->isIncompleteType()) {
         info.element_bytes = static_cast<int>(ctx_.getTypeSizeInChars(elem).getQuantity());
       }
     }
-    info.relaxed = Classify(decl->getType()) == TypeKind::kRelaxedArray;
-    if (info.relaxed) info.staleness = RelaxedStaleness(decl);
+    info.relaxed = tk == TypeKind::kRelaxedArray || tk == TypeKind::kRelaxedRowView;
+    if (info.relaxed && decl != nullptr) info.staleness = RelaxedStaleness(decl);
+    // Two names may denote one array only if element type, rank and kind agree.
+    array_sigs_.push_back(info.element_type + "/" + std::to_string(info.rank) +
+                          (info.relaxed ? "/relaxed" : ""));
     model_.arrays.push_back(info);
-    int id = static_cast<int>(model_.arrays.size()) - 1;
-    array_ids_[decl] = id;
-    array_types_.push_back(decl->getType().getNonReferenceType().getUnqualifiedType()
-                               .getCanonicalType());
-    array_decls_.push_back(decl);
-    return id;
+    return static_cast<int>(model_.arrays.size()) - 1;
   }
 
  private:
@@ -276,6 +292,10 @@ class BodyWalker {
         return v;
       }
       if (IsArrayLike(Classify(me->getType())) && isa<FieldDecl>(me->getMemberDecl())) {
+        const QualType ft = me->getMemberDecl()->getType();
+        if (ft->isReferenceType() || ft->isPointerType()) {
+          return Wildcard(me->getMemberDecl(), me->getBeginLoc());  // two fields may be one array
+        }
         Value v;
         v.kind = Value::Kind::kArray;
         v.array = ArrayId(me->getMemberDecl());
@@ -382,6 +402,9 @@ class BodyWalker {
     if (e->getType()->isIntegralOrEnumerationType()) {
       if (auto c = EvalConstInt(e, ctx_)) return Value::Int(Affine::Constant(n, *c));
     }
+    // Never drop an array: whatever denotes one but could not be followed is a wildcard.
+    const TypeKind tk = Classify(e->getType());
+    if (tk == TypeKind::kDistArray || tk == TypeKind::kRelaxedArray) return WildcardExpr(e);
     return {};
   }
 
@@ -403,7 +426,18 @@ class BodyWalker {
       // A Key that is not the loop's: a different iteration space, unknown.
       return {};
     }
-    if (IsArrayLike(kind) && vd != nullptr && !d->getType()->isPointerType()) {
+    if (IsArrayLike(kind) && vd != nullptr && d->getType()->isPointerType()) {
+      // DistArray* p = &W (never re-pointed): p names W. Anything else: unknown.
+      if (vd->hasInit() && !IsMutatedInScope(vd)) {
+        if (const auto* addr = dyn_cast<UnaryOperator>(Strip(vd->getInit()));
+            addr != nullptr && addr->getOpcode() == UO_AddrOf) {
+          Value v = Eval(addr->getSubExpr(), depth + 1);
+          if (v.kind == Value::Kind::kArray) return v;
+        }
+      }
+      return Wildcard(vd, dre->getBeginLoc());
+    }
+    if (IsArrayLike(kind) && vd != nullptr) {
       // A variable declared outside the body: the array itself, or a reference to one.
       if (d->getType()->isReferenceType()) {
         if (const auto* parm = dyn_cast<ParmVarDecl>(vd)) {
@@ -457,17 +491,38 @@ class BodyWalker {
   }
 
   // An array-typed name whose target tessc cannot determine: it may be any array of its type.
-  Value Wildcard(const VarDecl* vd, SourceLocation loc) {
+  Value Wildcard(const ValueDecl* vd, SourceLocation loc) {
+    return WildcardFor(vd, vd->getNameAsString(), vd->getType(), loc);
+  }
+
+  // Same for an expression (a function returning a reference, a conditional, a container
+  // element, ...). Keyed by the expression, so each such expression is its own unknown array.
+  Value WildcardExpr(const Expr* e) {
+    std::string text = "expression at line " +
+                       std::to_string(sm_.getExpansionLineNumber(e->getBeginLoc()));
+    return WildcardFor(e, text, e->getType(), e->getBeginLoc());
+  }
+
+  Value WildcardFor(const void* key, const std::string& name, QualType type, SourceLocation loc) {
     Value v;
     v.kind = Value::Kind::kArray;
-    auto it = wildcard_ids_.find(vd);
+    auto it = wildcard_ids_.find(key);
     if (it != wildcard_ids_.end()) {
       v.array = it->second;
+      const TypeKind tk = Classify(type);
+      if (tk == TypeKind::kRowView || tk == TypeKind::kRelaxedRowView) {
+        v.prefix.push_back(Affine::Unknown());
+      }
       return v;
     }
-    v.array = ArrayId(vd);
-    wildcard_ids_[vd] = v.array;
-    Note(loc, "'" + vd->getNameAsString() +
+    v.array = NewArray(name, type, nullptr);
+    model_.arrays[v.array].may_alias = true;
+    wildcard_ids_[key] = v.array;
+    const TypeKind tk = Classify(type);
+    if (tk == TypeKind::kRowView || tk == TypeKind::kRelaxedRowView) {
+      v.prefix.push_back(Affine::Unknown());  // some row
+    }
+    Note(loc, "'" + name +
                   "' may name any array of its type (tessc cannot see which); its accesses are "
                   "counted against each of them");
     return v;
@@ -480,8 +535,8 @@ class BodyWalker {
       for (size_t i = 0; i < original; ++i) {
         if (model_.accesses[i].array != wid) continue;
         for (int other = 0; other < static_cast<int>(model_.arrays.size()); ++other) {
-          if (other == wid || array_types_[other] != array_types_[wid]) continue;
-          if (wildcard_ids_.count(array_decls_[other]) != 0) continue;
+          if (other == wid || array_sigs_[other] != array_sigs_[wid]) continue;
+          if (model_.arrays[other].may_alias) continue;
           Duplicate(i, other, "may alias '" + model_.arrays[wid].name + "'");
         }
       }
@@ -497,7 +552,7 @@ class BodyWalker {
       for (size_t b = a + 1; b < params.size(); ++b) {
         int ia = ArrayId(params[a]);
         int ib = ArrayId(params[b]);
-        if (array_types_[ia] != array_types_[ib]) continue;
+        if (array_sigs_[ia] != array_sigs_[ib]) continue;
         std::string why;
         if (!ParamsDistinct(params[a], params[b], &why)) {
           Note(params[b]->getLocation(), "'" + params[a]->getNameAsString() + "' and '" +
@@ -929,9 +984,8 @@ class BodyWalker {
   std::vector<const Stmt*> mutation_scopes_;
   std::set<const FunctionDecl*> inline_stack_;
   std::map<const ValueDecl*, int> array_ids_;
-  std::vector<QualType> array_types_;
-  std::vector<const ValueDecl*> array_decls_;
-  std::map<const ValueDecl*, int> wildcard_ids_;
+  std::vector<std::string> array_sigs_;
+  std::map<const void*, int> wildcard_ids_;
   std::set<const ParmVarDecl*> param_arrays_;
 };
 

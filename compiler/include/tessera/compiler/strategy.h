@@ -32,6 +32,9 @@ struct ArrayInfo {
   int element_bytes = 0;       // 0 when unknown
   int rank = 0;
   std::optional<int> staleness;  // relaxed only: the table's staleness when tessc could see it
+  // A name tessc could not resolve to one array (it may be any array of its type); its accesses
+  // are also counted against every array of the same type.
+  bool may_alias = false;
 };
 
 struct Access {

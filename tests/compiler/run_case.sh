@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One golden corpus case: runs tessc on SOURCE with clang's -verify (checking every
+# `expected-remark/error/note` comment against the diagnostics, locations included), then checks the
+# emitted schedule JSON against the file's `JSON:` FileCheck lines.
+#   run_case.sh TESSC FILECHECK SOURCE INCLUDE_DIR...
+set -euo pipefail
+tessc=$1
+filecheck=$2
+src=$3
+shift 3
+args=(-std=c++20)
+for d in "$@"; do args+=("-I$d"); done
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$tessc" "$src" --emit=json -- "${args[@]}" -Xclang -verify >"$out"
+if grep -q '// JSON' "$src"; then
+  "$filecheck" --check-prefix=JSON --input-file="$out" "$src"
+fi
