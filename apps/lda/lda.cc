@@ -66,161 +66,122 @@ class Rng {
   uint64_t state_;
 };
 
-// Vose's alias method over weights[0..n): fills prob/alias (positions in [0, n)).
-void BuildAlias(const float* weights, int n, float total, float* prob, int32_t* alias,
-                std::vector<int32_t>& small, std::vector<int32_t>& large) {
-  small.clear();
-  large.clear();
-  const float scale = static_cast<float>(n) / total;
-  for (int i = 0; i < n; ++i) {
-    prob[i] = weights[i] * scale;
-    alias[i] = i;
-    (prob[i] < 1.0f ? small : large).push_back(i);
-  }
-  while (!small.empty() && !large.empty()) {
-    const int32_t s = small.back(), l = large.back();
-    small.pop_back();
-    alias[s] = l;
-    prob[l] -= 1.0f - prob[s];
-    if (prob[l] < 1.0f) {
-      large.pop_back();
-      small.push_back(l);
-    }
-  }
-  for (int32_t i : small) prob[i] = 1.0f;  // rounding leftovers
-  for (int32_t i : large) prob[i] = 1.0f;
-}
-
-inline int32_t SampleAlias(const float* prob, const int32_t* alias, int n, uint64_t r) {
-  const uint32_t i = Rng::Below(r, static_cast<uint32_t>(n));
-  return Rng::Unit(r) < prob[i] ? static_cast<int32_t>(i) : alias[i];
-}
-
-// Word proposals, rebuilt from the counts at the start of each iteration. The mass of word w is
-// split into a sparse part over its non-zero topics, n_wk / (n_k + V beta), and a dense part
-// shared by all words, beta / (n_k + V beta).
-struct WordProposals {
-  std::vector<int64_t> offset;  // word w's entries are [offset[w], offset[w + 1])
-  std::vector<int32_t> topic;   // ascending within a word
-  std::vector<int32_t> count;   // n_wk when built
-  std::vector<float> prob;
-  std::vector<int32_t> alias;   // positions within the word's entries
-  std::vector<float> sparse_mass;
-  std::vector<float> inv_total;  // 1 / (n_k + V beta) when built
-  std::vector<float> dense_prob;
-  std::vector<int32_t> dense_alias;
-  float dense_mass = 0;
-
-  void Build(const DistArray<int32_t, 2>& word_topic, const RelaxedArray<int64_t, 1>& totals,
-             double beta) {
-    const int64_t V = word_topic.extent(0);
-    const int K = static_cast<int>(word_topic.extent(1));
-    const double vbeta = static_cast<double>(V) * beta;
-    inv_total.resize(K);
+// Proposal tables for every row of a count array (documents or words), rebuilt from the counts
+// at the start of each iteration and read-only during it -- so the sampling body has no state of
+// its own and any executor may run it on any thread.
+//
+// Row r's proposal is q_r(k) ~ (n_rk + prior) * scale_k, split into a sparse part over the row's
+// non-zero topics (weights n_rk * scale_k, sampled by a per-row alias table) and a dense part
+// prior * scale_k shared by all rows (one alias table over K). Entries are packed so that a draw
+// touches one or two cache lines.
+class ProposalTables {
+ public:
+  // scale: per-topic factor (1 for documents, 1 / (n_k + V beta) for words).
+  void Build(const DistArray<int32_t, 2>& counts, const std::vector<float>& scale, float prior) {
+    const int64_t rows = counts.extent(0);
+    const int K = static_cast<int>(counts.extent(1));
+    prior_ = prior;
+    scale_ = scale;
     std::vector<float> dense_w(K);
-    dense_mass = 0;
+    dense_mass_ = 0;
     for (int k = 0; k < K; ++k) {
-      inv_total[k] = static_cast<float>(1.0 / (static_cast<double>(totals(k)) + vbeta));
-      dense_w[k] = static_cast<float>(beta) * inv_total[k];
-      dense_mass += dense_w[k];
+      dense_w[k] = prior * scale[k];
+      dense_mass_ += dense_w[k];
     }
-    std::vector<int32_t> small, large;
-    dense_prob.resize(K);
-    dense_alias.resize(K);
-    BuildAlias(dense_w.data(), K, dense_mass, dense_prob.data(), dense_alias.data(), small, large);
+    dense_.resize(K);
+    BuildRow(dense_w.data(), K, dense_mass_, dense_.data());
+    for (int k = 0; k < K; ++k) dense_[k].topic = k;
 
-    offset.assign(V + 1, 0);
-    topic.clear();
-    count.clear();
-    for (int64_t w = 0; w < V; ++w) {
-      auto row = word_topic.row(w);
+    rows_.assign(rows, Row{});
+    entries_.clear();
+    std::vector<float> w;
+    for (int64_t r = 0; r < rows; ++r) {
+      auto row = counts.row(r);
+      Row& h = rows_[r];
+      h.offset = static_cast<int64_t>(entries_.size());
+      w.clear();
       for (int k = 0; k < K; ++k) {
         if (row[k] != 0) {
-          topic.push_back(k);
-          count.push_back(row[k]);
+          entries_.push_back(Entry{k, row[k], 0.0f, 0});
+          w.push_back(static_cast<float>(row[k]) * scale[k]);
+          h.sparse_mass += w.back();
         }
       }
-      offset[w + 1] = static_cast<int64_t>(topic.size());
-    }
-    prob.resize(topic.size());
-    alias.resize(topic.size());
-    sparse_mass.assign(V, 0.0f);
-    std::vector<float> weights;
-    for (int64_t w = 0; w < V; ++w) {
-      const int64_t b = offset[w], n = offset[w + 1] - b;
-      if (n == 0) continue;
-      weights.resize(n);
-      float mass = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        weights[i] = static_cast<float>(count[b + i]) * inv_total[topic[b + i]];
-        mass += weights[i];
-      }
-      sparse_mass[w] = mass;
-      BuildAlias(weights.data(), static_cast<int>(n), mass, &prob[b], &alias[b], small, large);
+      h.size = static_cast<int32_t>(w.size());
+      if (h.size > 0) BuildRow(w.data(), h.size, h.sparse_mass, &entries_[h.offset]);
     }
   }
 
-  int32_t Sample(int64_t w, Rng& rng) const {
-    const uint64_t r = rng.Next();
-    const float u = Rng::Unit(r) * (sparse_mass[w] + dense_mass);
-    const uint64_t r2 = rng.Next();
-    if (u < sparse_mass[w]) {
-      const int64_t b = offset[w];
-      return topic[b + SampleAlias(&prob[b], &alias[b], static_cast<int>(offset[w + 1] - b), r2)];
+  // A topic drawn from q_r, and its unnormalized weight q_r(topic).
+  int32_t Sample(int64_t r, uint64_t bits1, uint64_t bits2, float* weight) const {
+    const Row& h = rows_[r];
+    if (Rng::Unit(bits1) * (h.sparse_mass + dense_mass_) < h.sparse_mass) {
+      const Entry& e = Pick(&entries_[h.offset], h.size, bits2);
+      *weight = (static_cast<float>(e.count) + prior_) * scale_[e.topic];
+      return e.topic;
     }
-    return SampleAlias(dense_prob.data(), dense_alias.data(), static_cast<int>(dense_prob.size()), r2);
+    const int32_t k = Pick(dense_.data(), static_cast<int32_t>(dense_.size()), bits2).topic;
+    *weight = Weight(r, k);
+    return k;
   }
-  // Unnormalized q_w(k): (n_wk + beta) / (n_k + V beta) with the counts it was built from.
-  float Weight(int64_t w, int32_t k, float beta) const {
-    const auto first = topic.begin() + offset[w], last = topic.begin() + offset[w + 1];
-    const auto it = std::lower_bound(first, last, k);
-    const float n = (it != last && *it == k) ? static_cast<float>(count[it - topic.begin()]) : 0.0f;
-    return (n + beta) * inv_total[k];
+  // Unnormalized q_r(k), from the counts the tables were built from.
+  float Weight(int64_t r, int32_t k) const {
+    const Row& h = rows_[r];
+    const Entry* first = entries_.data() + h.offset;
+    const Entry* last = first + h.size;
+    const Entry* it = std::lower_bound(first, last, k, [](const Entry& e, int32_t t) { return e.topic < t; });
+    const float n = (it != last && it->topic == k) ? static_cast<float>(it->count) : 0.0f;
+    return (n + prior_) * scale_[k];
   }
-};
 
-// The doc proposal of the document being sampled, rebuilt when the loop enters a new document.
-struct DocProposal {
-  int64_t doc = -1;
-  std::vector<int32_t> stale;  // n_dk when built, dense over K
-  std::vector<int32_t> topic;  // non-zero topics
-  std::vector<float> weight, prob;
-  std::vector<int32_t> alias, small, large;
-  float sparse_mass = 0;  // sum_k n_dk (the document's length)
-  float dense_mass = 0;   // K alpha
+ private:
+  struct Entry {
+    int32_t topic;  // ascending within a row
+    int32_t count;  // n_rk when built
+    float prob;     // alias method: keep this entry with probability prob ...
+    int32_t alias;  // ... else take entry `alias` (a position within the row)
+  };
+  struct Row {
+    int64_t offset = 0;
+    int32_t size = 0;
+    float sparse_mass = 0;
+  };
 
-  void Build(int64_t d, tessera::RowView<int32_t> row, float alpha) {
-    const int K = static_cast<int>(row.size());
-    doc = d;
-    stale.assign(row.begin(), row.end());
-    topic.clear();
-    weight.clear();
-    sparse_mass = 0;
-    for (int k = 0; k < K; ++k) {
-      if (stale[k] != 0) {
-        topic.push_back(k);
-        weight.push_back(static_cast<float>(stale[k]));
-        sparse_mass += static_cast<float>(stale[k]);
+  // Vose's alias method over w[0..n) into entries[0..n).
+  void BuildRow(const float* w, int32_t n, float total, Entry* entries) {
+    small_.clear();
+    large_.clear();
+    const float s = static_cast<float>(n) / total;
+    for (int32_t i = 0; i < n; ++i) {
+      entries[i].prob = w[i] * s;
+      entries[i].alias = i;
+      (entries[i].prob < 1.0f ? small_ : large_).push_back(i);
+    }
+    while (!small_.empty() && !large_.empty()) {
+      const int32_t sm = small_.back(), lg = large_.back();
+      small_.pop_back();
+      entries[sm].alias = lg;
+      entries[lg].prob -= 1.0f - entries[sm].prob;
+      if (entries[lg].prob < 1.0f) {
+        large_.pop_back();
+        small_.push_back(lg);
       }
     }
-    dense_mass = alpha * static_cast<float>(K);
-    prob.resize(topic.size());
-    alias.resize(topic.size());
-    if (!topic.empty()) {
-      BuildAlias(weight.data(), static_cast<int>(topic.size()), sparse_mass, prob.data(), alias.data(),
-                 small, large);
-    }
+    for (int32_t i : small_) entries[i].prob = 1.0f;  // rounding leftovers
+    for (int32_t i : large_) entries[i].prob = 1.0f;
   }
-  int32_t Sample(Rng& rng) const {
-    const uint64_t r = rng.Next();
-    const float u = Rng::Unit(r) * (sparse_mass + dense_mass);
-    const uint64_t r2 = rng.Next();
-    if (u < sparse_mass) {
-      return topic[SampleAlias(prob.data(), alias.data(), static_cast<int>(topic.size()), r2)];
-    }
-    return static_cast<int32_t>(Rng::Below(r2, static_cast<uint32_t>(stale.size())));
+  static const Entry& Pick(const Entry* entries, int32_t n, uint64_t bits) {
+    const Entry& e = entries[Rng::Below(bits, static_cast<uint32_t>(n))];
+    return Rng::Unit(bits) < e.prob ? e : entries[e.alias];
   }
-  float Weight(int32_t k, float alpha) const { return static_cast<float>(stale[k]) + alpha; }
+
+  float prior_ = 0;
+  std::vector<float> scale_;
+  std::vector<Row> rows_;
+  std::vector<Entry> entries_;
+  std::vector<Entry> dense_;
+  float dense_mass_ = 0;
+  std::vector<int32_t> small_, large_;
 };
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -302,14 +263,20 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     metrics.emplace(std::move(log).value());
   }
 
-  Rng rng(opt.seed * 0x9E3779B97F4A7C15ULL + 7);
-  WordProposals word_prop;
-  DocProposal doc_prop;
+  // Every token draws from its own generator, seeded by (seed, iteration, key): the body then has
+  // no shared mutable state besides the arrays, whatever executor runs it.
+  auto token_rng = [&opt](int iter, const Key<3>& key) {
+    return Rng(opt.seed ^ (static_cast<uint64_t>(iter) * 0xD1B54A32D192ED03ULL) ^
+               (static_cast<uint64_t>(key[0]) * 0x9E3779B97F4A7C15ULL) ^
+               (static_cast<uint64_t>(key[1]) * 0xC2B2AE3D27D4EB4FULL) ^
+               (static_cast<uint64_t>(key[2]) * 0x165667B19E3779F9ULL));
+  };
+  ProposalTables doc_prop, word_prop;
+  const std::vector<float> ones(K, 1.0f);
+  std::vector<float> inv_total(K);
   const auto start = std::chrono::steady_clock::now();
   for (int iter = 1; iter <= opt.iterations; ++iter) {
     const auto t0 = std::chrono::steady_clock::now();
-    word_prop.Build(word_topic, totals, beta);
-    doc_prop.doc = -1;
     tessera::Accumulator<int64_t> accepted;
     if (opt.sampler == "gibbs") {
       // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
@@ -317,6 +284,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
         auto nd = doc_topic.row(key[0]);
         auto nw = word_topic.row(key[1]);
+        Rng rng = token_rng(iter, key);
         const int32_t s = z;
         nd[s] -= 1;
         nw[s] -= 1;
@@ -336,34 +304,41 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         z = chosen;
       });
     } else {
-    tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
-      auto nd = doc_topic.row(key[0]);
-      auto nw = word_topic.row(key[1]);
-      if (doc_prop.doc != key[0]) doc_prop.Build(key[0], nd, alpha);
-      int32_t s = z;
-      nd[s] -= 1;
-      nw[s] -= 1;
-      totals.add(s, -1);
-      int64_t moved = 0;
-      for (int step = 0; step < opt.mh_steps; ++step) {
-        const bool doc_step = (step % 2) == 0;
-        const int32_t t = doc_step ? doc_prop.Sample(rng) : word_prop.Sample(key[1], rng);
-        if (t == s) continue;
-        const float p_t = (nd[t] + alpha) * (nw[t] + beta) / (static_cast<float>(totals(t)) + vbeta);
-        const float p_s = (nd[s] + alpha) * (nw[s] + beta) / (static_cast<float>(totals(s)) + vbeta);
-        const float q_t = doc_step ? doc_prop.Weight(t, alpha) : word_prop.Weight(key[1], t, beta);
-        const float q_s = doc_step ? doc_prop.Weight(s, alpha) : word_prop.Weight(key[1], s, beta);
-        if (Rng::Unit(rng.Next()) * p_s * q_t < p_t * q_s) {
-          s = t;
-          ++moved;
+      for (int k = 0; k < K; ++k) inv_total[k] = 1.0f / (static_cast<float>(totals(k)) + vbeta);
+      doc_prop.Build(doc_topic, ones, alpha);        // q_d(k) ~ n_dk + alpha
+      word_prop.Build(word_topic, inv_total, beta);  // q_w(k) ~ (n_wk + beta) / (n_k + V beta)
+      tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
+        auto nd = doc_topic.row(key[0]);
+        auto nw = word_topic.row(key[1]);
+        Rng rng = token_rng(iter, key);
+        int32_t s = z;
+        nd[s] -= 1;
+        nw[s] -= 1;
+        totals.add(s, -1);
+        int64_t moved = 0;
+        for (int step = 0; step < opt.mh_steps; ++step) {
+          const bool doc_step = (step % 2) == 0;
+          const ProposalTables& q = doc_step ? doc_prop : word_prop;
+          const int64_t row = doc_step ? key[0] : key[1];
+          float q_t;
+          const uint64_t r1 = rng.Next(), r2 = rng.Next();
+          const int32_t t = q.Sample(row, r1, r2, &q_t);
+          if (t == s) continue;
+          const float p_t = (nd[t] + alpha) * (nw[t] + beta) / (static_cast<float>(totals(t)) + vbeta);
+          const float p_s = (nd[s] + alpha) * (nw[s] + beta) / (static_cast<float>(totals(s)) + vbeta);
+          const float q_s = q.Weight(row, s);
+          // Accept t with probability min(1, p(t) q(s) / (p(s) q(t))).
+          if (Rng::Unit(rng.Next()) * p_s * q_t < p_t * q_s) {
+            s = t;
+            ++moved;
+          }
         }
-      }
-      nd[s] += 1;
-      nw[s] += 1;
-      totals.add(s, 1);
-      z = s;
-      accepted += moved;
-    });
+        nd[s] += 1;
+        nw[s] += 1;
+        totals.add(s, 1);
+        z = s;
+        accepted += moved;
+      });
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     const double tokens_per_s = static_cast<double>(tokens.nnz()) / sample_seconds;

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <string_view>
 #include <system_error>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -286,7 +285,9 @@ Result<Corpus> load_docword(Context& ctx, const std::string& path, const Docword
   corpus.vocab_size = W;
   corpus.counts = DistArray<int32_t, 2>::sparse(ctx, {keep_docs, W});
   corpus.counts.reserve(options.max_docs > 0 ? nnz * keep_docs / D + 1 : nnz);
-  std::unordered_set<int64_t> seen;
+  // (doc, word) of every entry, to find duplicates by sorting afterwards: several times faster
+  // than a hash set on million-entry corpora.
+  std::vector<std::pair<int64_t, int64_t>> seen;  // (linear key, entry number)
   seen.reserve(static_cast<size_t>(nnz));
   int64_t entries = 0;
   Fields fields;
@@ -316,14 +317,30 @@ Result<Corpus> load_docword(Context& ctx, const std::string& path, const Docword
     if (v[2] < 1 || v[2] > INT32_MAX) {
       return Status::InvalidArgument(fmt::format("{}: count {} must be in [1, 2^31)", reader.Where(), v[2]));
     }
-    if (!seen.insert((v[0] - 1) * W + (v[1] - 1)).second) {
-      return Status::InvalidArgument(
-          fmt::format("{}: (docID {}, wordID {}) appears twice", reader.Where(), v[0], v[1]));
-    }
+    seen.emplace_back((v[0] - 1) * W + (v[1] - 1), entries);
     ++entries;
     if (v[0] > keep_docs) continue;
     corpus.counts.append_unchecked({{v[0] - 1, v[1] - 1}}, static_cast<int32_t>(v[2]));
     corpus.num_tokens += v[2];
+  }
+  std::sort(seen.begin(), seen.end());
+  const auto dup = std::adjacent_find(seen.begin(), seen.end(),
+                                      [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (dup != seen.end()) {
+    // Rare: re-read to name the line of the second occurrence.
+    const int64_t target = std::max(dup->second, std::next(dup)->second);
+    auto again = internal::LineReader::Open(path, range, whole ? 4 : 0);
+    std::string where = path;
+    int64_t n = 0;
+    while (again.ok() && again->Next(&line)) {
+      if (IsBlank(line)) continue;
+      if (n++ == target) {
+        where = again->Where();
+        break;
+      }
+    }
+    return Status::InvalidArgument(fmt::format("{}: (docID {}, wordID {}) appears twice", where,
+                                               dup->first / W + 1, dup->first % W + 1));
   }
   if (whole && entries != nnz) {
     return Status::DataLoss(fmt::format("{}: the header promises NNZ = {} entries, the file has {}",
