@@ -268,11 +268,13 @@ class Client::Impl {
       if (!entry.error.ok()) {
         Status s = std::move(entry.error);
         entry.error = Status::Ok();
+        if (waited) Uncount(&ClientStats::blocked_reads);
         return s;
       }
       if (entry.valid && EffectiveStamp(entry, server) >= need) {
         copy_out(entry.value);
         Count(waited ? kind : &ClientStats::cache_hits);
+        if (waited) Uncount(&ClientStats::blocked_reads);
         return Status::Ok();
       }
       // A subscribed row needs no request: the server pushes it (or an empty push that vouches
@@ -281,9 +283,11 @@ class Client::Impl {
         entry.requested = need;
         SendGet(server, id, std::span<const RowId>(&row, 1), need);
       }
+      if (!waited) Count(&ClientStats::blocked_reads);
       waited = true;
       if (stripe.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
           std::chrono::steady_clock::now() >= deadline) {
+        Uncount(&ClientStats::blocked_reads);
         return Status::Unavailable(fmt::format(
             "read of row {} of table '{}' at clock {} got no answer from server {} ({}) within {} ms", row,
             table.spec.name, need, server, channels_[server]->endpoint, options_.timeout.count()));
@@ -360,12 +364,7 @@ class Client::Impl {
     for (int i = 0; i < options_.num_threads; ++i) min_clock = std::min(min_clock, thread_clocks_[i].load());
     if (min_clock > process_clock_) {
       process_clock_ = min_clock;
-      FlushLocked();
-      for (size_t s = 0; s < channels_.size(); ++s) {
-        OutgoingMessage msg(options_.rank, 0);
-        msg.envelope().getBody().initClock().setClock(process_clock_);
-        Enqueue(static_cast<int>(s), msg.ToFrame());
-      }
+      FlushLocked(process_clock_);
     }
     return TakeAsyncError();
   }
@@ -411,6 +410,11 @@ class Client::Impl {
   void Count(uint64_t ClientStats::*field, uint64_t n = 1) {
     std::lock_guard lock(stats_mu_);
     stats_.*field += n;
+  }
+
+  void Uncount(uint64_t ClientStats::*field) {
+    std::lock_guard lock(stats_mu_);
+    stats_.*field -= 1;
   }
 
   Status TakeAsyncError() {
@@ -469,8 +473,9 @@ class Client::Impl {
     io_thread_.join();
   }
 
-  // Moves the update log into one batch per server and queues the batches. REQUIRES: clock_mu_.
-  void FlushLocked() {
+  // Moves the update log into one batch per server and queues the batches, each followed by
+  // `clock` if it is >= 0. REQUIRES: clock_mu_.
+  void FlushLocked(int64_t clock = -1) {
     std::vector<InflightBatch*> batches(channels_.size());
     for (size_t s = 0; s < channels_.size(); ++s) {
       std::lock_guard lock(channels_[s]->mu);
@@ -497,6 +502,7 @@ class Client::Impl {
       OutgoingMessage msg(options_.rank, 0);
       auto update = msg.envelope().getBody().initUpdate();
       update.setSeq(batches[s]->seq);
+      update.setClock(clock);
       auto rows = update.initRows(static_cast<unsigned>(batches[s]->deltas.size()));
       unsigned i = 0;
       for (const auto& [key, delta] : batches[s]->deltas) {

@@ -253,7 +253,9 @@ class Server::Impl {
           OnGet(worker, request_id, body.getGet());
           break;
         case proto::Envelope::Body::UPDATE:
-          OnUpdate(worker, body.getUpdate());
+          if (OnUpdate(worker, body.getUpdate()) && body.getUpdate().getClock() >= 0) {
+            OnClock(worker, body.getUpdate().getClock());
+          }
           break;
         case proto::Envelope::Body::CLOCK:
           OnClock(worker, body.getClock().getClock());
@@ -366,47 +368,48 @@ class Server::Impl {
     CountStat([](ServerStats& s) { ++s.gets; });
   }
 
-  void OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch) {
+  // Returns false when the batch was rejected (and the client told why).
+  bool OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch) {
     Peer& peer = peers_[worker];
     uint64_t seq = batch.getSeq();
     if (seq <= peer.applied_seq) {
       log_->warn("worker {} resent update batch {}; ignored (already applied)", worker, seq);
       CountStat([](ServerStats& s) { ++s.duplicate_batches; });
-      return;
+      return true;
     }
     if (seq != peer.applied_seq + 1) {
       Reject(peer.identity, 0,
              Status::DataLoss(fmt::format("update batch {} from worker {} arrived after batch {}; "
                                           "batches in between were lost",
                                           seq, worker, peer.applied_seq)));
-      return;
+      return false;
     }
     // Decode and check the whole batch before applying any of it: a bad row rejects the batch
     // as a unit, so nothing is half-applied.
     auto rows = batch.getRows();
-    std::vector<std::pair<StoredRow*, RowValues>> decoded;
-    decoded.reserve(rows.size());
+    std::vector<std::pair<ShardTable*, proto::Row::Reader>> checked;
+    checked.reserve(rows.size());
     for (auto row : rows) {
       auto table = FindTable(row.getTable());
       if (!table.ok()) {
         Reject(peer.identity, 0, table.status());
-        return;
+        return false;
       }
       if (row.getRow() >= (*table)->spec.num_rows) {
         Reject(peer.identity, 0,
                Status::OutOfRange(fmt::format("update to row {} of table '{}' ({} rows)", row.getRow(),
                                               (*table)->spec.name, (*table)->spec.num_rows)));
-        return;
+        return false;
       }
-      auto values = RowValues::FromProto(row.getValues(), (*table)->spec);
-      if (!values.ok()) {
-        Reject(peer.identity, 0, values.status());
-        return;
+      if (Status s = RowValues::CheckProto(row.getValues(), (*table)->spec); !s.ok()) {
+        Reject(peer.identity, 0, s);
+        return false;
       }
-      decoded.emplace_back(&(*table)->Row(row.getRow()), std::move(*values));
+      checked.emplace_back(*table, row);
     }
-    for (auto& [row, delta] : decoded) {
-      row->values.Add(delta);
+    for (auto& [table, wire] : checked) {
+      StoredRow* row = &table->Row(wire.getRow());
+      row->values.AddProto(wire.getValues(), table->spec);
       if (!row->subscribers.empty() && row->dirty_epoch != clock_) {
         row->dirty_epoch = clock_;
         dirty_.push_back(row);
@@ -414,6 +417,7 @@ class Server::Impl {
     }
     peer.applied_seq = seq;
     CountStat([](ServerStats& s) { ++s.update_batches; });
+    return true;
   }
 
   void OnClock(uint32_t worker, int64_t clock) {

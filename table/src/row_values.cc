@@ -70,8 +70,8 @@ bool RowValues::IsZero() const {
       values_);
 }
 
-Result<RowValues> RowValues::FromProto(proto::Values::Reader wire, const TableSpec& spec) {
-  return VisitValueType(spec.value_type, [&](auto tag) -> Result<RowValues> {
+Status RowValues::CheckProto(proto::Values::Reader wire, const TableSpec& spec) {
+  return VisitValueType(spec.value_type, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (wire.which() != WhichOf<T>()) {
       return Status::InvalidArgument(fmt::format("table '{}' holds {} values; message has another type",
@@ -79,38 +79,66 @@ Result<RowValues> RowValues::FromProto(proto::Values::Reader wire, const TableSp
     }
     auto list = GetList<T>(wire);
     auto cols = wire.getColumns();
-    RowValues r;
-    r.sparse_ = spec.sparse;
-    std::vector<T> values(list.size());
-    for (unsigned i = 0; i < list.size(); ++i) values[i] = list[i];
     if (!spec.sparse) {
-      if (cols.size() != 0 || values.size() != spec.width) {
+      if (cols.size() != 0 || list.size() != spec.width) {
         return Status::InvalidArgument(fmt::format(
             "dense row of table '{}' must have {} values, message has {} values and {} columns",
-            spec.name, spec.width, values.size(), cols.size()));
+            spec.name, spec.width, list.size(), cols.size()));
       }
-    } else {
-      if (cols.size() != values.size()) {
+      return Status::Ok();
+    }
+    if (cols.size() != list.size()) {
+      return Status::InvalidArgument(fmt::format("sparse row of table '{}': {} columns but {} values",
+                                                 spec.name, cols.size(), list.size()));
+    }
+    for (unsigned i = 0; i < cols.size(); ++i) {
+      if (cols[i] >= spec.width) {
+        return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})", cols[i],
+                                              spec.name, spec.width));
+      }
+      if (i > 0 && cols[i] <= cols[i - 1]) {
         return Status::InvalidArgument(
-            fmt::format("sparse row of table '{}': {} columns but {} values", spec.name,
-                        cols.size(), values.size()));
-      }
-      r.columns_.resize(cols.size());
-      for (unsigned i = 0; i < cols.size(); ++i) r.columns_[i] = cols[i];
-      for (size_t i = 0; i < r.columns_.size(); ++i) {
-        if (r.columns_[i] >= spec.width) {
-          return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})",
-                                                r.columns_[i], spec.name, spec.width));
-        }
-        if (i > 0 && r.columns_[i] <= r.columns_[i - 1]) {
-          return Status::InvalidArgument(
-              fmt::format("sparse row of table '{}': columns not strictly increasing", spec.name));
-        }
+            fmt::format("sparse row of table '{}': columns not strictly increasing", spec.name));
       }
     }
-    r.values_ = std::move(values);
-    return r;
+    return Status::Ok();
   });
+}
+
+Result<RowValues> RowValues::FromProto(proto::Values::Reader wire, const TableSpec& spec) {
+  TESSERA_RETURN_IF_ERROR(CheckProto(wire, spec));
+  RowValues r;
+  r.sparse_ = spec.sparse;
+  VisitValueType(spec.value_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto list = GetList<T>(wire);
+    std::vector<T> values(list.size());
+    for (unsigned i = 0; i < list.size(); ++i) values[i] = list[i];
+    r.values_ = std::move(values);
+    if (spec.sparse) {
+      auto cols = wire.getColumns();
+      r.columns_.resize(cols.size());
+      for (unsigned i = 0; i < cols.size(); ++i) r.columns_[i] = cols[i];
+    }
+  });
+  return r;
+}
+
+void RowValues::AddProto(proto::Values::Reader wire, const TableSpec& spec) {
+  if (sparse_) {
+    auto delta = FromProto(wire, spec);
+    TESSERA_CHECK(delta.ok());
+    Add(*delta);
+    return;
+  }
+  std::visit(
+      [&](auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        auto list = GetList<T>(wire);
+        TESSERA_CHECK(list.size() == v.size());
+        for (unsigned i = 0; i < list.size(); ++i) v[i] += list[i];
+      },
+      values_);
 }
 
 void RowValues::ToProto(proto::Values::Builder out) const {

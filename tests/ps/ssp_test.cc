@@ -124,11 +124,18 @@ TEST(SspBoundTest, RunsAheadWithoutWaitingThenWaitsAtTheBound) {
       EXPECT_TRUE(slow_clocked.load()) << "read returned before the bound could hold";
       EXPECT_EQ(row[0], 5);
     });
+    // Release the slow worker only once the fast read is blocked (bounded polling of a gauge).
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (fast.stats().blocked_reads == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(fast.stats().blocked_reads, 1u);
     ASSERT_TRUE(slow.Inc<int64_t>(kTable, 1, 0, 5).ok());
     slow_clocked = true;
     ASSERT_TRUE(slow.Clock(0).ok());
     blocked.get();
     EXPECT_EQ(fast.stats().stale_waits, 1u);
+    EXPECT_EQ(fast.stats().blocked_reads, 0u);
   }
 }
 

@@ -96,6 +96,7 @@ struct RowBatch {
 struct UpdateBatch {
   seq @0 :UInt64;           # per (client, server): 1, 2, 3, ... ; duplicates are ignored
   rows @1 :List(Row);       # additive deltas
+  clock @2 :Int64 = -1;     # if >= 0, a ClockTick that follows the deltas (saves a message)
 }
 
 struct ClockTick {

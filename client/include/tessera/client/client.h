@@ -50,6 +50,7 @@ struct ClientStats {
   uint64_t cache_hits = 0;     // reads served from the process cache without a request
   uint64_t cold_misses = 0;    // reads of rows not cached yet: one round trip
   uint64_t stale_waits = 0;    // reads of cached rows that waited for the SSP bound
+  uint64_t blocked_reads = 0;  // reads waiting right now (a gauge, not a counter)
   uint64_t rows_received = 0;  // rows in replies and pushes
   uint64_t pushes = 0;         // push messages received
   uint64_t update_rows_sent = 0;

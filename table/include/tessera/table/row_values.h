@@ -25,6 +25,12 @@ class RowValues {
 
   // Decodes wire values, checking type, layout and column bounds against `spec`.
   static Result<RowValues> FromProto(proto::Values::Reader values, const TableSpec& spec);
+  // The checks of FromProto without decoding, so a batch can be validated before any of it is
+  // applied.
+  static Status CheckProto(proto::Values::Reader values, const TableSpec& spec);
+  // Adds wire values to this row without an intermediate copy for dense rows.
+  // REQUIRES: CheckProto(values, spec of this row) is OK.
+  void AddProto(proto::Values::Reader values, const TableSpec& spec);
   void ToProto(proto::Values::Builder out) const;
 
   RowValues() = default;
