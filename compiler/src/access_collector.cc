@@ -96,6 +96,18 @@ bool ArrayTypeArgs(QualType t, QualType* elem, int* rank) {
   return true;
 }
 
+// Element type names independent of the platform's spelling: int64 rather than "long".
+std::string TypeName(QualType t, const ASTContext& ctx) {
+  t = t.getCanonicalType().getUnqualifiedType();
+  if (t->isBooleanType()) return "bool";
+  if (t->isIntegerType() && !t->isDependentType()) {
+    return (t->isSignedIntegerType() ? "int" : "uint") + std::to_string(ctx.getTypeSize(t));
+  }
+  if (t->isSpecificBuiltinType(BuiltinType::Float)) return "float";
+  if (t->isSpecificBuiltinType(BuiltinType::Double)) return "double";
+  return t.getAsString(ctx.getPrintingPolicy());
+}
+
 std::optional<int64_t> EvalConstInt(const Expr* e, const ASTContext& ctx) {
   if (e->isValueDependent() || e->isTypeDependent()) return std::nullopt;
   Expr::EvalResult r;
@@ -193,12 +205,12 @@ class BodyWalker {
       if (spec != nullptr && spec->getTemplateArgs().size() >= 1) {
         elem = spec->getTemplateArgs()[0].getAsType().getUnqualifiedType();
         info.rank = 2;
-        info.element_type = elem.getAsString(ctx_.getPrintingPolicy());
+        info.element_type = TypeName(elem, ctx_);
         info.element_bytes = static_cast<int>(ctx_.getTypeSizeInChars(elem).getQuantity());
       }
     } else if (ArrayTypeArgs(array_type, &elem, &rank)) {
       info.rank = rank;
-      info.element_type = elem.getAsString(ctx_.getPrintingPolicy());
+      info.element_type = TypeName(elem, ctx_);
       if (!elem->isDependentType() && !elem->isIncompleteType()) {
         info.element_bytes = static_cast<int>(ctx_.getTypeSizeInChars(elem).getQuantity());
       }
@@ -1071,7 +1083,7 @@ CollectedSite CollectSite(ASTContext& ctx, const CallExpr* call, const CallIndex
     return out;
   }
   r.model.key_rank = rank;
-  r.space_element_type = elem.getAsString(ctx.getPrintingPolicy());
+  r.space_element_type = TypeName(elem, ctx);
   for (unsigned i = 2; i < call->getNumArgs(); ++i) {
     const Expr* a = call->getArg(i);
     const CXXRecordDecl* rd = RecordOf(a->getType());

@@ -72,16 +72,12 @@ int64_t ExtendedGcd(int64_t a, int64_t b, int64_t* x, int64_t* y) {
   return g;
 }
 
-// Completes wavefront row h to a unimodular matrix, or returns empty if this simple completion
-// does not apply (rank > 2 without a +-1 entry in h).
+// Completes wavefront row h to a unimodular matrix (det +-1), or returns empty if this simple
+// completion does not apply (rank > 2 without a +-1 entry in h).
 std::vector<std::vector<int64_t>> CompleteUnimodular(const std::vector<int64_t>& h) {
   const int n = static_cast<int>(h.size());
-  if (n == 2) {
-    int64_t x, y;
-    if (ExtendedGcd(h[0], h[1], &x, &y) != 1) return {};
-    // det [[a, b], [-y, x]] = a*x + b*y = 1.
-    return {{h[0], h[1]}, {-y, x}};
-  }
+  // With a +-1 entry at p, the other unit rows complete h (det = +-h[p]); this keeps the
+  // partitioned coordinate a plain key component, the simplest for the runtime.
   for (int p = 0; p < n; ++p) {
     if (h[p] != 1 && h[p] != -1) continue;
     std::vector<std::vector<int64_t>> t = {h};
@@ -92,6 +88,12 @@ std::vector<std::vector<int64_t>> CompleteUnimodular(const std::vector<int64_t>&
       t.push_back(e);
     }
     return t;
+  }
+  if (n == 2) {
+    int64_t x, y;
+    if (ExtendedGcd(h[0], h[1], &x, &y) != 1) return {};
+    // det [[a, b], [-y, x]] = a*x + b*y = 1.
+    return {{h[0], h[1]}, {-y, x}};
   }
   return {};
 }
