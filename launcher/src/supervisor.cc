@@ -97,7 +97,8 @@ class Job {
   Status Start(const ProcessSpec& spec);
   // Waits up to `timeout` for output or a cancel request, handles both, then reaps children.
   void Pump(std::chrono::milliseconds timeout);
-  void Drain(Stream& stream);
+  // Reads what `stream` of `owner` has, emitting complete lines; closes it at end of file.
+  void Drain(const Child& owner, Stream& stream);
   void Emit(const Child& child, Stream& stream, std::string_view line);
   void Reap();
   void OnExit(Child& child);
@@ -165,11 +166,7 @@ void Job::Emit(const Child& child, Stream& stream, std::string_view line) {
   WriteAll(stream.dest_fd, text.data(), text.size());  // a closed terminal is not our failure
 }
 
-void Job::Drain(Stream& stream) {
-  Child* owner = nullptr;
-  for (auto& c : children_) {
-    if (&c->out == &stream || &c->err == &stream) owner = c.get();
-  }
+void Job::Drain(const Child& owner, Stream& stream) {
   char buf[16384];
   while (stream.fd >= 0) {
     ssize_t n = ::read(stream.fd, buf, sizeof(buf));
@@ -179,7 +176,7 @@ void Job::Drain(Stream& stream) {
       n = 0;  // treat read errors as end of stream
     }
     if (n == 0) {
-      if (!stream.partial.empty()) Emit(*owner, stream, stream.partial);
+      if (!stream.partial.empty()) Emit(owner, stream, stream.partial);
       stream.partial.clear();
       CloseFd(&stream.fd);
       return;
@@ -189,12 +186,12 @@ void Job::Drain(Stream& stream) {
     while (true) {
       size_t nl = stream.partial.find('\n', start);
       if (nl == std::string::npos) break;
-      Emit(*owner, stream, std::string_view(stream.partial).substr(start, nl - start));
+      Emit(owner, stream, std::string_view(stream.partial).substr(start, nl - start));
       start = nl + 1;
     }
     stream.partial.erase(0, start);
     if (stream.partial.size() >= kMaxLine) {
-      Emit(*owner, stream, stream.partial);
+      Emit(owner, stream, stream.partial);
       stream.partial.clear();
     }
   }
@@ -202,13 +199,13 @@ void Job::Drain(Stream& stream) {
 
 void Job::Pump(std::chrono::milliseconds timeout) {
   std::vector<pollfd> fds;
-  std::vector<Stream*> streams;
+  std::vector<std::pair<Child*, Stream*>> streams;
   if (io_.cancel_fd >= 0) fds.push_back({io_.cancel_fd, POLLIN, 0});
   for (auto& c : children_) {
     for (Stream* s : {&c->out, &c->err}) {
       if (s->fd < 0) continue;
       fds.push_back({s->fd, POLLIN, 0});
-      streams.push_back(s);
+      streams.emplace_back(c.get(), s);
     }
   }
   int ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
@@ -230,7 +227,7 @@ void Job::Pump(std::chrono::milliseconds timeout) {
       }
     }
     for (size_t i = 0; i < streams.size(); ++i) {
-      if (fds[first_stream + i].revents != 0) Drain(*streams[i]);
+      if (fds[first_stream + i].revents != 0) Drain(*streams[i].first, *streams[i].second);
     }
   }
   Reap();
@@ -245,8 +242,8 @@ void Job::Reap() {
       c->running = false;
       c->wait_status = status;
       // Pick up what it printed last before reporting its exit.
-      Drain(c->out);
-      Drain(c->err);
+      Drain(*c, c->out);
+      Drain(*c, c->err);
       OnExit(*c);
     } else if (r < 0 && errno == ECHILD) {
       c->running = false;  // reaped elsewhere; nothing more to learn
