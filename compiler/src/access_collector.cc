@@ -281,6 +281,28 @@ class BodyWalker {
     return nullptr;
   }
 
+  // True if `vd` (a pointer) is assigned, incremented or has its address taken anywhere in `s`.
+  static bool IsReassigned(const VarDecl* vd, const Stmt* s) {
+    if (s == nullptr) return false;
+    auto names = [vd](const Expr* e) {
+      const auto* dre = dyn_cast<DeclRefExpr>(e->IgnoreParenImpCasts());
+      return dre != nullptr && dre->getDecl() == vd;
+    };
+    if (const auto* bo = dyn_cast<BinaryOperator>(s)) {
+      if (bo->isAssignmentOp() && names(bo->getLHS())) return true;
+    }
+    if (const auto* uo = dyn_cast<UnaryOperator>(s)) {
+      if ((uo->isIncrementDecrementOp() || uo->getOpcode() == UO_AddrOf) &&
+          names(uo->getSubExpr())) {
+        return true;
+      }
+    }
+    for (const Stmt* c : s->children()) {
+      if (IsReassigned(vd, c)) return true;
+    }
+    return false;
+  }
+
   bool IsMutatedInScope(const VarDecl* vd) {
     for (const Stmt* scope : mutation_scopes_) {
       ExprMutationAnalyzer m(*scope, ctx_);
@@ -381,7 +403,11 @@ class BodyWalker {
           const auto* pdre = dyn_cast<DeclRefExpr>(Strip(ue->getSubExpr()));
           if (pdre == nullptr) return {};
           const auto* pvd = dyn_cast<VarDecl>(pdre->getDecl());
-          if (pvd == nullptr || !pvd->hasInit() || IsMutatedInScope(pvd)) return {};
+          const Stmt* fn_body = enclosing_ != nullptr ? enclosing_->getBody() : nullptr;
+          if (pvd == nullptr || !pvd->hasInit() || IsReassigned(pvd, fn_body) ||
+              IsReassigned(pvd, lambda_body_)) {
+            return {};
+          }
           const auto* addr = dyn_cast<UnaryOperator>(Strip(pvd->getInit()));
           if (addr == nullptr || addr->getOpcode() != UO_AddrOf) return {};
           return Eval(addr->getSubExpr(), depth + 1);
@@ -440,7 +466,8 @@ class BodyWalker {
     }
     if (IsArrayLike(kind) && vd != nullptr && d->getType()->isPointerType()) {
       // DistArray* p = &W (never re-pointed): p names W. Anything else: unknown.
-      if (vd->hasInit() && !IsMutatedInScope(vd)) {
+      const Stmt* fn_body = enclosing_ != nullptr ? enclosing_->getBody() : nullptr;
+      if (vd->hasInit() && !IsReassigned(vd, fn_body) && !IsReassigned(vd, lambda_body_)) {
         if (const auto* addr = dyn_cast<UnaryOperator>(Strip(vd->getInit()));
             addr != nullptr && addr->getOpcode() == UO_AddrOf) {
           Value v = Eval(addr->getSubExpr(), depth + 1);
@@ -460,7 +487,10 @@ class BodyWalker {
           return v;
         }
         if (vd->hasInit()) {
+          const ValueDecl* saved = wildcard_name_;
+          wildcard_name_ = vd;  // an unresolvable initializer is reported under this name
           Value v = Eval(vd->getInit(), depth + 1);
+          wildcard_name_ = saved;
           if (v.kind == Value::Kind::kArray) return v;
         }
         return Wildcard(vd, dre->getBeginLoc());
@@ -510,6 +540,7 @@ class BodyWalker {
   // Same for an expression (a function returning a reference, a conditional, a container
   // element, ...). Keyed by the expression, so each such expression is its own unknown array.
   Value WildcardExpr(const Expr* e) {
+    if (wildcard_name_ != nullptr) return Wildcard(wildcard_name_, e->getBeginLoc());
     std::string text = "expression at line " +
                        std::to_string(sm_.getExpansionLineNumber(e->getBeginLoc()));
     return WildcardFor(e, text, e->getType(), e->getBeginLoc());
@@ -998,6 +1029,7 @@ class BodyWalker {
   std::map<const ValueDecl*, int> array_ids_;
   std::vector<std::string> array_sigs_;
   std::map<const void*, int> wildcard_ids_;
+  const ValueDecl* wildcard_name_ = nullptr;
   std::set<const ParmVarDecl*> param_arrays_;
 };
 

@@ -1,5 +1,7 @@
 #include "tessera/compiler/schedule_json.h"
 
+#include <algorithm>
+
 #include "tessera/common/check.h"
 
 namespace tessera::compiler {
@@ -48,31 +50,15 @@ std::string KeyName(int dim) { return "key[" + std::to_string(dim) + "]"; }
 // so pick one with characters JSON would not emit together).
 constexpr const char* kDelim = "tessc";
 
-bool IsFlat(const Json& j) {
-  if (!j.is_structured()) return true;
-  for (const auto& v : j) {
-    if (v.is_object()) return false;
-    if (v.is_array()) {
-      for (const auto& x : v) {
-        if (x.is_structured()) return false;
-      }
-    }
-  }
-  return true;
+int Depth(const Json& j) {
+  if (!j.is_structured()) return 0;
+  int d = 0;
+  for (const auto& v : j) d = std::max(d, Depth(v));
+  return d + 1;
 }
 
-// Objects whose members are all flat (an access's subscript) print inline too.
-bool IsInline(const Json& j) {
-  if (IsFlat(j)) return true;
-  if (!j.is_array()) return false;
-  for (const auto& v : j) {
-    if (!v.is_object()) return false;
-    for (const auto& x : v) {
-      if (x.is_object() || (x.is_array() && !IsFlat(x))) return false;
-    }
-  }
-  return true;
-}
+// Up to three levels (an access's subscripts with their symbols, a dependence) print inline.
+bool IsInline(const Json& j) { return Depth(j) <= 3; }
 
 void InlineJson(const Json& j, std::string* out) {
   if (j.is_object()) {

@@ -274,6 +274,9 @@ ScheduleError PickBlocking(const std::vector<Dependence>& deps, int n) {
         if (t != s && !Dep2DOk(d.vector, s, t)) ++score;
       }
     }
+    // The loop's implicit read of its own element (access 0) is a poor place to point at.
+    score *= 2;
+    if (d.first != 0 && d.second != 0) ++score;
     if (score > best_score) {
       best_score = score;
       err.blocking = d;
