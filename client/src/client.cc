@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <tbb/concurrent_queue.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -499,7 +500,11 @@ class Client::Impl {
     // Only this thread (holding clock_mu_) mutates the batches, so they are read without locks.
     uint64_t rows_sent = 0;
     for (size_t s = 0; s < channels_.size(); ++s) {
-      OutgoingMessage msg(options_.rank, 0);
+      size_t payload = 0;
+      for (const auto& [key, delta] : batches[s]->deltas) payload += delta.payload_bytes();
+      // Per row: a Row struct, a Values struct and list headers, about 8 words.
+      OutgoingMessage msg(options_.rank, 0,
+                          static_cast<unsigned>(payload / sizeof(capnp::word) + batches[s]->deltas.size() * 8 + 16));
       auto update = msg.envelope().getBody().initUpdate();
       update.setSeq(batches[s]->seq);
       update.setClock(clock);
@@ -646,6 +651,9 @@ class Client::Impl {
     }
     auto rows = batch.getRows();
     Count(&ClientStats::rows_received, rows.size());
+    // Readers are woken once per stripe after the whole batch is in: waking one per row makes
+    // the reader and this thread trade the CPU for every row of the batch.
+    std::vector<Stripe*> touched;
     std::shared_lock tables_lock(tables_mu_);
     for (auto wire : rows) {
       auto t = tables_.find(wire.getTable());
@@ -675,8 +683,11 @@ class Client::Impl {
       entry.valid = true;
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);
-      stripe.cv.notify_all();
+      touched.push_back(&stripe);
     }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (Stripe* stripe : touched) stripe->cv.notify_all();
     // Rows of this server that did not come are unchanged as of `clock`: wake readers of them.
     if (clock > ch.seen_clock.load()) {
       ch.seen_clock.store(clock, std::memory_order_release);

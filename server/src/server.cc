@@ -351,7 +351,10 @@ class Server::Impl {
   void Answer(const ParkedGet& req) {
     ShardTable& table = tables_.at(req.table);
     Peer& peer = peers_[req.worker];
-    OutgoingMessage reply(options_.rank, req.request_id);
+    // Dense rows: width cells each; sparse rows are sized by Cap'n Proto's growth.
+    size_t cell_words = table.spec.sparse ? 0 : (table.spec.width * 8 + 7) / 8;
+    OutgoingMessage reply(options_.rank, req.request_id,
+                          static_cast<unsigned>(req.rows.size() * (cell_words + 8) + 16));
     auto batch = reply.envelope().getBody().initRows();
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);

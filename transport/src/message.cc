@@ -13,8 +13,9 @@ constexpr uint64_t kTraversalLimitWords = uint64_t{1} << 30;
 
 }  // namespace
 
-OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id)
-    : envelope_(builder_.initRoot<proto::Envelope>()) {
+OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words)
+    : builder_(size_hint_words > 0 ? size_hint_words : capnp::SUGGESTED_FIRST_SEGMENT_WORDS),
+      envelope_(builder_.initRoot<proto::Envelope>()) {
   envelope_.setVersion(proto::PROTOCOL_VERSION);
   envelope_.setSender(sender);
   envelope_.setRequestId(request_id);

@@ -23,7 +23,9 @@ namespace tessera {
 // A builder whose root is an Envelope stamped with the protocol version, sender and request id.
 class OutgoingMessage {
  public:
-  OutgoingMessage(uint32_t sender, uint64_t request_id);
+  // `size_hint_words`: expected message size, so large messages are built in one segment
+  // (0: Cap'n Proto's default growth).
+  OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words = 0);
   proto::Envelope::Builder envelope() { return envelope_; }
   // Serializes into one frame. The message may not be used afterwards.
   zmq::message_t ToFrame();

@@ -1,0 +1,376 @@
+// Parameter-server throughput on loopback, beside the same message pattern over bare ZeroMQ.
+//
+// For each configuration (pattern, row width, client processes, server processes) it forks real
+// processes talking tcp over 127.0.0.1 and reports rows/s and MB/s of row payload:
+//   inc  - each client adds whole rows (IncRow) to `batch` distinct rows per clock, cycling over a
+//          working set of rows as training does, so each clock sends one coalesced update batch
+//          per server; timed until the servers have applied everything (a staleness-0 read after
+//          the last clock).
+//   get  - each client reads batches of `batch` rows it has not read before (Prefetch + Get):
+//          one request and one reply per server per batch.
+// The ceiling runs the same pattern with bare ZeroMQ DEALER/ROUTER sockets and raw float frames:
+// no tables, no Cap'n Proto, no cache.
+//
+//   ps_bench [--widths 16,128,1024] [--clients 1,2,4] [--servers 1,2] [--rows N] [--csv]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "tessera/client/client.h"
+#include "tessera/common/logging.h"
+#include "tessera/server/coordinator.h"
+#include "tessera/server/server.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Config {
+  std::string pattern;  // inc or get
+  uint32_t width;
+  int clients;
+  int servers;
+  uint64_t rows_per_client;  // rows moved by each client in the timed part
+  int batch = 64;            // rows per message (per clock for inc)
+  uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
+};
+
+// Children report "<rows> <seconds>" through a pipe.
+struct Report {
+  uint64_t rows = 0;
+  double seconds = 0;
+};
+
+int ReadPipeReport(int fd, Report* r) {
+  char buf[128] = {};
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  if (n <= 0) return -1;
+  return std::sscanf(buf, "%lu %lf", &r->rows, &r->seconds) == 2 ? 0 : -1;
+}
+
+void WriteReport(int fd, uint64_t rows, double seconds) {
+  std::string s = fmt::format("{} {}\n", rows, seconds);
+  [[maybe_unused]] ssize_t n = write(fd, s.data(), s.size());
+}
+
+template <typename F>
+pid_t Fork(F child) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int rc = child();
+    std::fflush(nullptr);
+    _exit(rc);
+  }
+  return pid;
+}
+
+int WaitAll(const std::vector<pid_t>& pids) {
+  int worst = 0;
+  for (pid_t p : pids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
+  }
+  return worst;
+}
+
+std::string TempEndpointFile() {
+  return fmt::format("/tmp/tessera-bench-{}-{}", getpid(), Clock::now().time_since_epoch().count());
+}
+
+std::string WaitForFile(const std::string& path) {
+  for (int i = 0; i < 2000; ++i) {
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char buf[256] = {};
+      bool ok = std::fgets(buf, sizeof(buf), f) != nullptr;
+      std::fclose(f);
+      std::string s(buf);
+      while (!s.empty() && (s.back() == '\n')) s.pop_back();
+      if (ok && !s.empty()) return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return "";
+}
+
+void PublishFile(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  std::fprintf(f, "%s\n", text.c_str());
+  std::fclose(f);
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+// ---- Tessera ----
+
+Report RunTessera(const Config& cfg) {
+  std::string coord_file = TempEndpointFile();
+  std::vector<pid_t> nodes, clients;
+  std::vector<int> pipes;
+  nodes.push_back(Fork([&] {
+    zmq::context_t ctx;
+    tessera::CoordinatorOptions o;
+    o.num_servers = cfg.servers;
+    o.num_workers = cfg.clients;
+    tessera::Coordinator c(o, ctx);
+    if (!c.Start().ok()) return 1;
+    PublishFile(coord_file, c.endpoint());
+    c.WaitUntilDone();
+    return 0;
+  }));
+  std::string coordinator = WaitForFile(coord_file);
+  for (int s = 0; s < cfg.servers; ++s) {
+    nodes.push_back(Fork([&, s] {
+      zmq::context_t ctx;
+      tessera::ServerOptions o;
+      o.rank = s;
+      o.coordinator = coordinator;
+      tessera::Server server(o, ctx);
+      if (!server.Start().ok()) return 1;
+      server.WaitUntilDone();
+      return 0;
+    }));
+  }
+  for (int w = 0; w < cfg.clients; ++w) {
+    int fds[2];
+    if (pipe(fds) != 0) return {};
+    pipes.push_back(fds[0]);
+    clients.push_back(Fork([&, w, wfd = fds[1]] {
+      zmq::context_t ctx;
+      tessera::ClientOptions o;
+      o.rank = w;
+      o.coordinator = coordinator;
+      tessera::Client client(o, ctx);
+      if (!client.Start().ok()) return 1;
+      tessera::TableSpec spec;
+      spec.id = 1;
+      spec.name = "bench";
+      spec.value_type = tessera::ValueType::kFloat32;
+      spec.num_rows = cfg.rows_per_client * cfg.clients + 1;
+      spec.width = cfg.width;
+      spec.staleness = 0;
+      if (!client.CreateTable(spec).ok()) return 1;
+      std::vector<float> delta(cfg.width, 1.0f), row;
+      const tessera::RowId base = cfg.rows_per_client * w;
+      if (!client.Barrier().ok()) return 1;
+      auto start = Clock::now();
+      uint64_t moved = 0;
+      if (cfg.pattern == "inc") {
+        for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
+          for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j) {
+            if (!client.IncRow<float>(1, base + j % cfg.working_set, delta).ok()) return 1;
+            ++moved;
+          }
+          if (!client.Clock(0).ok()) return 1;
+        }
+        // Applied everywhere once a staleness-0 read at the final clock is answered.
+        if (!client.Get<float>(0, 1, base, &row).ok()) return 1;
+      } else {
+        std::vector<tessera::RowId> ids(cfg.batch);
+        for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
+          size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
+          for (size_t j = 0; j < n; ++j) ids[j] = base + i + j;
+          if (!client.Prefetch(0, 1, std::span<const tessera::RowId>(ids.data(), n)).ok()) return 1;
+          for (size_t j = 0; j < n; ++j) {
+            if (!client.Get<float>(0, 1, ids[j], &row).ok()) return 1;
+          }
+          moved += n;
+        }
+      }
+      double secs = std::chrono::duration<double>(Clock::now() - start).count();
+      WriteReport(wfd, moved, secs);
+      (void)client.Leave();
+      return 0;
+    }));
+    close(fds[1]);
+  }
+  Report total;
+  for (int fd : pipes) {
+    Report r;
+    if (ReadPipeReport(fd, &r) == 0) {
+      total.rows += r.rows;
+      total.seconds = std::max(total.seconds, r.seconds);
+    }
+    close(fd);
+  }
+  WaitAll(clients);
+  WaitAll(nodes);
+  std::remove(coord_file.c_str());
+  return total;
+}
+
+// ---- bare ZeroMQ ceiling ----
+
+Report RunCeiling(const Config& cfg) {
+  std::vector<std::string> files;
+  std::vector<pid_t> servers, clients;
+  std::vector<int> pipes;
+  const size_t row_bytes = cfg.width * sizeof(float);
+  for (int s = 0; s < cfg.servers; ++s) {
+    files.push_back(TempEndpointFile() + "-" + std::to_string(s));
+    servers.push_back(Fork([&, s] {
+      zmq::context_t ctx;
+      zmq::socket_t sock(ctx, zmq::socket_type::router);
+      sock.set(zmq::sockopt::sndhwm, 0);
+      sock.set(zmq::sockopt::rcvhwm, 0);
+      sock.bind("tcp://127.0.0.1:*");
+      PublishFile(files[s], sock.get(zmq::sockopt::last_endpoint));
+      int done = 0;
+      while (done < cfg.clients) {
+        zmq::message_t id, msg;
+        (void)sock.recv(id);
+        (void)sock.recv(msg);
+        if (msg.size() == 1) {  // a client finished: acknowledge so it can stop its timer
+          ++done;
+          sock.send(id, zmq::send_flags::sndmore);
+          sock.send(zmq::str_buffer("k"));
+        } else if (cfg.pattern == "get") {
+          // Request: row ids; reply: that many rows of payload.
+          size_t n = msg.size() / sizeof(uint64_t);
+          zmq::message_t reply(n * row_bytes);
+          std::memset(reply.data(), 0, reply.size());
+          sock.send(id, zmq::send_flags::sndmore);
+          sock.send(reply, zmq::send_flags::none);
+        } else {
+          // Inc: add the payload into a row store so the server touches the bytes it gets.
+          const float* p = static_cast<const float*>(msg.data());
+          volatile float sink = 0;
+          for (size_t i = 0; i < msg.size() / sizeof(float); i += 16) sink = sink + p[i];
+        }
+      }
+      return 0;
+    }));
+  }
+  std::vector<std::string> endpoints;
+  for (auto& f : files) endpoints.push_back(WaitForFile(f));
+  for (int w = 0; w < cfg.clients; ++w) {
+    int fds[2];
+    if (pipe(fds) != 0) return {};
+    pipes.push_back(fds[0]);
+    clients.push_back(Fork([&, wfd = fds[1]] {
+      zmq::context_t ctx;
+      std::vector<zmq::socket_t> socks;
+      for (auto& ep : endpoints) {
+        socks.emplace_back(ctx, zmq::socket_type::dealer);
+        socks.back().set(zmq::sockopt::sndhwm, 0);
+        socks.back().connect(ep);
+      }
+      auto start = Clock::now();
+      uint64_t moved = 0;
+      const size_t per_server = std::max<size_t>(1, cfg.batch / cfg.servers);
+      for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
+        size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
+        for (auto& s : socks) {
+          size_t k = std::min(per_server, n);
+          if (cfg.pattern == "get") {
+            zmq::message_t req(k * sizeof(uint64_t));
+            s.send(req, zmq::send_flags::none);
+          } else {
+            zmq::message_t payload(k * row_bytes);
+            std::memset(payload.data(), 1, payload.size());
+            s.send(payload, zmq::send_flags::none);
+          }
+        }
+        if (cfg.pattern == "get") {
+          for (auto& s : socks) {
+            zmq::message_t reply;
+            (void)s.recv(reply);
+          }
+        }
+        moved += n;
+      }
+      for (auto& s : socks) {
+        s.send(zmq::str_buffer("d"));
+        zmq::message_t ack;
+        (void)s.recv(ack);
+      }
+      double secs = std::chrono::duration<double>(Clock::now() - start).count();
+      WriteReport(wfd, moved, secs);
+      return 0;
+    }));
+    close(fds[1]);
+  }
+  Report total;
+  for (int fd : pipes) {
+    Report r;
+    if (ReadPipeReport(fd, &r) == 0) {
+      total.rows += r.rows;
+      total.seconds = std::max(total.seconds, r.seconds);
+    }
+    close(fd);
+  }
+  WaitAll(clients);
+  WaitAll(servers);
+  for (auto& f : files) std::remove(f.c_str());
+  return total;
+}
+
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    out.push_back(std::stoi(s.substr(pos, comma - pos)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tessera parameter-server throughput vs bare ZeroMQ"};
+  std::string widths = "16,128,1024", clients = "1,2,4", servers = "1,2", patterns = "inc,get";
+  uint64_t row_bytes_budget = 64ull << 20;  // payload each client moves per configuration
+  app.add_option("--widths", widths, "row widths in floats");
+  app.add_option("--clients", clients, "client process counts");
+  app.add_option("--servers", servers, "server process counts");
+  app.add_option("--patterns", patterns, "inc, get or both");
+  app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
+  bool skip_ceiling = false;
+  app.add_flag("--skip-ceiling", skip_ceiling, "run only Tessera (for profiling)");
+  CLI11_PARSE(app, argc, argv);
+  (void)tessera::SetLogLevel("warn");
+
+  std::printf("| pattern | width | clients | servers | Tessera rows/s | Tessera MB/s | ZeroMQ rows/s | ZeroMQ MB/s | ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);  // children inherit the stdio buffer; it must be empty when they exit
+  std::vector<std::string> pattern_list;
+  for (size_t p = 0; p <= patterns.size();) {
+    size_t c = patterns.find(',', p);
+    pattern_list.push_back(patterns.substr(p, c - p));
+    if (c == std::string::npos) break;
+    p = c + 1;
+  }
+  for (const auto& pattern : pattern_list) {
+    for (int w : ParseList(widths)) {
+      for (int s : ParseList(servers)) {
+        for (int c : ParseList(clients)) {
+          Config cfg{pattern, static_cast<uint32_t>(w), c, s,
+                     std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)))};
+          Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
+          Report ours = RunTessera(cfg);
+          auto rate = [](const Report& r) { return r.seconds > 0 ? r.rows / r.seconds : 0.0; };
+          double mb = w * sizeof(float) / 1e6;
+          std::printf("| %s | %d | %d | %d | %.0f | %.1f | %.0f | %.1f | %.2f |\n", pattern.c_str(), w, c, s,
+                      rate(ours), rate(ours) * mb, rate(ceiling), rate(ceiling) * mb,
+                      rate(ceiling) > 0 ? rate(ours) / rate(ceiling) : 0.0);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}
