@@ -6,7 +6,8 @@
 //
 // Every flag falls back to the launcher's environment (TESSERA_ROLE, TESSERA_RANK,
 // TESSERA_NUM_SERVERS, TESSERA_NUM_WORKERS, TESSERA_COORDINATOR, TESSERA_BIND_HOST,
-// TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL), so `tessera run` may pass either.
+// TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL, TESSERA_ENDPOINT_FILE), so `tessera run` may pass
+// either; for a coordinator TESSERA_COORDINATOR is the address to listen on.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server node (coordinator or server shard)"};
   std::string role = EnvOr("TESSERA_ROLE", "");
   std::string listen;
-  std::string endpoint_file;
+  std::string endpoint_file = EnvOr("TESSERA_ENDPOINT_FILE", "");
   std::string coordinator = EnvOr("TESSERA_COORDINATOR", "");
   std::string secret = EnvOr("TESSERA_JOB_SECRET", "");
   std::string log_level = EnvOr("TESSERA_LOG_LEVEL", "info");
@@ -73,7 +74,10 @@ int main(int argc, char** argv) {
     spdlog::error("{}", s.ToString());
     return 2;
   }
-  if (listen.empty()) listen = "tcp://" + bind_host + ":0";
+  if (listen.empty()) {
+    // The launcher tells a coordinator where to listen through TESSERA_COORDINATOR.
+    listen = role == "coordinator" && !coordinator.empty() ? coordinator : "tcp://" + bind_host + ":0";
+  }
 
   zmq::context_t context;
   if (role == "coordinator") {
