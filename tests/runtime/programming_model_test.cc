@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "tessera/tessera.h"
@@ -104,6 +107,39 @@ TEST(DistArrayTest, ShuffleKeepsElementsAndChangesOrder) {
   EXPECT_GT(moved, 50);
   EXPECT_EQ(sum, 99 * 100 / 2);
   EXPECT_EQ(s(10, 89), 10);
+}
+
+TEST(DistArrayTest, ShuffleBlocksGroupsElementsByBlock) {
+  Context ctx(Hermetic());
+  auto s = DistArray<int, 2>::sparse(ctx, {40, 30});
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 30; ++j)
+      if ((i + j) % 3 == 0) s.append_unchecked({{i, j}}, i * 100 + j);
+  const int64_t n = s.nnz();
+  for (bool sorted : {false, true}) {
+    SCOPED_TRACE(sorted);
+    s.shuffle_blocks(11, {4, 3}, sorted);
+    ASSERT_EQ(s.nnz(), n);
+    // Each block (10 rows x 10 columns) is one contiguous run; 12 runs in all.
+    std::set<std::pair<int64_t, int64_t>> finished;
+    std::pair<int64_t, int64_t> current{-1, -1};
+    std::vector<std::pair<int64_t, int64_t>> block_order;
+    for (int64_t p = 0; p < n; ++p) {
+      const Key<2>& k = s.key_at(p);
+      EXPECT_EQ(s.value_at(p), k[0] * 100 + k[1]);  // values moved with their keys
+      const std::pair<int64_t, int64_t> b{k[0] / 10, k[1] / 10};
+      if (b != current) {
+        EXPECT_TRUE(finished.insert(b).second) << "block revisited";
+        block_order.push_back(b);
+        current = b;
+      } else if (sorted) {
+        EXPECT_LT(s.key_at(p - 1).idx, k.idx);
+      }
+    }
+    EXPECT_EQ(finished.size(), 12u);
+    EXPECT_FALSE(std::is_sorted(block_order.begin(), block_order.end()));  // random block order
+  }
+  EXPECT_EQ(s(13, 2), 1302);
 }
 
 TEST(ParallelForTest, DenseVisitsEveryElementRowMajor) {

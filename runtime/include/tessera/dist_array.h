@@ -233,6 +233,47 @@ class DistArray {
     }
     s_->Permute(order);
   }
+  // Reorders the stored elements into a grid of blocks -- blocks[d] equal parts of dimension d --
+  // visited in a seeded random order; within a block the elements are shuffled, or sorted by key
+  // when `sort_within` (LIBMF's order: SGD keeps most of the benefit of a random order while
+  // consecutive elements reuse the rows of the arrays they index). REQUIRES: blocks[d] >= 1.
+  void shuffle_blocks(uint64_t seed, std::array<int64_t, N> blocks, bool sort_within = false) {
+    CheckSparse();
+    int64_t num_blocks = 1;
+    for (int d = 0; d < N; ++d) {
+      TESSERA_CHECK_MSG(blocks[d] >= 1, "shuffle_blocks needs at least one block per dimension");
+      blocks[d] = std::min(blocks[d], std::max<int64_t>(s_->shape_[d], 1));
+      num_blocks *= blocks[d];
+    }
+    const auto& keys = s_->keys_;
+    std::vector<int64_t> block_of(keys.size());
+    for (size_t p = 0; p < keys.size(); ++p) {
+      int64_t b = 0;
+      for (int d = 0; d < N; ++d) b = b * blocks[d] + keys[p].idx[d] * blocks[d] / s_->shape_[d];
+      block_of[p] = b;
+    }
+    uint64_t state = seed;
+    std::vector<int64_t> visit(num_blocks);  // visit[b]: when block b comes
+    std::iota(visit.begin(), visit.end(), 0);
+    for (size_t i = visit.size(); i > 1; --i) std::swap(visit[i - 1], visit[internal::SplitMix64(state) % i]);
+    std::vector<int64_t> start(num_blocks + 1, 0);  // counting sort by visit order
+    for (int64_t b : block_of) ++start[visit[b] + 1];
+    for (int64_t i = 0; i < num_blocks; ++i) start[i + 1] += start[i];
+    std::vector<int64_t> order(keys.size());
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (size_t p = 0; p < keys.size(); ++p) order[fill[visit[block_of[p]]]++] = static_cast<int64_t>(p);
+    for (int64_t i = 0; i < num_blocks; ++i) {
+      if (sort_within) {
+        std::sort(order.begin() + start[i], order.begin() + start[i + 1],
+                  [&keys](int64_t a, int64_t b) { return keys[a].idx < keys[b].idx; });
+        continue;
+      }
+      for (int64_t n = start[i + 1] - start[i]; n > 1; --n) {
+        std::swap(order[start[i] + n - 1], order[start[i] + static_cast<int64_t>(internal::SplitMix64(state) % n)]);
+      }
+    }
+    s_->Permute(order);
+  }
   // Reorders the stored elements by key, row-major (key[0] slowest).
   void sort_keys() {
     CheckSparse();
