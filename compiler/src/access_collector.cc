@@ -579,7 +579,6 @@ class BodyWalker {
         if (model_.accesses[i].array != wid) continue;
         for (int other = 0; other < static_cast<int>(model_.arrays.size()); ++other) {
           if (other == wid || array_sigs_[other] != array_sigs_[wid]) continue;
-          if (model_.arrays[other].may_alias) continue;
           Duplicate(i, other, "may alias '" + model_.arrays[wid].name + "'");
         }
       }
@@ -645,6 +644,7 @@ class BodyWalker {
     Access copy = model_.accesses[access];
     copy.array = array;
     copy.conservative_reason = reason;
+    copy.alias_copy = true;
     copy.subscripts.resize(model_.arrays[array].rank, Affine::Unknown());
     model_.accesses.push_back(copy);
     out_->access_locs.push_back(out_->access_locs[access]);

@@ -262,7 +262,8 @@ void KeepCheaper(std::optional<Schedule>* best, Schedule cand) {
   if (!*best || cand.cost < (*best)->cost) *best = std::move(cand);
 }
 
-ScheduleError PickBlocking(const std::vector<Dependence>& deps, int n) {
+ScheduleError PickBlocking(const std::vector<Dependence>& deps, const std::vector<Access>& accesses,
+                           int n) {
   // The dependence that by itself rules out the most 1d/2d candidates explains the error best.
   int best_score = -1;
   ScheduleError err;
@@ -274,8 +275,10 @@ ScheduleError PickBlocking(const std::vector<Dependence>& deps, int n) {
         if (t != s && !Dep2DOk(d.vector, s, t)) ++score;
       }
     }
-    // The loop's implicit read of its own element (access 0) is a poor place to point at.
-    score *= 2;
+    // Ties: prefer accesses the user wrote over alias copies and over the loop's implicit read
+    // of its own element (access 0), which are poor places to point at.
+    score *= 4;
+    if (!accesses[d.first].alias_copy && !accesses[d.second].alias_copy) score += 2;
     if (d.first != 0 && d.second != 0) ++score;
     if (score > best_score) {
       best_score = score;
@@ -391,7 +394,7 @@ Decision ChooseSchedule(const SiteModel& site) {
   if (best) {
     out.schedule = std::move(best);
   } else {
-    out.error = PickBlocking(deps, n);
+    out.error = PickBlocking(deps, site.accesses, n);
   }
   return out;
 }

@@ -45,6 +45,7 @@ struct Access {
   bool additive = false;            // every write of this access is `+=`, `-=`, `++`, `--` or add()
   // Why the front end had to be conservative about this access (empty when it saw everything).
   std::string conservative_reason;
+  bool alias_copy = false;          // a copy of another name's access (names that may alias)
   unsigned line = 0, column = 0;    // for diagnostics and JSON only
 };
 
