@@ -483,6 +483,11 @@ class Client::Impl {
       channels_[s]->inflight.push_back(InflightBatch{++channels_[s]->next_seq, {}});
       batches[s] = &channels_[s]->inflight.back();
     }
+    // Deltas of rows this process has a cache entry for (or a read in flight) are also kept in
+    // the in-flight batch, to correct rows the server sends before applying the batch. Rows with
+    // no entry need no copy: any later request is sent after this batch on the same ordered
+    // connection, so its answer includes the batch.
+    std::vector<std::vector<std::pair<RowKey, RowValues>>> outgoing(channels_.size());
     {
       std::shared_lock tables_lock(tables_mu_);
       for (auto& [id, table] : tables_) {
@@ -490,27 +495,29 @@ class Client::Impl {
           std::lock_guard lock(stripe.mu);
           for (auto& [row, delta] : stripe.oplog) {
             uint32_t s = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
-            std::lock_guard ch_lock(channels_[s]->mu);
-            batches[s]->deltas.emplace(RowKey{id, row}, std::move(delta));
+            if (stripe.cache.count(row) != 0) {
+              std::lock_guard ch_lock(channels_[s]->mu);
+              batches[s]->deltas.emplace(RowKey{id, row}, delta);
+            }
+            outgoing[s].emplace_back(RowKey{id, row}, std::move(delta));
           }
           stripe.oplog.clear();
         }
       }
     }
-    // Only this thread (holding clock_mu_) mutates the batches, so they are read without locks.
     uint64_t rows_sent = 0;
     for (size_t s = 0; s < channels_.size(); ++s) {
       size_t payload = 0;
-      for (const auto& [key, delta] : batches[s]->deltas) payload += delta.payload_bytes();
+      for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
       // Per row: a Row struct, a Values struct and list headers, about 8 words.
       OutgoingMessage msg(options_.rank, 0,
-                          static_cast<unsigned>(payload / sizeof(capnp::word) + batches[s]->deltas.size() * 8 + 16));
+                          static_cast<unsigned>(payload / sizeof(capnp::word) + outgoing[s].size() * 8 + 16));
       auto update = msg.envelope().getBody().initUpdate();
       update.setSeq(batches[s]->seq);
       update.setClock(clock);
-      auto rows = update.initRows(static_cast<unsigned>(batches[s]->deltas.size()));
+      auto rows = update.initRows(static_cast<unsigned>(outgoing[s].size()));
       unsigned i = 0;
-      for (const auto& [key, delta] : batches[s]->deltas) {
+      for (const auto& [key, delta] : outgoing[s]) {
         rows[i].setTable(key.table);
         rows[i].setRow(key.row);
         delta.ToProto(rows[i].initValues());
