@@ -120,21 +120,21 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
       auto h = H.row(key[1]);
       float& bu = user_bias(key[0]);
       float& bi = item_bias(key[1]);
-      float* __restrict wp = w.data();
-      float* __restrict hp = h.data();
+      // Row views, not raw pointers, so that tessc sees every access (W by key[0], H by key[1]);
+      // `omp simd` (-fopenmp-simd, no OpenMP runtime) vectorizes through them.
       float dot = 0;
 #pragma omp simd reduction(+ : dot)
-      for (int j = 0; j < k; ++j) dot += wp[j] * hp[j];
+      for (int j = 0; j < k; ++j) dot += w[j] * h[j];
       const float err = rating - (mu + bu + bi + dot);
       train_sq += static_cast<double>(err) * err;
       bu += lr * (err - lambda * bu);
       bi += lr * (err - lambda * bi);
 #pragma omp simd
       for (int j = 0; j < k; ++j) {
-        const float wj = wp[j];
-        const float hj = hp[j];
-        wp[j] = wj + lr * (err * hj - lambda * wj);
-        hp[j] = hj + lr * (err * wj - lambda * hj);
+        const float wj = w[j];
+        const float hj = h[j];
+        w[j] = wj + lr * (err * hj - lambda * wj);
+        h[j] = hj + lr * (err * wj - lambda * hj);
       }
     });
     const double train_seconds = Seconds(std::chrono::steady_clock::now() - t0);
