@@ -1,6 +1,7 @@
 #include "tessera/compiler/analyzer.h"
 
 #include <memory>
+#include <set>
 
 #include "access_collector.h"
 #include "clang/AST/ASTConsumer.h"
@@ -61,6 +62,7 @@ class Sink {
   std::vector<SiteResult> sites;
   int sites_total = 0;
   bool site_error = false;
+  std::set<std::string> files;
 };
 
 std::string ArrayName(const SiteModel& m, int access) {
@@ -73,6 +75,10 @@ class SiteConsumer : public ASTConsumer {
 
   void HandleTranslationUnit(ASTContext& ctx) override {
     DiagnosticsEngine& diags = ctx.getDiagnostics();
+    SourceManager& sm = ctx.getSourceManager();
+    for (auto it = sm.fileinfo_begin(); it != sm.fileinfo_end(); ++it) {
+      sink_->files.insert(std::string(it->getFirst()->getName()));
+    }
     if (diags.hasErrorOccurred()) return;  // Clang already explained; the AST may be partial
     SiteFinder finder(ctx);
     finder.TraverseDecl(ctx.getTranslationUnitDecl());
@@ -219,6 +225,7 @@ Result<AnalysisResult> Analyze(const AnalyzerOptions& options) {
   AnalysisResult result;
   result.sites = std::move(sink.sites);
   result.sites_total = sink.sites_total;
+  result.dependencies.assign(sink.files.begin(), sink.files.end());
   // Under -verify Clang itself judges the diagnostics (expected errors are a pass).
   bool verify = false;
   for (const std::string& a : options.fixed_args) verify |= a == "-verify";

@@ -34,17 +34,24 @@ int main(int argc, char** argv) {
   std::string emit = "none";
   std::string output;
   std::string log_level = "warn";
+  std::string depfile;
   app.add_option("sources", options.sources, "Source files to analyse")->required();
   app.add_option("-p,--build-path", options.build_path,
                  "Directory with compile_commands.json (flags after -- are appended)");
   app.add_option("--emit", emit, "What to write: none, json (schedules) or cpp (registration)")
       ->check(CLI::IsMember({"none", "json", "cpp"}));
   app.add_option("-o,--output", output, "Output file (default: stdout)");
+  app.add_option("--depfile", depfile,
+                 "Write a Make-style dependency file for -o (every file the sources include)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off");
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!depfile.empty() && output.empty()) {
+    spdlog::error("tessc: --depfile needs -o");
+    return 2;
   }
   if (tessera::Status s = tessera::SetLogLevel(log_level); !s.ok()) {
     spdlog::error("{}", s.ToString());
@@ -75,6 +82,25 @@ int main(int argc, char** argv) {
   if (output.empty()) {
     std::cout << text;
     return 0;
+  }
+  if (!depfile.empty()) {
+    // Make syntax: spaces in paths are escaped with a backslash.
+    auto escape = [](const std::string& p) {
+      std::string o;
+      for (char c : p) {
+        if (c == ' ') o += '\\';
+        o += c;
+      }
+      return o;
+    };
+    std::ofstream dep(depfile, std::ios::trunc);
+    dep << escape(output) << ":";
+    for (const std::string& f : result->dependencies) dep << " \\\n  " << escape(f);
+    dep << "\n";
+    if (!dep) {
+      spdlog::error("tessc: cannot write {}", depfile);
+      return 2;
+    }
   }
   // Write to a temporary and rename, so an interrupted build never leaves a truncated file.
   const std::string tmp = output + ".tmp";

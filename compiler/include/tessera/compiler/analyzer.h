@@ -30,6 +30,7 @@ struct AnalysisResult {
   std::vector<SiteResult> sites;  // every analysed site with a schedule, in source order
   int sites_total = 0;            // including sites that failed
   bool ok = false;                // no Clang error and no site error in any translation unit
+  std::vector<std::string> dependencies;  // every file the translation units read (for depfiles)
 };
 
 // Runs the analysis. The Status is an error only when tessc cannot start (no compilation
