@@ -173,7 +173,7 @@ std::vector<std::string> SplitCommand(std::string_view command) {
 std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& working_dir) {
   // The secret travels on stdin so that it shows up in no process listing on either host.
   std::string line = std::string("IFS= read -r ") + kEnvJobSecret + "; export " + kEnvJobSecret +
-                     "; cd " + ShellQuote(working_dir) + " || exit 127; exec 3<&0; env";
+                     "; cd " + ShellQuote(working_dir) + " || exit 127; exec 3<&0; setsid env";
   for (const auto& [name, value] : spec.env) {
     if (name == kEnvJobSecret) continue;
     line += " " + ShellQuote(name + "=" + value);
@@ -182,9 +182,12 @@ std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& workin
   // Without a terminal, sshd does not signal the command when the connection drops. A watchdog
   // does: stdin stays open for as long as the launcher wants the process, so EOF on it (the
   // launcher stopped the job, died, or lost the connection) means stop. The saved stdin (fd 3)
-  // is needed because asynchronous commands get /dev/null as stdin.
-  line += " 3<&- & p=$!; (cat >/dev/null; kill -TERM $p 2>/dev/null) <&3 >/dev/null 2>&1 & "
-          "exec 3<&-; wait $p";
+  // is needed because asynchronous commands get /dev/null as stdin. setsid makes the process a
+  // process-group leader (an asynchronous command is not one, so setsid does not fork), so that
+  // the watchdog stops whatever the process started too. The watchdog ignores the signals that
+  // may hit the remote shell's group (a hang-up), so that it is still there to stop the process.
+  line += " 3<&- & p=$!; (trap '' HUP INT TERM; cat >/dev/null; "
+          "kill -TERM -$p 2>/dev/null || kill -TERM $p) <&3 >/dev/null 2>&1 & exec 3<&-; wait $p";
   return line;
 }
 

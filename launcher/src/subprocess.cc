@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,23 +25,6 @@ Status MakePipe(int fds[2]) {
   }
   return Status::Ok();
 }
-
-class SpawnAttributes {
- public:
-  SpawnAttributes() {
-    posix_spawnattr_init(&attr_);
-    posix_spawn_file_actions_init(&actions_);
-  }
-  ~SpawnAttributes() {
-    posix_spawnattr_destroy(&attr_);
-    posix_spawn_file_actions_destroy(&actions_);
-  }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-
-  posix_spawnattr_t attr_;
-  posix_spawn_file_actions_t actions_;
-};
 
 }  // namespace
 
@@ -73,14 +56,26 @@ bool WriteAll(int fd, const char* data, size_t size) {
 
 Result<ChildProcess> SpawnChild(const SpawnOptions& options) {
   TESSERA_CHECK(!options.argv.empty());
+  // Resolve the program here: between fork and exec only async-signal-safe calls are allowed,
+  // which rules out searching PATH there.
+  Result<std::string> path = ResolveExecutable(options.argv[0]);
+  if (!path.ok()) {
+    return Status(path.status().code(), "cannot execute " + path.status().message());
+  }
+
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
   int in[2] = {-1, -1};
+  int exec_status[2] = {-1, -1};  // the child writes errno here if exec fails
   auto close_all = [&] {
-    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &in[0], &in[1]}) CloseFd(fd);
+    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &in[0], &in[1], &exec_status[0],
+                    &exec_status[1]}) {
+      CloseFd(fd);
+    }
   };
   Status s = MakePipe(out);
   if (s.ok()) s = MakePipe(err);
+  if (s.ok()) s = MakePipe(exec_status);
   // stdin is a socket pair rather than a pipe so that the launcher can write to it with
   // MSG_NOSIGNAL: a child that already exited must not kill the launcher with SIGPIPE.
   if (s.ok() && options.stdin_pipe &&
@@ -92,26 +87,7 @@ Result<ChildProcess> SpawnChild(const SpawnOptions& options) {
     return s;
   }
 
-  SpawnAttributes sa;
-  if (options.stdin_pipe) {
-    posix_spawn_file_actions_adddup2(&sa.actions_, in[0], STDIN_FILENO);
-  } else {
-    posix_spawn_file_actions_addopen(&sa.actions_, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  }
-  posix_spawn_file_actions_adddup2(&sa.actions_, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&sa.actions_, err[1], STDERR_FILENO);
-
-  sigset_t all_signals;
-  sigfillset(&all_signals);
-  sigset_t no_signals;
-  sigemptyset(&no_signals);
-  posix_spawnattr_setsigdefault(&sa.attr_, &all_signals);
-  posix_spawnattr_setsigmask(&sa.attr_, &no_signals);
-  posix_spawnattr_setpgroup(&sa.attr_, 0);
-  posix_spawnattr_setflags(&sa.attr_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
-                                          POSIX_SPAWN_SETPGROUP);
-
-  // Environment: ours, with options.env overriding.
+  // Everything the child needs, built before fork.
   std::map<std::string, std::string> env_map = CurrentEnvironment();
   for (const auto& [name, value] : options.env) env_map[name] = value;
   std::vector<std::string> env_strings;
@@ -123,21 +99,61 @@ Result<ChildProcess> SpawnChild(const SpawnOptions& options) {
   std::vector<char*> argv;
   for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
 
-  pid_t pid = -1;
-  // posix_spawnp searches PATH for names without '/'. glibc reports exec failures as the
-  // return value (it spawns with CLONE_VFORK and waits for the exec).
-  int rc = ::posix_spawnp(&pid, argv[0], &sa.actions_, &sa.attr_, argv.data(), envp.data());
-  if (rc != 0) {
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
     close_all();
-    std::string msg = "cannot execute " + options.argv[0] + ": " + std::strerror(rc);
-    if (rc == ENOENT) return Status::NotFound(msg);
-    if (rc == EACCES || rc == ENOEXEC) return Status::FailedPrecondition(msg);
-    return Status::Internal(msg);
+    return Status::Internal(std::string("fork: ") + std::strerror(e));
   }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    auto fail = [&](int e) {
+      [[maybe_unused]] ssize_t n = ::write(exec_status[1], &e, sizeof(e));
+      ::_exit(127);
+    };
+    ::setpgid(0, 0);
+    // If the launcher dies without stopping the job (SIGKILL, a crash), the job dies with it.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+    if (::getppid() != parent) ::_exit(127);  // it died before prctl took effect
+    int stdin_fd = options.stdin_pipe ? in[0] : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (stdin_fd < 0) fail(errno);
+    if (::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0 ||
+        ::dup2(err[1], STDERR_FILENO) < 0) {
+      fail(errno);
+    }
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL for some: fine
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(path->c_str(), argv.data(), envp.data());
+    fail(errno);
+  }
+
+  // Parent.
+  ::setpgid(pid, pid);  // also here, so that the group exists before we might signal it
   CloseFd(&out[1]);
   CloseFd(&err[1]);
   CloseFd(&in[0]);
+  CloseFd(&exec_status[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_status[0], &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  CloseFd(&exec_status[0]);
+  if (n > 0) {  // exec failed; the child has exited
+    ::waitpid(pid, nullptr, 0);
+    close_all();
+    std::string msg = "cannot execute " + options.argv[0] + ": " + std::strerror(child_errno);
+    if (child_errno == ENOENT) return Status::NotFound(msg);
+    if (child_errno == EACCES || child_errno == ENOEXEC) return Status::FailedPrecondition(msg);
+    return Status::Internal(msg);
+  }
   ::fcntl(out[0], F_SETFL, O_NONBLOCK);
   ::fcntl(err[0], F_SETFL, O_NONBLOCK);
   ChildProcess child;

@@ -109,9 +109,12 @@ TEST(JobTest, RemoteLaunchUsesSshAndKeepsTheSecretOffTheCommandLine) {
   EXPECT_EQ(cmd.stdin_data, "s3cret\n");
   EXPECT_NE(line.find("IFS= read -r TESSERA_JOB_SECRET; export TESSERA_JOB_SECRET;"),
             std::string::npos);
-  EXPECT_NE(line.find("cd '/home/me/job dir' || exit 127; exec 3<&0; env "), std::string::npos)
+  EXPECT_NE(line.find("cd '/home/me/job dir' || exit 127; exec 3<&0; setsid env "),
+            std::string::npos)
       << line;
-  EXPECT_NE(line.find("(cat >/dev/null; kill -TERM $p 2>/dev/null) <&3"), std::string::npos)
+  EXPECT_NE(line.find("(trap '' HUP INT TERM; cat >/dev/null; "
+                      "kill -TERM -$p 2>/dev/null || kill -TERM $p) <&3"),
+            std::string::npos)
       << line;
   EXPECT_NE(line.find(" OMP_NUM_THREADS=2 "), std::string::npos) << line;
   EXPECT_NE(line.find(" TESSERA_ROLE=worker TESSERA_RANK=0 "), std::string::npos) << line;

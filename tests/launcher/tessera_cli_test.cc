@@ -199,6 +199,17 @@ TEST_F(TesseraCliTest, SigtermToTheLauncherStopsEverything) {
   ExpectDead("hang-0.pid");
 }
 
+TEST_F(TesseraCliTest, KillingTheLauncherTakesTheJobWithIt) {
+  pid_t pid = Start(RunArgs(2, 1, {"hang"}));
+  ASSERT_TRUE(WaitForFiles({"hang-0.pid", "hang-1.pid", "server-0.env"}, seconds(10)));
+  kill(pid, SIGKILL);  // no chance to stop anything: the children's parent-death signal does it
+  Wait(pid);
+  for (const char* f : {"hang-0.pid", "hang-1.pid", "server-0.pid", "coordinator-0.pid"}) {
+    ExpectDead(f, seconds(5));
+    kill(-std::stoi(Slurp(f)), SIGKILL);  // the fakes' own `sleep`s, not part of the contract
+  }
+}
+
 // --- Bad input -------------------------------------------------------------------------------
 
 TEST_F(TesseraCliTest, UnknownFlag) {
@@ -323,7 +334,7 @@ TEST_F(TesseraCliTest, HostfileRunsProcessesThroughTheSshCommand) {
     const std::string host = line.substr(0, line.find('\t'));
     const std::string command = line.substr(line.find('\t') + 1);
     EXPECT_EQ(command.rfind("IFS= read -r TESSERA_JOB_SECRET; export TESSERA_JOB_SECRET; cd " +
-                                dir_ + " || exit 127; exec 3<&0; env ",
+                                dir_ + " || exit 127; exec 3<&0; setsid env ",
                             0),
               0u)
         << command;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Stands in for tessera-server in the launcher tests. Prints "<role> <rank> up", records its
-# arguments and TESSERA_* environment in $FAKE_LOG_DIR/<role>-<rank>.args / .env, and:
+# pid, arguments and TESSERA_* environment in $FAKE_LOG_DIR/<role>-<rank>.pid/.args/.env, and:
 #   coordinator: writes $FAKE_ENDPOINT (default tcp://127.0.0.1:5555) to its endpoint file
 #                atomically (tmp + rename), unless FAKE_COORDINATOR=never (never writes) or
 #                FAKE_COORDINATOR=die (exits 7 first);
@@ -35,6 +35,7 @@ fi
 echo "$role $rank up"
 # Recorded after the line above, and atomically: fake workers wait for these files, so once they
 # exist the launcher has the "up" line in its pipe.
+echo $$ > "$log.pid"
 echo "$all_args" > "$log.args.tmp" && mv "$log.args.tmp" "$log.args"
 env | grep '^TESSERA_' | sort > "$log.env.tmp" && mv "$log.env.tmp" "$log.env"
 [ -n "${FAKE_EXIT_AFTER_START:-}" ] && exit 0

@@ -1,8 +1,12 @@
-// Starting child processes with their output on pipes (posix_spawn).
+// Starting child processes with their output on pipes (fork + execve).
 //
 // Each child is the leader of its own process group (pgid == pid), so that stopping it also stops
 // whatever it started (a shell script's children, an ssh session), and so that a terminal's
 // Ctrl-C reaches only the launcher, which then stops the job in order.
+//
+// Each child also gets SIGKILL when the thread that started it exits (Linux PR_SET_PDEATHSIG), so
+// that a launcher killed with SIGKILL or crashing leaves no job behind. Hence: start children from
+// a thread that outlives them (the launcher uses its main thread).
 //
 // Thread safety: the functions are thread-compatible; file descriptors are created close-on-exec
 // so that concurrently spawned children do not inherit each other's pipes.
@@ -36,7 +40,8 @@ struct ChildProcess {
 };
 
 // Starts argv with signals reset to their defaults and an empty signal mask. Fails (NotFound,
-// FailedPrecondition, Internal) when the program cannot be executed.
+// FailedPrecondition, Internal) when the program cannot be executed; argv[0] is resolved with
+// ResolveExecutable() first.
 Result<ChildProcess> SpawnChild(const SpawnOptions& options);
 
 // Closes *fd if it is open and sets it to -1.
