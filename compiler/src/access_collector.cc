@@ -12,6 +12,7 @@
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/ParentMapContext.h"
 #include "clang/AST/StmtCXX.h"
+#include "clang/AST/StmtOpenMP.h"
 #include "clang/Analysis/Analyses/ExprMutationAnalyzer.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -489,8 +490,14 @@ class BodyWalker {
         if (vd->hasInit()) {
           const ValueDecl* saved = wildcard_name_;
           wildcard_name_ = vd;  // an unresolvable initializer is reported under this name
+          const size_t before = model_.arrays.size();
           Value v = Eval(vd->getInit(), depth + 1);
           wildcard_name_ = saved;
+          // `auto& ratings = loaded->train;`: the program calls it `ratings`, so does tessc.
+          if (v.kind == Value::Kind::kArray && model_.arrays.size() == before + 1 &&
+              v.array == static_cast<int>(before)) {
+            model_.arrays[v.array].name = vd->getNameAsString();
+          }
           if (v.kind == Value::Kind::kArray) return v;
         }
         return Wildcard(vd, dre->getBeginLoc());
@@ -717,6 +724,16 @@ class BodyWalker {
       VisitRangeFor(fr);
       return;
     }
+    // `#pragma omp simd` and friends wrap the loop in a CapturedStmt, whose children() are only
+    // the captured variables: walk the captured statement itself.
+    if (const auto* omp = dyn_cast<OMPExecutableDirective>(st)) {
+      if (omp->hasAssociatedStmt()) Visit(omp->getAssociatedStmt(), Use::kNone);
+      return;
+    }
+    if (const auto* cs = dyn_cast<CapturedStmt>(st)) {
+      Visit(cs->getCapturedStmt(), Use::kNone);
+      return;
+    }
     for (const Stmt* child : st->children()) Visit(child, Use::kRead);
   }
 
@@ -940,6 +957,15 @@ class BodyWalker {
           !pt.isNull() && ((pt->isReferenceType() && !pt.getNonReferenceType().isConstQualified()) ||
                            (pt->isPointerType() && !pt->getPointeeType().isConstQualified()));
       Value v = Eval(arg);
+      if (v.kind == Value::Kind::kLambda || isa<LambdaExpr>(Strip(arg))) {
+        // A callback handed to code tessc cannot see may run any number of times: walk its body
+        // once with its parameters unbound.
+        const CXXMethodDecl* op = v.kind == Value::Kind::kLambda
+                                      ? v.lambda_call
+                                      : cast<LambdaExpr>(Strip(arg))->getCallOperator();
+        WalkCallback(op);
+        continue;
+      }
       if (v.kind == Value::Kind::kArray) {
         const int rank = model_.arrays[v.array].rank;
         if (static_cast<int>(v.prefix.size()) >= rank) {
@@ -964,6 +990,18 @@ class BodyWalker {
       }
       Visit(arg, Use::kRead);
     }
+  }
+
+  void WalkCallback(const CXXMethodDecl* op) {
+    const Stmt* body = op != nullptr ? op->getBody() : nullptr;
+    if (body == nullptr || inline_stack_.count(op) != 0) return;
+    inline_stack_.insert(op);
+    frames_.emplace_back();
+    mutation_scopes_.push_back(body);
+    Visit(body, Use::kNone);
+    mutation_scopes_.pop_back();
+    frames_.pop_back();
+    inline_stack_.erase(op);
   }
 
   // Walks a helper's body with its parameters bound to the call's arguments.

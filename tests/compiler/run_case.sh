@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One golden corpus case: runs tessc on SOURCE with clang's -verify (checking every
 # `expected-remark/error/note` comment against the diagnostics, locations included), then checks the
-# emitted schedule JSON against the file's `JSON:` FileCheck lines.
+# emitted schedule JSON against the file's `JSON:` FileCheck lines. A `// TESSC-ARGS: ...` line adds
+# compiler flags for that case.
 #   run_case.sh TESSC FILECHECK SOURCE INCLUDE_DIR...
 set -euo pipefail
 tessc=$1
@@ -10,6 +11,9 @@ src=$3
 shift 3
 args=(-std=c++20)
 for d in "$@"; do args+=("-I$d"); done
+extra=$(sed -n 's|^// TESSC-ARGS: ||p' "$src")
+# shellcheck disable=SC2206  # word splitting of the flag list is intended
+[[ -n $extra ]] && args+=($extra)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$tessc" "$src" --emit=json -- "${args[@]}" -Xclang -verify >"$out"
