@@ -494,8 +494,8 @@ class BodyWalker {
           Value v = Eval(vd->getInit(), depth + 1);
           wildcard_name_ = saved;
           // `auto& ratings = loaded->train;`: the program calls it `ratings`, so does tessc.
-          if (v.kind == Value::Kind::kArray && model_.arrays.size() == before + 1 &&
-              v.array == static_cast<int>(before)) {
+          if (v.kind == Value::Kind::kArray && isa<MemberExpr>(Strip(vd->getInit())) &&
+              model_.arrays.size() == before + 1 && v.array == static_cast<int>(before)) {
             model_.arrays[v.array].name = vd->getNameAsString();
           }
           if (v.kind == Value::Kind::kArray) return v;
