@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "internal/parallel_executor.h"
 #include "internal/schedule_table.h"
 #include "tessera/common/logging.h"
 
@@ -66,7 +68,16 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
     impl_->executor = std::move(options.executor);
     impl_->mode = impl_->job.launched() ? ExecutionMode::kDistributed : ExecutionMode::kSerial;
   } else {
-    impl_->executor = MakeSerialExecutor();
+    int threads = options.threads > 0       ? options.threads
+                  : options.read_environment ? EnvIntOr("TESSERA_THREADS", 1)
+                                             : 1;
+    if (threads < 1 || threads >= internal::kMaxExecutorSlots) {
+      impl_->logger->warn("{} executor threads requested; using {}", threads,
+                          std::clamp(threads, 1, internal::kMaxExecutorSlots - 1));
+      threads = std::clamp(threads, 1, internal::kMaxExecutorSlots - 1);
+    }
+    impl_->executor = threads > 1 ? internal::MakeParallelExecutor({.threads = threads}, impl_->logger)
+                                  : MakeSerialExecutor();
     if (impl_->job.launched()) {
       // Not silently wrong: every worker would run the whole program; say so loudly.
       impl_->logger->warn(

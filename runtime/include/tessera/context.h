@@ -52,6 +52,10 @@ struct ContextOptions {
   std::string log_name;
   // Read TESSERA_* variables from the environment. Default: true. Tests set false to stay hermetic.
   bool read_environment = true;
+  // Executor threads when `executor` is null: above 1, loops run under tessc's schedules on that
+  // many threads (the parallel executor, docs/runtime.md); 1 is the serial executor. Default: 0,
+  // meaning TESSERA_THREADS from the environment when read_environment, else 1.
+  int threads = 0;
 };
 
 class Context {

@@ -43,6 +43,9 @@ class ArrayBase {
   // Creation number within its Context; identical on every worker of an SPMD job because every
   // worker creates its arrays in the same order.
   virtual int64_t id() const = 0;
+  // Changes whenever positions change meaning (a sparse insert, shuffle or sort), so that
+  // executors may cache per-position data (blocks of a schedule) across calls.
+  virtual uint64_t layout_version() const = 0;
 };
 
 // Index of the executor thread running the current code: 0 outside parallel_for and in serial

@@ -10,12 +10,14 @@
 // given staleness. In serial mode reads see every earlier add (staleness is then irrelevant).
 //
 // Ownership: move-only, owns its (serial-mode) elements; refers to its Context, which must outlive
-// it. Thread safety: in serial mode like std::vector; a distributed executor gives each thread its
-// own view (process cache + update log).
+// it. Thread safety: in serial mode like std::vector; under the parallel executor add() is atomic
+// (reads are plain loads); a distributed executor gives each thread its own view (process cache +
+// update log).
 #ifndef TESSERA_RELAXED_ARRAY_H_
 #define TESSERA_RELAXED_ARRAY_H_
 
 #include <array>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -26,6 +28,20 @@
 #include "tessera/key.h"
 
 namespace tessera {
+
+namespace internal {
+// An additive update of a relaxed element. Executor threads (slot != 0) may update one element
+// concurrently -- relaxed accesses are outside dependence analysis -- so they add atomically;
+// serial code keeps the plain add.
+template <typename T>
+inline void RelaxedAdd(T& element, T delta) {
+  if (CurrentExecutorSlot() != 0) {
+    std::atomic_ref<T>(element).fetch_add(delta, std::memory_order_relaxed);
+  } else {
+    element += delta;
+  }
+}
+}  // namespace internal
 
 // Row i of a 2-D RelaxedArray: r[j] reads, r.add(j, delta) writes.
 template <typename T>
@@ -43,7 +59,7 @@ class RelaxedRowView {
 #ifndef NDEBUG
     TESSERA_CHECK_MSG(j >= 0 && j < size_, "RelaxedRowView index out of range");
 #endif
-    data_[j] += delta;
+    internal::RelaxedAdd(data_[j], delta);
   }
   int64_t size() const { return size_; }
 
@@ -111,7 +127,7 @@ class RelaxedArray {
   }
   void add(const Key<N>& k, T delta) {
     TESSERA_CHECK_MSG(s_->InBounds(k), "RelaxedArray index out of range");
-    data_[s_->Linear(k)] += delta;
+    internal::RelaxedAdd(data_[s_->Linear(k)], delta);
   }
 
   // Row i of a 2-D table. REQUIRES: N == 2, 0 <= i < extent(0).

@@ -69,6 +69,7 @@ class ArrayStorage final : public ArrayBase {
     return (position / strides_[dim]) % std::max<int64_t>(shape_[dim], 1);
   }
   int64_t id() const override { return id_; }
+  uint64_t layout_version() const override { return layout_version_; }
 
   int64_t ElementCount() const {
     int64_t n = 1;
@@ -108,12 +109,14 @@ class ArrayStorage final : public ArrayBase {
     EnsureIndex();
     auto [it, inserted] = index_.try_emplace(Linear(k), static_cast<int64_t>(keys_.size()));
     if (!inserted) return false;
+    ++layout_version_;
     keys_.push_back(k);
     values_.push_back(v);
     return true;
   }
   // Appends without checking for duplicates. REQUIRES: k not stored yet.
   void SparseAppendUnchecked(const Key<N>& k, T v) {
+    ++layout_version_;
     keys_.push_back(k);
     values_.push_back(v);
     index_valid_ = false;
@@ -123,6 +126,7 @@ class ArrayStorage final : public ArrayBase {
     EnsureIndex();
     auto [it, inserted] = index_.try_emplace(Linear(k), static_cast<int64_t>(keys_.size()));
     if (inserted) {
+      ++layout_version_;
       keys_.push_back(k);
       values_.push_back(T{});
     }
@@ -137,6 +141,7 @@ class ArrayStorage final : public ArrayBase {
     }
     keys_.swap(keys);
     values_.swap(values);
+    ++layout_version_;
     index_valid_ = false;
     index_.clear();
   }
@@ -164,6 +169,7 @@ class ArrayStorage final : public ArrayBase {
 
   std::unordered_map<int64_t, int64_t> index_;
   bool index_valid_ = true;
+  uint64_t layout_version_ = 0;  // see ArrayBase::layout_version
 };
 
 }  // namespace tessera::internal

@@ -1,0 +1,58 @@
+// LoopSchedule: the part of tessc's per-site schedule JSON (docs/schedule-json.md, version 1) that
+// an executor needs, parsed once and checked against the call it is attached to.
+//
+// Two kinds of failure, kept apart on purpose:
+//   - ParseLoopSchedule: the text is not a schedule this runtime understands (malformed JSON, an
+//     unknown version or strategy, a field of the wrong type);
+//   - CheckScheduleFitsSite: a well-formed schedule that does not describe this call (another
+//     iteration-space rank, partition dims out of range, a skew that is not unimodular or does not
+//     carry the recorded dependences, a DataParallel permission that differs from the call's).
+// Both mean the binary's embedded schedules do not match its source; executors turn them into a
+// clear abort naming the call's file:line rather than run a possibly wrong schedule.
+//
+// Thread safety: pure functions; a LoopSchedule is an immutable value once built.
+#ifndef TESSERA_RUNTIME_SRC_INTERNAL_LOOP_SCHEDULE_H_
+#define TESSERA_RUNTIME_SRC_INTERNAL_LOOP_SCHEDULE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/common/status.h"
+#include "tessera/executor.h"
+
+namespace tessera::internal {
+
+enum class LoopStrategy { kIndependent, k1D, k2D, kUnimodular, kDataParallel };
+
+// "independent", "1d", "2d", "unimodular", "data_parallel" (tessc's spelling).
+const char* LoopStrategyName(LoopStrategy s);
+
+struct LoopSchedule {
+  LoopStrategy strategy = LoopStrategy::kIndependent;
+  int rank = 0;         // of the iteration space (its key)
+  int space_dim = -1;   // key dim split over threads; all strategies but unimodular
+  int time_dim = -1;    // 2d only: key dim whose blocks rotate
+  // unimodular only: rank x rank, det +-1. Row 0 is the wavefront coordinate (every dependence
+  // advances it by >= 1), row 1 (when rank > 1) the coordinate split over threads in a wavefront.
+  std::vector<std::vector<int64_t>> skew;
+  bool data_parallel_permitted = false;
+  // Cross-iteration dependence vectors; nullopt components are tessc's "*" (any distance).
+  std::vector<std::vector<std::optional<int64_t>>> dependences;
+  // Names of non-relaxed arrays on the servers that the body writes: in shared memory these are
+  // the plain DistArray writes a data-parallel site lets race (see docs/runtime.md).
+  std::vector<std::string> shared_written_arrays;
+};
+
+// REQUIRES: nothing; any text is accepted and judged.
+Result<LoopSchedule> ParseLoopSchedule(std::string_view json);
+
+// Checks that `schedule` can run the call `site` over `space` and preserves its dependences.
+Status CheckScheduleFitsSite(const LoopSchedule& schedule, const LoopSite& site,
+                             const ArrayBase& space);
+
+}  // namespace tessera::internal
+
+#endif  // TESSERA_RUNTIME_SRC_INTERNAL_LOOP_SCHEDULE_H_

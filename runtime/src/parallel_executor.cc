@@ -1,0 +1,372 @@
+// The parallel executor (see internal/parallel_executor.h and docs/runtime.md).
+//
+// Every strategy reduces to the same two steps: group the space's positions into blocks by key
+// ranges (once per site and array, cached: the same loop runs every epoch), then run the blocks
+// in an order that keeps every dependence the schedule records:
+//   independent / 1d / data_parallel: P blocks along the space dim, all at once;
+//   2d: a P x P grid (space block, time block); in step t thread p runs (p, (p + t) mod P), and
+//       waits only for the thread that held that time block in step t - 1 (a flow graph, no
+//       barrier per step);
+//   unimodular: wavefronts of the skewed key in order, each split into up to P blocks that run
+//       at once.
+// Inside a block positions run in increasing order, the serial order.
+#include "internal/parallel_executor.h"
+
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "internal/loop_schedule.h"
+#include "tessera/common/check.h"
+
+namespace tessera::internal {
+namespace {
+
+// Positions grouped into blocks, CSR: block b is positions[offsets[b], offsets[b + 1]).
+struct Blocks {
+  int64_t array_id = -1;
+  uint64_t layout_version = 0;
+  int64_t size = -1;
+  std::vector<int64_t> positions;
+  std::vector<int64_t> offsets{0};
+  // contiguous[b]: the block's positions are consecutive, so it can run as one range (no
+  // per-position key lookup; dense arrays split along dim 0 always are).
+  std::vector<uint8_t> contiguous;
+  // unimodular only: wavefront w is blocks [waves[w], waves[w + 1]).
+  std::vector<int64_t> waves{0};
+
+  int64_t num_blocks() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t block_size(int64_t b) const { return offsets[b + 1] - offsets[b]; }
+  bool Matches(const ArrayBase& space) const {
+    return array_id == space.id() && layout_version == space.layout_version() &&
+           size == space.size();
+  }
+};
+
+// Everything cached about one call site.
+struct SiteState {
+  LoopSchedule schedule;
+  std::map<int64_t, Blocks> blocks;  // by array id
+};
+
+// Sites rarely iterate over more than a couple of arrays (train/test); beyond this many the cache
+// of a site is dropped rather than grow without bound in a program that makes arrays in a loop.
+constexpr size_t kMaxCachedArraysPerSite = 8;
+
+std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim) {
+  std::vector<int64_t> c(static_cast<size_t>(space.size()));
+  for (int64_t p = 0; p < space.size(); ++p) c[p] = space.key_component(p, dim);
+  return c;
+}
+
+// P - 1 cut values splitting `values` into P key ranges of about equal count; a key's block is
+// the number of cuts <= it. Equal keys always share a block (the partition is by key, which is
+// what makes blocks of different key ranges independent).
+std::vector<int64_t> EqualCountCuts(std::vector<int64_t> values, int parts) {
+  std::vector<int64_t> cuts;
+  if (values.empty()) return cuts;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  for (int k = 1; k < parts; ++k) cuts.push_back(values[n * static_cast<size_t>(k) / parts]);
+  return cuts;
+}
+
+int BlockOf(const std::vector<int64_t>& cuts, int64_t v) {
+  return static_cast<int>(std::upper_bound(cuts.begin(), cuts.end(), v) - cuts.begin());
+}
+
+// Counting sort of positions by block id, positions increasing inside each block.
+void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b) {
+  b->offsets.assign(static_cast<size_t>(num_blocks) + 1, 0);
+  for (int id : block_of) ++b->offsets[id + 1];
+  for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
+  std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
+  b->positions.resize(block_of.size());
+  for (size_t p = 0; p < block_of.size(); ++p) b->positions[fill[block_of[p]]++] = static_cast<int64_t>(p);
+}
+
+void MarkContiguous(Blocks* b) {
+  b->contiguous.assign(static_cast<size_t>(b->num_blocks()), 1);
+  for (int64_t blk = 0; blk < b->num_blocks(); ++blk) {
+    for (int64_t i = b->offsets[blk] + 1; i < b->offsets[blk + 1]; ++i) {
+      if (b->positions[i] != b->positions[i - 1] + 1) {
+        b->contiguous[blk] = 0;
+        break;
+      }
+    }
+  }
+}
+
+Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, int threads) {
+  Blocks b;
+  b.array_id = space.id();
+  b.layout_version = space.layout_version();
+  b.size = space.size();
+  const size_t n = static_cast<size_t>(space.size());
+  switch (s.strategy) {
+    case LoopStrategy::kIndependent:
+    case LoopStrategy::k1D:
+    case LoopStrategy::kDataParallel: {
+      const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
+      const std::vector<int64_t> cuts = EqualCountCuts(keys, threads);
+      std::vector<int> block_of(n);
+      for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
+      FillBlocks(block_of, threads, &b);
+      break;
+    }
+    case LoopStrategy::k2D: {
+      const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
+      const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
+      const std::vector<int64_t> scuts = EqualCountCuts(sk, threads);
+      const std::vector<int64_t> tcuts = EqualCountCuts(tk, threads);
+      std::vector<int> block_of(n);
+      for (size_t p = 0; p < n; ++p) {
+        block_of[p] = BlockOf(scuts, sk[p]) * threads + BlockOf(tcuts, tk[p]);
+      }
+      FillBlocks(block_of, threads * threads, &b);
+      break;
+    }
+    case LoopStrategy::kUnimodular: {
+      // y0 = skew[0] . key numbers the wavefront; y1 = skew[1] . key orders a wavefront so that
+      // its blocks are ranges of the coordinate tessc meant to split.
+      std::vector<int64_t> y0(n, 0), y1(n, 0);
+      for (int d = 0; d < s.rank; ++d) {
+        const int64_t h0 = s.skew[0][d];
+        const int64_t h1 = s.rank > 1 ? s.skew[1][d] : 0;
+        if (h0 == 0 && h1 == 0) continue;
+        const std::vector<int64_t> k = KeyComponents(space, d);
+        for (size_t p = 0; p < n; ++p) {
+          y0[p] += h0 * k[p];
+          y1[p] += h1 * k[p];
+        }
+      }
+      b.positions.resize(n);
+      std::iota(b.positions.begin(), b.positions.end(), 0);
+      std::sort(b.positions.begin(), b.positions.end(), [&](int64_t a, int64_t c) {
+        return std::tie(y0[a], y1[a], a) < std::tie(y0[c], y1[c], c);
+      });
+      b.offsets.assign(1, 0);
+      b.waves.assign(1, 0);
+      for (size_t begin = 0; begin < n;) {
+        size_t end = begin;
+        while (end < n && y0[b.positions[end]] == y0[b.positions[begin]]) ++end;
+        // Iterations of one wavefront are independent (every dependence advances y0), so the
+        // wavefront may be cut anywhere; cut it into up to `threads` equal parts.
+        const size_t m = end - begin;
+        const size_t parts = std::min<size_t>(m, static_cast<size_t>(threads));
+        for (size_t k = 1; k <= parts; ++k) {
+          b.offsets.push_back(static_cast<int64_t>(begin + m * k / parts));
+        }
+        b.waves.push_back(static_cast<int64_t>(b.offsets.size()) - 1);
+        begin = end;
+      }
+      break;
+    }
+  }
+  MarkContiguous(&b);
+  return b;
+}
+
+class ParallelExecutor final : public Executor {
+ public:
+  ParallelExecutor(const ParallelExecutorOptions& options, std::shared_ptr<spdlog::logger> logger)
+      : options_(options), logger_(std::move(logger)), arena_(options.threads) {
+    TESSERA_CHECK_MSG(options_.threads >= 1 && options_.threads < kMaxExecutorSlots,
+                      "ParallelExecutorOptions::threads out of range");
+    TESSERA_CHECK(logger_ != nullptr);
+    // TBB's pool defaults to one thread per core; asking for more threads than cores is an
+    // explicit request (tests run 4 threads on 2 cores to shake out ordering bugs), so lift the
+    // cap for as long as this executor lives.
+    if (options_.threads > static_cast<int>(tbb::info::default_concurrency())) {
+      parallelism_.emplace(tbb::global_control::max_allowed_parallelism,
+                           static_cast<size_t>(options_.threads));
+    }
+  }
+
+  std::string_view name() const override { return "parallel"; }
+  int concurrency() const override { return options_.threads; }  // in slots 1..threads
+
+  void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) override {
+    if (site.schedule == nullptr) {
+      RunSeriallyWithoutSchedule(site, space, task);
+      return;
+    }
+    SiteState& state = StateFor(site, space);
+    const Blocks& blocks = BlocksFor(&state, space);
+    switch (state.schedule.strategy) {
+      case LoopStrategy::kIndependent:
+      case LoopStrategy::k1D:
+      case LoopStrategy::kDataParallel:
+        RunAllAtOnce(blocks, task);
+        break;
+      case LoopStrategy::k2D:
+        RunRotation(blocks, task);
+        break;
+      case LoopStrategy::kUnimodular:
+        RunWavefronts(blocks, task);
+        break;
+    }
+  }
+
+ private:
+  static void RunBlock(const Blocks& b, int64_t block, const LoopTask& task) {
+    const int64_t begin = b.offsets[block];
+    const int64_t count = b.block_size(block);
+    if (count == 0) return;
+    if (b.contiguous[block]) {
+      task.RunRange(b.positions[begin], b.positions[begin] + count);
+    } else {
+      task.RunPositions(b.positions.data() + begin, static_cast<size_t>(count));
+    }
+  }
+
+  // Blocks [0, P): thread p runs block p.
+  void RunAllAtOnce(const Blocks& b, const LoopTask& task) {
+    const int threads = options_.threads;
+    arena_.execute([&] {
+      tbb::parallel_for(0, threads, [&](int p) {
+        ExecutorSlotScope slot(p + 1);
+        RunBlock(b, p, task);
+      });
+    });
+  }
+
+  // Grid block (s, t) is blocks[s * P + t]. Node (p, step) runs (p, (p + step) mod P) after
+  // (p, step - 1) -- thread p's space block stays with it -- and after (p + 1, step - 1), the
+  // thread that held time block (p + step) mod P in the previous step. Transitively every earlier
+  // holder of that time block has finished, so no two threads hold it at once, and each thread
+  // starts its next block as soon as that one is free instead of at a barrier.
+  void RunRotation(const Blocks& b, const LoopTask& task) {
+    const int threads = options_.threads;
+    arena_.execute([&] {
+      tbb::flow::graph g;
+      using Node = tbb::flow::continue_node<tbb::flow::continue_msg>;
+      std::vector<std::unique_ptr<Node>> nodes;
+      nodes.reserve(static_cast<size_t>(threads) * threads);
+      for (int step = 0; step < threads; ++step) {
+        for (int p = 0; p < threads; ++p) {
+          const int64_t block = static_cast<int64_t>(p) * threads + (p + step) % threads;
+          nodes.push_back(std::make_unique<Node>(g, [&b, &task, block, p](const tbb::flow::continue_msg&) {
+            ExecutorSlotScope slot(p + 1);
+            RunBlock(b, block, task);
+          }));
+          if (step == 0) continue;
+          const size_t prev = static_cast<size_t>(step - 1) * threads;
+          tbb::flow::make_edge(*nodes[prev + p], *nodes.back());
+          const int next = (p + 1) % threads;
+          if (next != p) tbb::flow::make_edge(*nodes[prev + next], *nodes.back());
+        }
+      }
+      for (int p = 0; p < threads; ++p) nodes[p]->try_put(tbb::flow::continue_msg());
+      g.wait_for_all();
+    });
+  }
+
+  // Wavefronts in order; the blocks of one wavefront at once. A barrier per wavefront: the
+  // dependences between wavefronts are arbitrary (any vector the skew carries), so a finer
+  // hand-over would need the dependence distances per block; small wavefronts run inline.
+  void RunWavefronts(const Blocks& b, const LoopTask& task) {
+    arena_.execute([&] {
+      for (size_t w = 0; w + 1 < b.waves.size(); ++w) {
+        const int64_t first = b.waves[w], last = b.waves[w + 1];
+        const int64_t count = b.offsets[last] - b.offsets[first];
+        if (last - first <= 1 || count < options_.min_parallel_wavefront) {
+          ExecutorSlotScope slot(1);
+          for (int64_t blk = first; blk < last; ++blk) RunBlock(b, blk, task);
+          continue;
+        }
+        tbb::parallel_for(first, last, [&](int64_t blk) {
+          ExecutorSlotScope slot(static_cast<int>(blk - first) + 1);
+          RunBlock(b, blk, task);
+        });
+      }
+    });
+  }
+
+  void RunSeriallyWithoutSchedule(const LoopSite& site, const ArrayBase& space,
+                                  const LoopTask& task) {
+    auto key = std::make_tuple(std::string(site.location.file_name()), site.location.line(),
+                               site.location.column());
+    if (unscheduled_.insert(std::move(key)).second) {
+      logger_->info(
+          "parallel_for at {}:{} has no schedule from tessc (program not built with "
+          "tessera_add_program, or the lookup was ambiguous); running it serially",
+          site.location.file_name(), site.location.line());
+    }
+    task.RunRange(0, space.size());
+  }
+
+  SiteState& StateFor(const LoopSite& site, const ArrayBase& space) {
+    auto it = sites_.find(site.schedule);
+    if (it != sites_.end()) return it->second;
+    Result<LoopSchedule> parsed = ParseLoopSchedule(site.schedule->json);
+    if (!parsed.ok()) Mismatch(site, parsed.status());
+    Status fits = CheckScheduleFitsSite(*parsed, site, space);
+    if (!fits.ok()) Mismatch(site, fits);
+    const LoopSchedule& s = *parsed;
+    logger_->debug("parallel_for at {}:{}: {} schedule on {} threads", site.location.file_name(),
+                   site.location.line(), LoopStrategyName(s.strategy), options_.threads);
+    if (s.strategy == LoopStrategy::kDataParallel && !s.shared_written_arrays.empty()) {
+      std::string names;
+      for (const std::string& a : s.shared_written_arrays) names += (names.empty() ? "'" : ", '") + a + "'";
+      logger_->info(
+          "parallel_for at {}:{} is data-parallel (tessera::DataParallel): its additive writes to "
+          "{} run concurrently on {} threads without synchronization; concurrent updates of one "
+          "element may be lost, as the permission allows",
+          site.location.file_name(), site.location.line(), names, options_.threads);
+    }
+    SiteState state;
+    state.schedule = std::move(parsed).value();
+    return sites_.emplace(site.schedule, std::move(state)).first->second;
+  }
+
+  const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
+    auto it = state->blocks.find(space.id());
+    if (it != state->blocks.end() && it->second.Matches(space)) return it->second;
+    if (it == state->blocks.end() && state->blocks.size() >= kMaxCachedArraysPerSite) {
+      state->blocks.clear();
+    }
+    Blocks fresh = MakeBlocks(state->schedule, space, options_.threads);
+    return state->blocks.insert_or_assign(space.id(), std::move(fresh)).first->second;
+  }
+
+  [[noreturn]] void Mismatch(const LoopSite& site, const Status& why) {
+    const std::string msg =
+        "the schedule tessc embedded for this parallel_for does not fit the call (" +
+        why.message() +
+        "); the binary's schedules are out of date with its source: rebuild it (tessera_add_program "
+        "re-runs tessc). Schedule: " + std::string(site.schedule->json);
+    CheckFailed(site.location.file_name(), static_cast<int>(site.location.line()),
+                "embedded schedule fits its parallel_for:", msg.c_str());
+  }
+
+  const ParallelExecutorOptions options_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::optional<tbb::global_control> parallelism_;
+  tbb::task_arena arena_;
+  // Keyed by the schedule entry, which is unique per call site and lives as long as the program.
+  std::map<const EmbeddedSchedule*, SiteState> sites_;
+  std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;  // already logged
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> MakeParallelExecutor(const ParallelExecutorOptions& options,
+                                               std::shared_ptr<spdlog::logger> logger) {
+  return std::make_unique<ParallelExecutor>(options, std::move(logger));
+}
+
+}  // namespace tessera::internal

@@ -1,0 +1,129 @@
+#include "kernels.h"
+
+#include <thread>
+
+namespace tessera::testing {
+namespace {
+
+constexpr int64_t kM = 1000003;  // keeps the recurrences' values small and exact
+
+template <int N>
+KernelRun Collect(const DistArray<int64_t, N>& values, const DistArray<int64_t, 2>& slots) {
+  KernelRun run;
+  const int64_t* v = values.data();
+  run.values.assign(v, v + values.size());
+  const int64_t* s = slots.data();
+  run.slots.assign(s, s + slots.size());
+  run.cols = {slots.extent(1)};
+  return run;
+}
+
+DistArray<int64_t, 2> RandomSparse(Context& ctx, int64_t rows, int64_t cols, int64_t nnz,
+                                   uint64_t seed) {
+  auto r = DistArray<int64_t, 2>::sparse(ctx, {rows, cols});
+  uint64_t state = seed;
+  while (r.nnz() < nnz) {
+    const auto i = static_cast<int64_t>(internal::SplitMix64(state) % static_cast<uint64_t>(rows));
+    const auto j = static_cast<int64_t>(internal::SplitMix64(state) % static_cast<uint64_t>(cols));
+    r.insert({{i, j}}, static_cast<int64_t>(internal::SplitMix64(state) % 100));
+  }
+  r.shuffle(seed + 1);  // position order != key order: blocks must keep position order
+  return r;
+}
+
+}  // namespace
+
+KernelRun RowScaling(Context& ctx, int64_t rows, int64_t cols) {
+  auto A = DistArray<int64_t, 2>::random(ctx, {rows, cols}, 1, 0, 1000);
+  auto scale = DistArray<int64_t, 1>::random(ctx, {rows}, 2, 1, 9);
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {rows, cols}, -1);
+  parallel_for(A, [&](const Key<2>& key, int64_t& a) {
+    a = a * scale(key[0]) + key[1];
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+  });
+  return Collect(A, slot);
+}
+
+KernelRun ColumnRecurrence(Context& ctx, int64_t rows, int64_t cols) {
+  auto A = DistArray<int64_t, 2>::random(ctx, {rows, cols}, 3, 0, 1000);
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {rows, cols}, -1);
+  parallel_for(A, [&](const Key<2>& key, int64_t& a) {
+    if (key[0] > 0) a = (3 * a + A(key[0] - 1, key[1])) % kM;
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+  });
+  return Collect(A, slot);
+}
+
+KernelRun SparseRowFold(Context& ctx, int64_t rows, int64_t cols, int64_t nnz) {
+  auto R = RandomSparse(ctx, rows, cols, nnz, 11);
+  auto acc = DistArray<int64_t, 1>::random(ctx, {rows}, 4, 0, 1000);
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {rows, cols}, -1);
+  parallel_for(R, [&](const Key<2>& key, int64_t& r) {
+    acc(key[0]) = (31 * acc(key[0]) + r) % kM;
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+  });
+  return Collect(acc, slot);
+}
+
+KernelRun MatrixUpdate2D(Context& ctx, int64_t rows, int64_t cols, int64_t nnz) {
+  auto R = RandomSparse(ctx, rows, cols, nnz, 21);
+  // Low bytes in [0, 256) are read, the updates add multiples of 256: reads never see another
+  // iteration's update, so every order gives the same result, yet each update is a
+  // read-modify-write that a concurrent one on the same row (column) would lose.
+  auto A = DistArray<int64_t, 1>::random(ctx, {rows}, 5, 0, 255);
+  auto B = DistArray<int64_t, 1>::random(ctx, {cols}, 6, 0, 255);
+  auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {4});
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {rows, cols}, -1);
+  parallel_for(R, [&](const Key<2>& key, int64_t& r) {
+    int64_t& a = A(key[0]);
+    int64_t& b = B(key[1]);
+    const int64_t a0 = a;
+    const int64_t b0 = b;
+    std::this_thread::yield();  // widen the read-write window a racing update would fall into
+    a = a0 + ((b0 & 255) + r + 1) * 256;
+    b = b0 + ((a0 & 255) * 3 + r + 1) * 256;
+    totals.add(key[1] % 4, r + 1);
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+  });
+  KernelRun run = Collect(A, slot);
+  for (int64_t j = 0; j < cols; ++j) run.values.push_back(B(j));
+  for (int64_t t = 0; t < 4; ++t) run.values.push_back(totals(t));
+  return run;
+}
+
+KernelRun Wavefront(Context& ctx, int64_t n) {
+  auto A = DistArray<int64_t, 2>::random(ctx, {n, n}, 7, 0, 1000);
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {n, n}, -1);
+  parallel_for(A, [&](const Key<2>& key, int64_t& a) {
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+    if (key[0] == 0 || key[1] == 0) return;
+    a = (A(key[0] - 1, key[1]) + A(key[0], key[1] - 1) + a) % kM;
+  });
+  return Collect(A, slot);
+}
+
+KernelRun SkewedWavefront(Context& ctx, int64_t n) {
+  auto A = DistArray<int64_t, 2>::random(ctx, {n, n}, 8, 0, 1000);
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {n, n}, -1);
+  parallel_for(A, [&](const Key<2>& key, int64_t& a) {
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+    if (key[0] == 0 || key[1] == 0 || key[1] == n - 1) return;
+    a = (A(key[0] - 1, key[1] + 1) + 2 * A(key[0], key[1] - 1)) % kM;
+  });
+  return Collect(A, slot);
+}
+
+KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features) {
+  auto F = RandomSparse(ctx, samples, features, samples * features / 4, 31);
+  auto sum = DistArray<int64_t, 1>::dense(ctx, {samples});
+  auto hits = DistArray<int64_t, 1>::dense(ctx, {features});
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {samples, features}, -1);
+  parallel_for(F, [&](const Key<2>& key, int64_t& v) {
+    sum(key[0]) += v * (key[1] + 1);
+    hits(v % features) += 1;  // subscript read from the data: any two samples may conflict
+    slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+  }, DataParallel{.staleness = 1});
+  return Collect(sum, slot);
+}
+
+}  // namespace tessera::testing

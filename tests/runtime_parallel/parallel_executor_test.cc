@@ -1,0 +1,324 @@
+// The parallel executor runs tessc's schedules (kernels.cc is built with tessera_add_program) on
+// 1-4 threads and must give exactly the serial result, partitioned the way the schedule says.
+// Sites without a schedule (this file's own parallel_for calls: tessc does not see this file) run
+// serially and say so once; a schedule that does not fit its call aborts naming the call.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "internal/parallel_executor.h"
+#include "kernels.h"
+#include "tessera/tessera.h"
+
+#ifndef TESSERA_TEST_HAVE_TESSC
+#define TESSERA_TEST_HAVE_TESSC 0
+#endif
+
+namespace tessera {
+namespace {
+
+using testing::KernelRun;
+
+// The parallel executor, recording the schedule each loop found.
+class RecordingExecutor final : public Executor {
+ public:
+  RecordingExecutor(std::unique_ptr<Executor> inner, std::vector<std::string>* schedules)
+      : inner_(std::move(inner)), schedules_(schedules) {}
+  std::string_view name() const override { return inner_->name(); }
+  int concurrency() const override { return inner_->concurrency(); }
+  void Run(const LoopSite& site, const internal::ArrayBase& space, const LoopTask& task) override {
+    schedules_->push_back(site.schedule != nullptr ? site.schedule->json : "<none>");
+    inner_->Run(site, space, task);
+  }
+
+ private:
+  std::unique_ptr<Executor> inner_;
+  std::vector<std::string>* schedules_;
+};
+
+std::unique_ptr<Context> SerialContext() {
+  ContextOptions options;
+  options.read_environment = false;
+  options.threads = 1;
+  return std::make_unique<Context>(std::move(options));
+}
+
+std::unique_ptr<Context> ParallelContext(int threads, std::vector<std::string>* schedules,
+                                         int64_t min_parallel_wavefront = 1) {
+  internal::ParallelExecutorOptions popt;
+  popt.threads = threads;
+  popt.min_parallel_wavefront = min_parallel_wavefront;
+  ContextOptions options;
+  options.read_environment = false;
+  options.log_name = "parallel-test";
+  options.executor = std::make_unique<RecordingExecutor>(
+      internal::MakeParallelExecutor(popt, spdlog::default_logger()), schedules);
+  return std::make_unique<Context>(std::move(options));
+}
+
+// Element-by-element comparison that names the first differences instead of dumping vectors.
+::testing::AssertionResult SameValues(const std::vector<int64_t>& expected,
+                                      const std::vector<int64_t>& actual) {
+  if (expected.size() != actual.size()) {
+    return ::testing::AssertionFailure() << "sizes differ: " << expected.size() << " vs "
+                                         << actual.size();
+  }
+  size_t bad = 0;
+  std::string first;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i] == actual[i]) continue;
+    if (bad++ < 3) {
+      first += " [" + std::to_string(i) + "] " + std::to_string(expected[i]) + " vs " +
+               std::to_string(actual[i]);
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << expected.size()
+                                       << " elements differ from the serial run:" << first;
+}
+
+// Slots of executed iterations are 1..threads, and iterations that share key `dim` share a slot
+// (the space dim is partitioned by key); every thread got work. dim < 0 skips the sharing check.
+void ExpectPartitioned(const KernelRun& run, int threads, int dim, const char* what) {
+  const int64_t cols = run.cols.at(0);
+  std::map<int64_t, int64_t> slot_of_key;
+  std::set<int64_t> used;
+  for (size_t i = 0; i < run.slots.size(); ++i) {
+    const int64_t s = run.slots[i];
+    if (s < 0) continue;  // not stored in a sparse space
+    ASSERT_GE(s, 1) << what << ": iteration ran outside an executor thread";
+    ASSERT_LE(s, threads) << what;
+    used.insert(s);
+    if (dim < 0) continue;
+    const int64_t key = dim == 0 ? static_cast<int64_t>(i) / cols : static_cast<int64_t>(i) % cols;
+    auto [it, fresh] = slot_of_key.emplace(key, s);
+    ASSERT_TRUE(fresh || it->second == s)
+        << what << ": key[" << dim << "] = " << key << " ran on slots " << it->second << " and " << s;
+  }
+  EXPECT_EQ(static_cast<int>(used.size()), threads) << what << ": not every thread got a block";
+}
+
+struct Strategy {
+  const char* strategy;  // tessc's spelling in the JSON
+  int space_dim;         // key dim whose equal keys must share a thread; -1: none
+  std::function<KernelRun(Context&)> kernel;
+};
+
+class ParallelExecutorTest : public ::testing::TestWithParam<int> {
+ protected:
+  // Runs `s` serially and on GetParam() threads; the results must be identical.
+  void CheckMatchesSerial(const Strategy& s, const char* what) {
+    const KernelRun serial = s.kernel(*SerialContext());
+    std::vector<std::string> schedules;
+    const KernelRun parallel = s.kernel(*ParallelContext(GetParam(), &schedules));
+    ASSERT_EQ(schedules.size(), 1u);
+    if (schedules[0] == "<none>") {
+      if (!TESSERA_TEST_HAVE_TESSC) GTEST_SKIP() << "built without tessc: no schedules embedded";
+      FAIL() << what << ": kernels.cc was built with tessc but the loop found no schedule";
+    }
+    EXPECT_NE(schedules[0].find(std::string("\"strategy\":\"") + s.strategy + "\""),
+              std::string::npos)
+        << what << ": expected a " << s.strategy << " schedule, got " << schedules[0];
+    EXPECT_TRUE(SameValues(serial.values, parallel.values)) << what;
+    ExpectPartitioned(parallel, GetParam(), s.space_dim, what);
+  }
+};
+
+TEST_P(ParallelExecutorTest, IndependentRowScaling) {
+  CheckMatchesSerial({"independent", 0, [](Context& c) { return testing::RowScaling(c, 48, 40); }},
+                     "independent");
+}
+
+TEST_P(ParallelExecutorTest, OneDColumnRecurrence) {
+  CheckMatchesSerial({"1d", 1, [](Context& c) { return testing::ColumnRecurrence(c, 50, 64); }},
+                     "1d column recurrence");
+}
+
+TEST_P(ParallelExecutorTest, OneDSparseRowFoldKeepsSerialOrderInsideARow) {
+  CheckMatchesSerial(
+      {"1d", 0, [](Context& c) { return testing::SparseRowFold(c, 40, 200, 3000); }},
+      "1d sparse row fold");
+}
+
+TEST_P(ParallelExecutorTest, TwoDRotationNeverSharesARowOrColumn) {
+  CheckMatchesSerial(
+      {"2d", 0, [](Context& c) { return testing::MatrixUpdate2D(c, 80, 70, 2000); }},
+      "2d matrix update");
+}
+
+TEST_P(ParallelExecutorTest, UnimodularWavefront) {
+  CheckMatchesSerial({"unimodular", -1, [](Context& c) { return testing::Wavefront(c, 64); }},
+                     "unimodular wavefront");
+}
+
+TEST_P(ParallelExecutorTest, UnimodularSkewedWavefront) {
+  CheckMatchesSerial(
+      {"unimodular", -1, [](Context& c) { return testing::SkewedWavefront(c, 64); }},
+      "unimodular skewed wavefront");
+}
+
+TEST_P(ParallelExecutorTest, SmallWavefrontsRunInlineAndStayExact) {
+  const KernelRun serial = testing::Wavefront(*SerialContext(), 40);
+  std::vector<std::string> schedules;
+  const KernelRun parallel =
+      testing::Wavefront(*ParallelContext(GetParam(), &schedules, /*min_parallel_wavefront=*/1000), 40);
+  if (schedules.at(0) == "<none>" && !TESSERA_TEST_HAVE_TESSC) GTEST_SKIP();
+  EXPECT_TRUE(SameValues(serial.values, parallel.values));
+  // Every wavefront (at most 40 iterations) is below the threshold: one thread ran them all.
+  for (int64_t s : parallel.slots) EXPECT_EQ(s, 1);
+}
+
+TEST_P(ParallelExecutorTest, DataParallelSplitsFreelyAndKeepsLocalWritesExact) {
+  // hits(value) += 1 races by the user's permission (not compared); sum(key[0]) is local to the
+  // space dim, so it is exact.
+  CheckMatchesSerial(
+      {"data_parallel", 0, [](Context& c) { return testing::DataParallelSums(c, 64, 32); }},
+      "data-parallel sums");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ParallelExecutorTest, ::testing::Values(1, 2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "threads";
+                         });
+
+TEST(ParallelExecutorSetupTest, ContextOptionsThreadsChoosesTheExecutor) {
+  ContextOptions three;
+  three.read_environment = false;
+  three.threads = 3;
+  Context parallel(std::move(three));
+  EXPECT_EQ(parallel.executor().name(), "parallel");
+  EXPECT_EQ(parallel.executor().concurrency(), 3);
+  EXPECT_EQ(SerialContext()->executor().name(), "serial");
+}
+
+TEST(ParallelExecutorSetupTest, BlocksFollowTheArrayWhenItIsReshuffled) {
+  // The block cache is keyed by array and layout: after a shuffle the same site must not reuse
+  // stale position lists (it would run some positions twice and others never).
+  std::vector<std::string> schedules;
+  auto ctx = ParallelContext(3, &schedules);
+  auto serial = SerialContext();
+  KernelRun a = testing::SparseRowFold(*ctx, 30, 100, 1500);
+  KernelRun b = testing::SparseRowFold(*serial, 30, 100, 1500);
+  EXPECT_TRUE(SameValues(b.values, a.values));
+}
+
+// No schedule: this file is not given to tessc, so these calls have none.
+TEST(ParallelExecutorFallbackTest, LoopWithoutScheduleRunsSeriallyAndSaysSoOnce) {
+  ContextOptions options;
+  options.read_environment = false;
+  options.threads = 4;
+  Context ctx(std::move(options));
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  ctx.logger().sinks().push_back(sink);
+  ctx.logger().set_level(spdlog::level::info);
+
+  auto A = DistArray<int64_t, 1>::dense(ctx, {1000});
+  std::vector<int> slots;
+  std::vector<int64_t> order;
+  for (int round = 0; round < 2; ++round) {
+    parallel_for(A, [&](const Key<1>& key, int64_t& a) {
+      a += key[0];
+      slots.push_back(internal::CurrentExecutorSlot());  // unsynchronized: must be serial
+      order.push_back(key[0]);
+    });
+  }
+  ASSERT_EQ(order.size(), 2000u);
+  for (size_t i = 0; i < order.size(); ++i) ASSERT_EQ(order[i], static_cast<int64_t>(i % 1000));
+  for (int s : slots) ASSERT_EQ(s, 0);  // the calling thread, outside any executor slot
+  int notes = 0;
+  for (const std::string& line : sink->last_formatted()) {
+    if (line.find("has no schedule from tessc") != std::string::npos &&
+        line.find("parallel_executor_test.cc") != std::string::npos) {
+      ++notes;
+    }
+  }
+  EXPECT_EQ(notes, 1) << "the serial fallback must be logged exactly once per site";
+}
+
+// --- Schedules that do not fit their call abort, naming the call. ---
+
+class MismatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+
+  // Runs a parallel executor over a dense 8x8 space with `json` as the site's schedule.
+  static void RunWith(const char* json, bool data_parallel = false) {
+    static EmbeddedSchedule entry;
+    entry = {"tests/runtime_parallel/fake.cc", 7, 3, json};
+    auto ctx = SerialContext();
+    auto A = DistArray<int64_t, 2>::dense(*ctx, {8, 8});
+    LoopSite site;
+    site.location = std::source_location::current();
+    site.data_parallel = data_parallel;
+    site.schedule = &entry;
+    auto range = [](int64_t, int64_t) {};
+    auto list = [](const int64_t*, size_t) {};
+    internal::ParallelExecutorOptions popt;
+    popt.threads = 2;
+    auto executor = internal::MakeParallelExecutor(popt, spdlog::default_logger());
+    executor->Run(site, A.base(), LoopTask(range, list));
+  }
+};
+
+TEST_F(MismatchTest, WrongRankAbortsNamingTheCall) {
+  EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":3},"strategy":"1d","space_dim":0,
+                           "time_dim":null,"skew":null,"data_parallel":{"permitted":false},
+                           "dependences":[]})"),
+               "parallel_executor_test.cc:[0-9]+.*rank-3 iteration space.*rank-2 array.*rebuild");
+}
+
+TEST_F(MismatchTest, UnknownStrategyAborts) {
+  EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"zigzag","space_dim":0})"),
+               "parallel_executor_test.cc:[0-9]+.*unknown schedule strategy 'zigzag'");
+}
+
+TEST_F(MismatchTest, UnknownVersionAborts) {
+  EXPECT_DEATH(RunWith(R"({"version":2,"space":{"rank":2},"strategy":"1d","space_dim":0})"),
+               "format version 2 is not the supported version 1");
+}
+
+TEST_F(MismatchTest, MalformedJsonAborts) {
+  EXPECT_DEATH(RunWith("{\"version\":1,"), "not a JSON object");
+}
+
+TEST_F(MismatchTest, SpaceDimOutOfRangeAborts) {
+  EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"1d","space_dim":2})"),
+               "'space_dim' = 2 is not a key dim");
+}
+
+TEST_F(MismatchTest, DataParallelPermissionMustMatchTheCall) {
+  const char* json = R"({"version":1,"space":{"rank":2},"strategy":"data_parallel","space_dim":0,
+                         "data_parallel":{"permitted":true,"staleness":1},"dependences":[]})";
+  EXPECT_DEATH(RunWith(json, /*data_parallel=*/false), "with tessera::DataParallel");
+}
+
+TEST_F(MismatchTest, ScheduleThatBreaksItsOwnDependenceAborts) {
+  // 1d along key[0] with a recurrence along key[0]: blocks would run it out of order.
+  EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"1d","space_dim":0,
+                           "dependences":[{"array":"A","vector":[1,0]}]})"),
+               "does not preserve its dependence \\(1, 0\\)");
+  // The identity skew does not carry (0, 1) forward: not a wavefront order.
+  EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"unimodular",
+                           "skew":[[1,0],[0,1]],"dependences":[{"vector":[0,1]}]})"),
+               "does not preserve its dependence \\(0, 1\\)");
+  // Not unimodular at all.
+  EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"unimodular",
+                           "skew":[[2,0],[0,1]],"dependences":[]})"),
+               "determinant 2");
+}
+
+TEST_F(MismatchTest, FittingScheduleRuns) {
+  RunWith(R"({"version":1,"space":{"rank":2},"strategy":"2d","space_dim":0,"time_dim":1,
+              "dependences":[{"vector":[0,"*"]},{"vector":["*",0]}]})");
+}
+
+}  // namespace
+}  // namespace tessera
