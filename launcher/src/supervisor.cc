@@ -30,6 +30,7 @@ constexpr size_t kMaxLine = 64 * 1024;
 // How often children are reaped when nothing else wakes the loop. Bounds how late an exit is
 // noticed when a child's pipes stay open (e.g. held by its own children).
 constexpr std::chrono::milliseconds kTick{50};
+constexpr int kMaxReadsPerDrain = 16;
 
 struct Stream {
   int fd = -1;
@@ -168,7 +169,9 @@ void Job::Emit(const Child& child, Stream& stream, std::string_view line) {
 
 void Job::Drain(const Child& owner, Stream& stream) {
   char buf[16384];
-  while (stream.fd >= 0) {
+  // Bounded, so that a process that writes without pause cannot starve the others: poll reports
+  // the rest next time.
+  for (int reads = 0; reads < kMaxReadsPerDrain && stream.fd >= 0; ++reads) {
     ssize_t n = ::read(stream.fd, buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -129,6 +129,24 @@ TEST_F(TesseraCliTest, BindAndEnvPassthrough) {
   EXPECT_TRUE(Contains(env_dump.out, "[worker 0] threads=3\n")) << env_dump.out;
 }
 
+TEST_F(TesseraCliTest, ManyLinesFromSeveralWorkersArriveWholeAndInOrder) {
+  constexpr int kLines = 20000;  // well over the pipe and read buffer sizes
+  RunResult r = Run(RunArgs(2, 1, {"print:" + std::to_string(kLines)}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int next[2] = {1, 1};
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    for (int w = 0; w < 2; ++w) {
+      const std::string prefix = "[worker " + std::to_string(w) + "] line ";
+      if (line.rfind(prefix, 0) != 0) continue;
+      ASSERT_EQ(line, prefix + std::to_string(next[w]) + " of worker " + std::to_string(w));
+      ++next[w];
+    }
+  }
+  EXPECT_EQ(next[0], kLines + 1);
+  EXPECT_EQ(next[1], kLines + 1);
+}
+
 TEST_F(TesseraCliTest, LastLineWithoutNewlineIsStillPrinted) {
   RunResult r = Run(RunArgs(1, 1, {"nonl"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
