@@ -236,6 +236,65 @@ TEST(ProgrammingModelTest, MfStyleProgramRunsSeriallyAndConverges) {
   EXPECT_LT(loss, 1e-3);
 }
 
+TEST(DistArrayTest, SparseRowViewListsARowsElements) {
+  Context ctx(Hermetic());
+  auto x = DistArray<float, 2>::sparse(ctx, {3, 10});
+  x.insert({{2, 7}}, 1.0f);
+  x.insert({{0, 3}}, 2.0f);
+  x.insert({{2, 1}}, 3.0f);
+  EXPECT_EQ(x.sparse_row(1).size(), 0);
+  auto r2 = x.sparse_row(2);
+  ASSERT_EQ(r2.size(), 2);
+  EXPECT_EQ(r2.col(0), 7);  // storage order within the row
+  EXPECT_EQ(r2.col(1), 1);
+  for (auto [col, value] : x.sparse_row(2)) value += static_cast<float>(col);
+  EXPECT_EQ(x(2, 7), 8.0f);
+  EXPECT_EQ(x(2, 1), 4.0f);
+  x.insert({{1, 0}}, 5.0f);  // a change regroups on the next call
+  ASSERT_EQ(x.sparse_row(1).size(), 1);
+  EXPECT_EQ(x.sparse_row(1).value(0), 5.0f);
+}
+
+// Sparse logistic regression with the data-parallel permission, the third program the model must
+// express: the space is the labels, each sample's features come from a sparse row of X.
+TEST(ProgrammingModelTest, SparseLogisticRegressionRunsSerially) {
+  Context ctx(Hermetic());
+  const int64_t samples = 400, features = 50;
+  auto truth = DistArray<float, 1>::random(ctx, {features}, 9, -1.0f, 1.0f);
+  auto X = DistArray<float, 2>::sparse(ctx, {samples, features});
+  auto y = DistArray<float, 1>::dense(ctx, {samples});
+  uint64_t state = 17;
+  for (int64_t i = 0; i < samples; ++i) {
+    float margin = 0;
+    for (int f = 0; f < 8; ++f) {
+      const int64_t col = static_cast<int64_t>(internal::SplitMix64(state) % features);
+      if (X.insert({{i, col}}, 1.0f)) margin += truth(col);
+    }
+    y(i) = margin > 0 ? 1.0f : 0.0f;
+  }
+  auto w = DistArray<float, 1>::dense(ctx, {features});
+  auto accuracy = [&] {
+    Accumulator<int64_t> correct;
+    parallel_for(y, [&](const Key<1>& key, float& label) {
+      float margin = 0;
+      for (auto [col, value] : X.sparse_row(key[0])) margin += value * w(col);
+      correct += (margin > 0) == (label > 0.5f);
+    });
+    return static_cast<double>(correct.value()) / samples;
+  };
+  const double before = accuracy();
+  for (int epoch = 0; epoch < 30; ++epoch) {
+    parallel_for(y, [&](const Key<1>& key, float& label) {
+      float margin = 0;
+      for (auto [col, value] : X.sparse_row(key[0])) margin += value * w(col);
+      const float g = 1.0f / (1.0f + std::exp(-margin)) - label;
+      for (auto [col, value] : X.sparse_row(key[0])) w(col) -= 0.1f * g * value;
+    }, DataParallel{.staleness = 1});
+  }
+  EXPECT_GT(accuracy(), 0.95);
+  EXPECT_GT(accuracy(), before + 0.2);
+}
+
 TEST(ParallelForDeathTest, NestedLoopIsRejected) {
   Context ctx(Hermetic());
   auto a = DistArray<int, 1>::dense(ctx, {2});

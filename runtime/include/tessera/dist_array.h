@@ -62,6 +62,47 @@ class RowView {
   int64_t size_;
 };
 
+// The stored elements of one row of a sparse 2-D DistArray, in storage order:
+//   for (auto [col, value] : X.sparse_row(i)) dot += value * w(col);
+// Valid until the array is changed (insert, reorder) or moved from.
+template <typename T>
+class SparseRowView {
+ public:
+  struct Entry {
+    int64_t col;  // key[1] of the element
+    T& value;
+  };
+  class Iterator {
+   public:
+    Iterator(const SparseRowView* row, int64_t j) : row_(row), j_(j) {}
+    Entry operator*() const { return {row_->col(j_), row_->value(j_)}; }
+    Iterator& operator++() {
+      ++j_;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return j_ != o.j_; }
+
+   private:
+    const SparseRowView* row_;
+    int64_t j_;
+  };
+
+  SparseRowView(const int64_t* positions, int64_t size, const Key<2>* keys, T* values)
+      : positions_(positions), size_(size), keys_(keys), values_(values) {}
+  int64_t size() const { return size_; }
+  // REQUIRES: 0 <= j < size().
+  int64_t col(int64_t j) const { return keys_[positions_[j]].idx[1]; }
+  T& value(int64_t j) const { return values_[positions_[j]]; }
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, size_); }
+
+ private:
+  const int64_t* positions_;
+  int64_t size_;
+  const Key<2>* keys_;
+  T* values_;
+};
+
 template <typename T, int N>
 class DistArray {
  public:
@@ -187,6 +228,19 @@ class DistArray {
   }
 
   // --- Sparse arrays only (checked). ---
+  // The stored elements of row i. REQUIRES: N == 2, sparse, 0 <= i < extent(0). The first call
+  // after a change groups the elements by row (O(nnz)); not thread-safe until then.
+  SparseRowView<T> sparse_row(int64_t i)
+    requires(N == 2)
+  {
+    CheckSparse();
+    TESSERA_CHECK_MSG(i >= 0 && i < s_->shape_[0], "DistArray::sparse_row index out of range");
+    s_->EnsureRows();
+    const int64_t b = s_->row_start_[i];
+    return SparseRowView<T>(s_->row_pos_.data() + b, s_->row_start_[i + 1] - b, s_->keys_.data(),
+                            s_->values_.data());
+  }
+
   // Stores (k, v); returns false and leaves the stored value alone when k is already stored.
   bool insert(const Key<N>& k, T v) {
     CheckSparse();

@@ -146,6 +146,20 @@ class ArrayStorage final : public ArrayBase {
     index_.clear();
   }
 
+  // Positions of the stored elements grouped by key[0] (stable: storage order within a row), for
+  // SparseRowView; rebuilt on first use after the layout changed.
+  void EnsureRows() {
+    if (rows_version_ == layout_version_) return;
+    const int64_t rows = shape_[0];
+    row_start_.assign(static_cast<size_t>(rows) + 1, 0);
+    for (const Key<N>& k : keys_) ++row_start_[k.idx[0] + 1];
+    for (int64_t r = 0; r < rows; ++r) row_start_[r + 1] += row_start_[r];
+    row_pos_.resize(keys_.size());
+    std::vector<int64_t> fill(row_start_.begin(), row_start_.end() - 1);
+    for (size_t p = 0; p < keys_.size(); ++p) row_pos_[fill[keys_[p].idx[0]]++] = static_cast<int64_t>(p);
+    rows_version_ = layout_version_;
+  }
+
   Context* ctx_;
   int64_t id_;
   std::array<int64_t, N> shape_;
@@ -154,6 +168,8 @@ class ArrayStorage final : public ArrayBase {
   std::vector<T> dense_;
   std::vector<Key<N>> keys_;
   std::vector<T> values_;
+  std::vector<int64_t> row_start_;  // see EnsureRows
+  std::vector<int64_t> row_pos_;
 
  private:
   void EnsureIndex() {
@@ -169,6 +185,7 @@ class ArrayStorage final : public ArrayBase {
 
   std::unordered_map<int64_t, int64_t> index_;
   bool index_valid_ = true;
+  uint64_t rows_version_ = ~uint64_t{0};  // layout_version_ row_start_/row_pos_ were built for
   uint64_t layout_version_ = 0;  // see ArrayBase::layout_version
 };
 
