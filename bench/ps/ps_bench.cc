@@ -6,8 +6,9 @@
 //          working set of rows as training does, so each clock sends one coalesced update batch
 //          per server; timed until the servers have applied everything (a staleness-0 read after
 //          the last clock).
-//   get  - each client reads batches of `batch` rows it has not read before (Prefetch + Get):
-//          one request and one reply per server per batch.
+//   get  - each client reads batches of `batch` rows it has not read before: one request and one
+//          reply per server per batch, with `window` batches in flight (Prefetch ahead, then Get),
+//          as a loader that reads ahead does.
 // The ceiling runs the same pattern with bare ZeroMQ DEALER/ROUTER sockets and raw float frames:
 // no tables, no Cap'n Proto, no cache.
 //
@@ -44,6 +45,7 @@ struct Config {
   uint64_t rows_per_client;  // rows moved by each client in the timed part
   int batch = 64;            // rows per message (per clock for inc)
   uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
+  int window = 4;               // get: batches in flight
 };
 
 // Children report "<rows> <seconds>" through a pipe.
@@ -177,15 +179,23 @@ Report RunTessera(const Config& cfg) {
         // Applied everywhere once a staleness-0 read at the final clock is answered.
         if (!client.Get<float>(0, 1, base, &row).ok()) return 1;
       } else {
-        std::vector<tessera::RowId> ids(cfg.batch);
-        for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
-          size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
-          for (size_t j = 0; j < n; ++j) ids[j] = base + i + j;
-          if (!client.Prefetch(0, 1, std::span<const tessera::RowId>(ids.data(), n)).ok()) return 1;
-          for (size_t j = 0; j < n; ++j) {
-            if (!client.Get<float>(0, 1, ids[j], &row).ok()) return 1;
+        const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
+        auto batch_ids = [&](uint64_t b) {
+          std::vector<tessera::RowId> ids;
+          for (uint64_t r = b * cfg.batch; r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
+            ids.push_back(base + r);
           }
-          moved += n;
+          return ids;
+        };
+        for (uint64_t b = 0; b < std::min<uint64_t>(cfg.window, batches); ++b) {
+          if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
+        }
+        for (uint64_t b = 0; b < batches; ++b) {
+          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok()) return 1;
+          for (tessera::RowId id : batch_ids(b)) {
+            if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
+            ++moved;
+          }
         }
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
@@ -269,6 +279,7 @@ Report RunCeiling(const Config& cfg) {
       auto start = Clock::now();
       uint64_t moved = 0;
       const size_t per_server = std::max<size_t>(1, cfg.batch / cfg.servers);
+      uint64_t in_flight = 0;
       for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
         size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
         for (auto& s : socks) {
@@ -282,13 +293,20 @@ Report RunCeiling(const Config& cfg) {
             s.send(payload, zmq::send_flags::none);
           }
         }
-        if (cfg.pattern == "get") {
+        if (cfg.pattern == "get" && ++in_flight == static_cast<uint64_t>(cfg.window)) {
           for (auto& s : socks) {
             zmq::message_t reply;
             (void)s.recv(reply);
           }
+          --in_flight;
         }
         moved += n;
+      }
+      for (; in_flight > 0; --in_flight) {
+        for (auto& s : socks) {
+          zmq::message_t reply;
+          (void)s.recv(reply);
+        }
       }
       for (auto& s : socks) {
         s.send(zmq::str_buffer("d"));

@@ -49,6 +49,7 @@ struct ShardTable {
 
 struct Peer {
   std::string identity;       // empty until the worker registers here
+  bool unreachable = false;   // its connection is gone; logged once, skipped by pushes
   int64_t clock = 0;          // the worker completed clocks < clock
   uint64_t applied_seq = 0;   // its update batches applied here, in order
 };
@@ -198,8 +199,16 @@ class Server::Impl {
       socket_.send(msg.ToFrame(), zmq::send_flags::none);
       return true;
     } catch (const zmq::error_t& e) {
-      // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on.
-      log_->warn("cannot send to a client: {}", e.what());
+      // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on. Say so
+      // once per peer, not once per push.
+      for (size_t w = 0; w < peers_.size(); ++w) {
+        if (peers_[w].identity == identity) {
+          if (!peers_[w].unreachable) log_->warn("worker {} is unreachable: {}", w, e.what());
+          peers_[w].unreachable = true;
+          return false;
+        }
+      }
+      log_->warn("cannot answer an unregistered peer: {}", e.what());
       return false;
     }
   }
@@ -289,6 +298,7 @@ class Server::Impl {
       log_->warn("worker {} reconnected from a new connection", rank);
     }
     peer.identity = identity;
+    peer.unreachable = false;
     OutgoingMessage reply(options_.rank, request_id);
     reply.envelope().getBody().initMembership().setNumWorkers(num_workers_);
     Send(identity, reply);
@@ -459,7 +469,7 @@ class Server::Impl {
     uint64_t pushed = 0;
     for (uint32_t w = 0; w < peers_.size(); ++w) {
       Peer& peer = peers_[w];
-      if (peer.identity.empty() || peer.clock == kLeftClock) continue;
+      if (peer.identity.empty() || peer.clock == kLeftClock || peer.unreachable) continue;
       OutgoingMessage msg(options_.rank, 0);
       auto batch = msg.envelope().getBody().initRows();
       batch.setClock(clock_);
