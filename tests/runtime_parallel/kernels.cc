@@ -97,7 +97,9 @@ KernelRun Wavefront(Context& ctx, int64_t n) {
   parallel_for(A, [&](const Key<2>& key, int64_t& a) {
     slot(key[0], key[1]) = internal::CurrentExecutorSlot();
     if (key[0] == 0 || key[1] == 0) return;
-    a = (A(key[0] - 1, key[1]) + A(key[0], key[1] - 1) + a) % kM;
+    const int64_t up = A(key[0] - 1, key[1]);
+    std::this_thread::yield();  // slow enough that threads really overlap (and order mistakes show)
+    a = (up + A(key[0], key[1] - 1) + a) % kM;
   });
   return Collect(A, slot);
 }
@@ -108,7 +110,9 @@ KernelRun SkewedWavefront(Context& ctx, int64_t n) {
   parallel_for(A, [&](const Key<2>& key, int64_t& a) {
     slot(key[0], key[1]) = internal::CurrentExecutorSlot();
     if (key[0] == 0 || key[1] == 0 || key[1] == n - 1) return;
-    a = (A(key[0] - 1, key[1] + 1) + 2 * A(key[0], key[1] - 1)) % kM;
+    const int64_t up = A(key[0] - 1, key[1] + 1);
+    std::this_thread::yield();
+    a = (up + 2 * A(key[0], key[1] - 1)) % kM;
   });
   return Collect(A, slot);
 }
