@@ -5,6 +5,7 @@
 #include "access_collector.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -306,10 +307,16 @@ class BodyWalker {
 
   bool IsMutatedInScope(const VarDecl* vd) {
     for (const Stmt* scope : mutation_scopes_) {
-      ExprMutationAnalyzer m(*scope, ctx_);
-      if (m.isMutated(vd)) return true;
+      if (Mutations(scope).isMutated(vd)) return true;
     }
     return false;
+  }
+
+  // One analyzer per scope: it memoizes its (matcher-based, not cheap) answers.
+  ExprMutationAnalyzer& Mutations(const Stmt* scope) {
+    auto& slot = mutation_analyzers_[scope];
+    if (slot == nullptr) slot = std::make_unique<ExprMutationAnalyzer>(*scope, ctx_);
+    return *slot;
   }
 
   // The symbolic value of an integer, Key, array, row view or element expression.
@@ -1041,9 +1048,8 @@ class BodyWalker {
       if (v.kind == Value::Kind::kInt) frame[p] = v;
     }
     // Parameters the helper modifies are not stable values.
-    ExprMutationAnalyzer mut(*body, ctx_);
     for (auto& [decl, value] : frame) {
-      if (value.kind == Value::Kind::kInt && mut.isMutated(decl)) value = Value();
+      if (value.kind == Value::Kind::kInt && Mutations(body).isMutated(decl)) value = Value();
     }
     inline_stack_.insert(fd);
     frames_.push_back(std::move(frame));
@@ -1063,6 +1069,7 @@ class BodyWalker {
   const Stmt* lambda_body_ = nullptr;
   std::vector<Frame> frames_;
   std::vector<const Stmt*> mutation_scopes_;
+  std::map<const Stmt*, std::unique_ptr<ExprMutationAnalyzer>> mutation_analyzers_;
   std::set<const FunctionDecl*> inline_stack_;
   std::map<const ValueDecl*, int> array_ids_;
   std::vector<std::string> array_sigs_;

@@ -137,7 +137,7 @@ Json SiteToJson(const SiteResult& site) {
     Json a;
     a["name"] = info.name;
     a["placement"] = PlacementName(p.placement);
-    a["kind"] = info.relaxed ? "relaxed" : info.may_alias ? "may_alias" : "dense";
+    a["kind"] = info.relaxed ? "relaxed" : info.may_alias ? "may_alias" : "dist_array";
     a["element_type"] = info.element_type;
     a["element_bytes"] = info.element_bytes;
     a["rank"] = info.rank;
