@@ -170,7 +170,8 @@ std::vector<std::string> SplitCommand(std::string_view command) {
   return words;
 }
 
-std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& working_dir) {
+std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& working_dir,
+                              int kill_after_seconds) {
   // The secret travels on stdin so that it shows up in no process listing on either host.
   std::string line = std::string("IFS= read -r ") + kEnvJobSecret + "; export " + kEnvJobSecret +
                      "; cd " + ShellQuote(working_dir) + " || exit 127; exec 3<&0; setsid env";
@@ -181,13 +182,15 @@ std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& workin
   for (const std::string& arg : spec.argv) line += " " + ShellQuote(arg);
   // Without a terminal, sshd does not signal the command when the connection drops. A watchdog
   // does: stdin stays open for as long as the launcher wants the process, so EOF on it (the
-  // launcher stopped the job, died, or lost the connection) means stop. The saved stdin (fd 3)
-  // is needed because asynchronous commands get /dev/null as stdin. setsid makes the process a
+  // launcher stopped the job, died, or lost the connection) means stop: SIGTERM, then SIGKILL
+  // if the group is still there after the grace period. The saved stdin (fd 3) is needed
+  // because asynchronous commands get /dev/null as stdin. setsid makes the process a
   // process-group leader (an asynchronous command is not one, so setsid does not fork), so that
   // the watchdog stops whatever the process started too. The watchdog ignores the signals that
   // may hit the remote shell's group (a hang-up), so that it is still there to stop the process.
-  line += " 3<&- & p=$!; (trap '' HUP INT TERM; cat >/dev/null; "
-          "kill -TERM -$p 2>/dev/null || kill -TERM $p) <&3 >/dev/null 2>&1 & exec 3<&-; wait $p";
+  line += " 3<&- & p=$!; (trap '' HUP INT TERM; cat >/dev/null; kill -TERM -$p 2>/dev/null && "
+          "{ sleep " + std::to_string(kill_after_seconds) + "; kill -KILL -$p 2>/dev/null; }) "
+          "<&3 >/dev/null 2>&1 & exec 3<&-; wait $p";
   return line;
 }
 
@@ -200,7 +203,8 @@ LaunchCommand MakeLaunchCommand(const ProcessSpec& spec, const JobOptions& optio
   }
   command.argv = options.ssh_command;
   command.argv.push_back(spec.host);
-  command.argv.push_back(RemoteCommandLine(spec, options.working_dir));
+  command.argv.push_back(
+      RemoteCommandLine(spec, options.working_dir, options.remote_kill_after_seconds));
   command.stdin_pipe = true;
   command.stdin_data = options.job_secret + "\n";
   return command;

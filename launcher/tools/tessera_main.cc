@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -263,6 +264,7 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(static_cast<int64_t>(flags.startup_timeout_s * 1000));
   options.grace_period =
       std::chrono::milliseconds(static_cast<int64_t>(flags.grace_period_s * 1000));
+  options.job.remote_kill_after_seconds = static_cast<int>(std::ceil(flags.grace_period_s));
   tl::RunIo io;
   io.cancel_fd = InstallCancelHandlers();
   Result<int> code = tl::RunJob(options, io);

@@ -112,8 +112,8 @@ TEST(JobTest, RemoteLaunchUsesSshAndKeepsTheSecretOffTheCommandLine) {
   EXPECT_NE(line.find("cd '/home/me/job dir' || exit 127; exec 3<&0; setsid env "),
             std::string::npos)
       << line;
-  EXPECT_NE(line.find("(trap '' HUP INT TERM; cat >/dev/null; "
-                      "kill -TERM -$p 2>/dev/null || kill -TERM $p) <&3"),
+  EXPECT_NE(line.find("(trap '' HUP INT TERM; cat >/dev/null; kill -TERM -$p 2>/dev/null && "
+                      "{ sleep 3; kill -KILL -$p 2>/dev/null; }) <&3"),
             std::string::npos)
       << line;
   EXPECT_NE(line.find(" OMP_NUM_THREADS=2 "), std::string::npos) << line;

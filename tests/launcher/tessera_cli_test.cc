@@ -414,6 +414,17 @@ TEST_F(TesseraCliTest, RemoteProcessesStopWhenTheirSshSessionEnds) {
   ExpectDead("hang-0.pid", seconds(5));
 }
 
+TEST_F(TesseraCliTest, RemoteProcessesIgnoringSigtermAreKilledByTheirWatchdog) {
+  std::ofstream(dir_ + "/hosts") << "localhost\n127.0.0.1\n";
+  RunResult r = RunOnceUp(RunArgs(2, 1, {"stubborn", "await:exit:9"},
+                                  {"--hostfile", dir_ + "/hosts", "--ssh", kFakeSsh, "-x",
+                                   "FAKE_LOG_DIR", "--grace-period", "0.5"}),
+                          {"hang-0.pid"}, {{"FAKE_SSH_DETACH", "1"}});
+  EXPECT_EQ(r.exit_code, 9) << r.err;
+  // SIGTERM is ignored; SIGKILL follows after the grace period rounded up to 1 s.
+  ExpectDead("hang-0.pid", seconds(6));
+}
+
 // --- Under srun / mpirun ---------------------------------------------------------------------
 
 TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {

@@ -78,6 +78,9 @@ struct JobOptions {
   EnvList extra_env;
   // Directory remote processes start in. Default (filled by the driver): the launcher's cwd.
   std::string working_dir;
+  // A remote process still running this long after its SIGTERM gets SIGKILL (the remote side of
+  // the launcher's grace period). Default: 3.
+  int remote_kill_after_seconds = 3;
 };
 
 // Checks counts, program, hosts and bind address. Does not touch the file system.
@@ -111,13 +114,15 @@ LaunchCommand MakeLaunchCommand(const ProcessSpec& spec, const JobOptions& optio
 // The POSIX sh command line run on a remote host for `spec`:
 //   IFS= read -r TESSERA_JOB_SECRET; export TESSERA_JOB_SECRET; cd /dir || exit 127;
 //   exec 3<&0; setsid env TESSERA_ROLE=worker ... ./prog arg 3<&- & p=$!;
-//   (trap '' HUP INT TERM; cat >/dev/null; kill -TERM -$p 2>/dev/null || kill -TERM $p)
-//   <&3 >/dev/null 2>&1 & exec 3<&-; wait $p
+//   (trap '' HUP INT TERM; cat >/dev/null; kill -TERM -$p 2>/dev/null &&
+//    { sleep 3; kill -KILL -$p 2>/dev/null; }) <&3 >/dev/null 2>&1 & exec 3<&-; wait $p
 // It reads the secret from stdin, runs the process in working_dir with its environment in its
-// own process group, and stops that group with SIGTERM when stdin reaches EOF (the launcher
-// closed it, or the connection dropped). Its exit status is the process's (128 + N when killed
-// by signal N). Needs a POSIX login shell and setsid (util-linux) on the host.
-std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& working_dir);
+// own process group, and when stdin reaches EOF (the launcher closed it, or the connection
+// dropped) stops that group with SIGTERM, then SIGKILL after kill_after_seconds. Its exit status
+// is the process's (128 + N when killed by signal N). Needs a POSIX login shell and setsid
+// (util-linux) on the host.
+std::string RemoteCommandLine(const ProcessSpec& spec, const std::string& working_dir,
+                              int kill_after_seconds);
 
 // Quotes `word` for a POSIX shell: 'it'\''s'. Words of only safe characters are left as they are.
 std::string ShellQuote(std::string_view word);
