@@ -208,6 +208,25 @@ TEST_F(TesseraCliTest, SigintToTheLauncherStopsEverything) {
   ExpectDead("hang-1.pid");
 }
 
+TEST_F(TesseraCliTest, SecondSigintSkipsTheGracePeriod) {
+  pid_t pid = Start(RunArgs(1, 1, {"stubborn"}, {"--grace-period", "20"}));
+  ASSERT_TRUE(WaitForFiles({"hang-0.pid"}, seconds(10)));
+  kill(pid, SIGINT);
+  // The first one is being handled once the launcher says so; then press Ctrl-C again.
+  const auto deadline = Clock::now() + seconds(10);
+  while (!Contains(Slurp("stderr." + std::to_string(runs_)), "received SIGINT; stopping") &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  const auto second = Clock::now();
+  kill(pid, SIGINT);
+  RunResult r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.err;
+  EXPECT_TRUE(Contains(r.err, "received SIGINT again; killing the job")) << r.err;
+  EXPECT_LT(Clock::now() - second, seconds(5));  // not the 20 s grace period
+  ExpectDead("hang-0.pid");
+}
+
 TEST_F(TesseraCliTest, SigtermToTheLauncherStopsEverything) {
   pid_t pid = Start(RunArgs(1, 1, {"hang"}));
   ASSERT_TRUE(WaitForFiles({"hang-0.pid"}, seconds(10)));
@@ -229,6 +248,16 @@ TEST_F(TesseraCliTest, KillingTheLauncherTakesTheJobWithIt) {
 }
 
 // --- Bad input -------------------------------------------------------------------------------
+
+TEST_F(TesseraCliTest, HelpListsTheOptions) {
+  RunResult r = Run({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* flag : {"--workers", "--servers", "--log-level", "--bind", "--server-bin",
+                           "--env", "--hostfile", "--ssh", "--from-env", "--coordinator",
+                           "--startup-timeout", "--grace-period"}) {
+    EXPECT_TRUE(Contains(r.out, flag)) << flag << "\n" << r.out;
+  }
+}
 
 TEST_F(TesseraCliTest, UnknownFlag) {
   RunResult r = Run({"run", "-w", "1", "--frobnicate", "--", kFakeWorker});
