@@ -753,6 +753,7 @@ class BodyWalker {
       v.kind = Value::Kind::kLambda;
       v.lambda_call = lambda->getCallOperator();
       frames_.back()[vd] = v;
+      Visit(lambda, Use::kNone);  // its init-captures
       return;
     }
     Value v = Eval(init);
@@ -822,6 +823,11 @@ class BodyWalker {
         Visit(bo->getRHS(), Use::kRead);
         return;
       }
+      if (bo->getOpcode() == BO_Comma) {
+        Visit(bo->getLHS(), Use::kNone);
+        Visit(bo->getRHS(), use);
+        return;
+      }
       Visit(bo->getLHS(), Use::kRead);
       Visit(bo->getRHS(), Use::kRead);
       return;
@@ -839,7 +845,17 @@ class BodyWalker {
       return;
     }
     if (const auto* lambda = dyn_cast<LambdaExpr>(e)) {
-      (void)lambda;  // bodies of local lambdas are walked where they are called
+      // The body is walked where the lambda is called; init-captures are evaluated here.
+      for (const Expr* init : lambda->capture_inits()) {
+        if (init != nullptr) Visit(init, Use::kRead);
+      }
+      return;
+    }
+    if (const auto* co = dyn_cast<AbstractConditionalOperator>(e)) {
+      // `(c ? A(i) : B(j)) = x` writes whichever branch is taken.
+      Visit(co->getCond(), Use::kRead);
+      Visit(co->getTrueExpr(), use);
+      Visit(co->getFalseExpr(), use);
       return;
     }
     if (const auto* op = dyn_cast<CXXOperatorCallExpr>(e)) {
@@ -909,15 +925,24 @@ class BodyWalker {
     const FunctionDecl* def = nullptr;
     const Stmt* body = fd->getBody(def);
     const bool in_system = sm_.isInSystemHeader(fd->getLocation());
-    if (body != nullptr && !in_system && !InTesseraNamespace(fd) && !isa<CXXMethodDecl>(fd)) {
-      Inline(def, call, 0);
-      return;
-    }
-    const unsigned first = isa<CXXOperatorCallExpr>(call) && isa<CXXMethodDecl>(fd) ? 1 : 0;
+    const auto* method = dyn_cast<CXXMethodDecl>(fd);
+    const unsigned first = isa<CXXOperatorCallExpr>(call) && method != nullptr ? 1 : 0;
+    // The object of a member call: an array element it is called on is updated unless the method
+    // is const.
+    const Use object_use = method != nullptr && !method->isConst() && !method->isStatic()
+                               ? Use::kUpdate
+                               : Use::kRead;
     if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
-      Visit(mc->getImplicitObjectArgument(), Use::kRead);
+      Visit(mc->getImplicitObjectArgument(), object_use);
     } else if (first == 1) {
-      Visit(call->getArg(0), Use::kRead);
+      Visit(call->getArg(0), object_use);
+    }
+    // Functions and methods defined in this translation unit (outside system headers and the
+    // programming model itself) are walked with their parameters bound; members they reach
+    // through `this` resolve like any other member.
+    if (body != nullptr && !in_system && !InTesseraNamespace(fd)) {
+      Inline(def, call, first);
+      return;
     }
     VisitUnknownCall(call, fd, first);
   }
