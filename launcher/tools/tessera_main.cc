@@ -158,6 +158,10 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand(
       "run", "Run PROGRAM as W workers with S servers: tessera run -w W -s S [options] -- "
              "PROGRAM [ARGS...]");
+  run->footer(
+      "Everything after `--` is the program and its arguments. Exit code: the job's (the first\n"
+      "failing process's status, 128+N for signal N, 0 when every worker succeeded); 2 for bad\n"
+      "usage; 1 when the job could not start. See docs/operations.md.");
   RunFlags flags;
   run->add_option("-w,--workers", flags.workers, "Number of worker processes (>= 1)")->required();
   run->add_option("-s,--servers", flags.servers, "Number of server processes (>= 1)")
