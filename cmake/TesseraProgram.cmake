@@ -26,7 +26,9 @@ function(tessera_add_program target)
     return()
   endif()
 
-  set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
+  # /usr/include as a -I would be searched before Clang's own builtin headers and break
+  # libstdc++'s #include_next chains; it is a system directory anyway.
+  set(includes "$<FILTER:$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>,EXCLUDE,^/usr/include/?$>")
   set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
   set(outdir "${CMAKE_CURRENT_BINARY_DIR}/tessc/${target}")
   foreach(src IN LISTS ARG_SOURCES)
