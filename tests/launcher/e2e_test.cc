@@ -43,5 +43,15 @@ TEST_F(LauncherEndToEndTest, AFailingWorkerStopsTheRealServers) {
   EXPECT_LT(r.elapsed, seconds(30));
 }
 
+TEST_F(LauncherEndToEndTest, ServersStartFromTheEnvironmentAlone) {
+  std::vector<std::string> args = Args(2, 2);
+  for (auto& a : args) {
+    if (a == TESSERA_SERVER_BINARY) a = TESSERA_LAUNCHER_FAKES_DIR "/env_only_server.sh";
+  }
+  RunResult r = Run(args, {{"REAL_TESSERA_SERVER", TESSERA_SERVER_BINARY}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "[worker 1] worker 1 saw all 2 workers\n")) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace tessera::launcher::testing
