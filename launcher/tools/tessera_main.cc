@@ -94,6 +94,37 @@ struct RunFlags {
   double grace_period_s = 3;
 };
 
+// Registers the `run` flags; their defaults are those of RunFlags.
+void AddRunFlags(CLI::App* run, RunFlags* flags) {
+  run->add_option("-w,--workers", flags->workers, "Number of worker processes (>= 1)")->required();
+  run->add_option("-s,--servers", flags->servers, "Number of server processes (>= 1)")
+      ->capture_default_str();
+  run->add_option("--log-level", flags->log_level,
+                  "trace|debug|info|warn|error|critical|off, for the launcher and the job")
+      ->capture_default_str();
+  run->add_option("--bind", flags->bind,
+                  "Address the coordinator listens on and local processes bind to")
+      ->capture_default_str();
+  run->add_option("--server-bin", flags->server_bin,
+                  "tessera-server executable (default: next to this binary)");
+  run->add_option("-x,--env", flags->env,
+                  "NAME or NAME=VALUE: pass a variable to every process (repeatable)");
+  run->add_option("--hostfile", flags->hostfile,
+                  "Spread processes over the hosts in FILE (lines `host [slots=N]`)");
+  run->add_option("--ssh", flags->ssh, "Command that runs a command on a host")
+      ->capture_default_str();
+  run->add_flag("--from-env", flags->from_env,
+                "Become one process of the job, chosen by the srun/mpirun rank");
+  run->add_option("--coordinator", flags->coordinator,
+                  "With --from-env: HOST[:PORT] of the coordinator (rank 0)");
+  run->add_option("--startup-timeout", flags->startup_timeout_s,
+                  "Seconds the coordinator has to publish its endpoint")
+      ->capture_default_str();
+  run->add_option("--grace-period", flags->grace_period_s,
+                  "Seconds between SIGTERM and SIGKILL when stopping processes")
+      ->capture_default_str();
+}
+
 // --env NAME (forward the launcher's value) or NAME=VALUE.
 Result<tl::EnvList> ParseEnvFlags(const std::vector<std::string>& flags) {
   tl::EnvList env;
@@ -163,33 +194,7 @@ int main(int argc, char** argv) {
       "failing process's status, 128+N for signal N, 0 when every worker succeeded); 2 for bad\n"
       "usage; 1 when the job could not start. See docs/operations.md.");
   RunFlags flags;
-  run->add_option("-w,--workers", flags.workers, "Number of worker processes (>= 1)")->required();
-  run->add_option("-s,--servers", flags.servers, "Number of server processes (>= 1)")
-      ->capture_default_str();
-  run->add_option("--log-level", flags.log_level,
-                  "trace|debug|info|warn|error|critical|off, for the launcher and the job")
-      ->capture_default_str();
-  run->add_option("--bind", flags.bind,
-                  "Address the coordinator listens on and local processes bind to")
-      ->capture_default_str();
-  run->add_option("--server-bin", flags.server_bin,
-                  "tessera-server executable (default: next to this binary)");
-  run->add_option("-x,--env", flags.env,
-                  "NAME or NAME=VALUE: pass a variable to every process (repeatable)");
-  run->add_option("--hostfile", flags.hostfile,
-                  "Spread processes over the hosts in FILE (lines `host [slots=N]`)");
-  run->add_option("--ssh", flags.ssh, "Command that runs a command on a host")
-      ->capture_default_str();
-  run->add_flag("--from-env", flags.from_env,
-                "Become one process of the job, chosen by the srun/mpirun rank");
-  run->add_option("--coordinator", flags.coordinator,
-                  "With --from-env: HOST[:PORT] of the coordinator (rank 0)");
-  run->add_option("--startup-timeout", flags.startup_timeout_s,
-                  "Seconds the coordinator has to publish its endpoint")
-      ->capture_default_str();
-  run->add_option("--grace-period", flags.grace_period_s,
-                  "Seconds between SIGTERM and SIGKILL when stopping processes")
-      ->capture_default_str();
+  AddRunFlags(run, &flags);
 
   try {
     app.parse(split >= 0 ? split : argc, argv);
