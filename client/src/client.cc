@@ -19,6 +19,7 @@
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/join.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/waker.h"
 
@@ -119,26 +120,15 @@ class Client::Impl {
       return Status::InvalidArgument(
           fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
-    OutgoingMessage reg(options_.rank, 1);
-    auto r = reg.envelope().getBody().initRegister();
-    r.setRole(proto::Role::WORKER);
-    r.setRank(options_.rank);
-    r.setSecret(options_.secret);
-    coordinator_.send(reg.ToFrame(), zmq::send_flags::none);
-    zmq::pollitem_t item{coordinator_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, options_.timeout) == 0) {
-      return Status::Unavailable(fmt::format("no membership from coordinator {} within {} ms",
-                                             options_.coordinator, options_.timeout.count()));
+    auto membership = JoinJob(coordinator_,
+                              {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
+                              options_.timeout);
+    if (!membership.ok()) {
+      return Status(membership.status().code(),
+                    fmt::format("joining via coordinator {}: {}", options_.coordinator, membership.status().message()));
     }
-    zmq::message_t frame;
-    (void)coordinator_.recv(frame, zmq::recv_flags::none);
-    auto msg = IncomingMessage::Parse(std::move(frame));
-    if (!msg.ok()) return msg.status();
-    auto body = (*msg)->envelope().getBody();
-    if (body.isError()) return StatusFromError(body.getError());
-    if (!body.isMembership()) return Status::Internal("coordinator sent no membership");
-    auto servers = body.getMembership().getServers();
-    num_workers_ = body.getMembership().getNumWorkers();
+    const auto& servers = membership->servers;
+    num_workers_ = membership->num_workers;
     channels_.reserve(servers.size());
     for (auto ep : servers) {
       auto ch = std::make_unique<ServerChannel>();
@@ -148,9 +138,9 @@ class Client::Impl {
       ConfigureSocket(socket);
       socket.set(zmq::sockopt::linger, 2000);
       try {
-        socket.connect(std::string(ep));
+        socket.connect(ep);
       } catch (const zmq::error_t& e) {
-        return Status::Unavailable(fmt::format("cannot connect to server {}: {}", std::string(ep), e.what()));
+        return Status::Unavailable(fmt::format("cannot connect to server {}: {}", ep, e.what()));
       }
       server_sockets_.push_back(std::move(socket));
     }

@@ -3,18 +3,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
-#include "tessera/transport/waker.h"
+#include "tessera/transport/node_thread.h"
+#include "tessera/transport/router.h"
 
 namespace tessera {
 
@@ -40,61 +37,34 @@ class Coordinator::Impl {
     server_ids_.resize(options_.num_servers);
     log_->info("listening on {} for {} servers and {} workers", endpoint_, options_.num_servers,
                options_.num_workers);
-    thread_ = std::thread([this] { Loop(); });
+    loop_.Start([this] { Loop(); });
     return Status::Ok();
   }
 
   const std::string& endpoint() const { return endpoint_; }
-
-  void WaitUntilDone() {
-    std::unique_lock lock(mu_);
-    done_cv_.wait(lock, [&] { return done_; });
-  }
-
-  void Stop() {
-    stop_ = true;
-    waker_.Notify();
-    if (thread_.joinable()) thread_.join();
-    MarkDone();
-  }
+  void WaitUntilDone() { loop_.WaitUntilDone(); }
+  void Stop() { loop_.Stop(); }
 
  private:
-  void MarkDone() {
-    std::lock_guard lock(mu_);
-    done_ = true;
-    done_cv_.notify_all();
-  }
-
   void Loop() {
-    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, waker_.poll_item()};
-    while (!stop_) {
+    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, loop_.waker().poll_item()};
+    while (!loop_.stopping() && !finished_) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
-      if (items[1].revents & ZMQ_POLLIN) waker_.Drain();
-      while (!stop_) {
-        zmq::message_t identity, payload;
-        if (!socket_.recv(identity, zmq::recv_flags::dontwait)) break;
-        if (!identity.more() || !socket_.recv(payload, zmq::recv_flags::none)) continue;
-        while (payload.more()) {  // drop extra frames; our protocol uses exactly one
-          zmq::message_t extra;
-          (void)socket_.recv(extra, zmq::recv_flags::none);
-          payload = std::move(extra);
+      if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
+      while (!loop_.stopping() && !finished_) {
+        auto frame = TryReceiveRouted(socket_);
+        if (!frame) break;
+        if (frame->multipart) {
+          SendError(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+          continue;
         }
-        Handle(identity.to_string(), std::move(payload));
-        if (finished_) {
-          MarkDone();
-          return;
-        }
+        Handle(frame->identity, std::move(frame->payload));
       }
     }
   }
 
   void Send(const std::string& identity, OutgoingMessage& msg) {
-    try {
-      socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-      socket_.send(msg.ToFrame(), zmq::send_flags::none);
-    } catch (const zmq::error_t& e) {
-      log_->error("send to a peer failed: {}", e.what());
-    }
+    if (Status s = SendRouted(socket_, identity, msg); !s.ok()) log_->error("send to a peer failed: {}", s.message());
   }
 
   void SendError(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
@@ -108,10 +78,7 @@ class Coordinator::Impl {
   void Handle(const std::string& identity, zmq::message_t payload) {
     auto parsed = IncomingMessage::Parse(std::move(payload));
     if (!parsed.ok()) {
-      SendError(identity, 0,
-                parsed.status().code() == StatusCode::kInvalidArgument ? proto::ErrorCode::VERSION_MISMATCH
-                                                                        : proto::ErrorCode::MALFORMED,
-                parsed.status().message());
+      SendError(identity, 0, ParseErrorCode(parsed.status()), parsed.status().message());
       return;
     }
     try {
@@ -227,9 +194,6 @@ class Coordinator::Impl {
   CoordinatorOptions options_;
   zmq::socket_t socket_;
   std::shared_ptr<spdlog::logger> log_;
-  Waker waker_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
   std::string endpoint_;
 
   // Loop-thread state.
@@ -242,9 +206,7 @@ class Coordinator::Impl {
   std::map<uint64_t, std::vector<Waiter>> barriers_;
   bool finished_ = false;
 
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  bool done_ = false;
+  NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away
 };
 
 Coordinator::Coordinator(CoordinatorOptions options, zmq::context_t& context)

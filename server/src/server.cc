@@ -4,11 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <limits>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -16,8 +13,10 @@
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/join.h"
 #include "tessera/transport/message.h"
-#include "tessera/transport/waker.h"
+#include "tessera/transport/node_thread.h"
+#include "tessera/transport/router.h"
 
 namespace tessera {
 namespace {
@@ -87,48 +86,23 @@ class Server::Impl {
     } catch (const zmq::error_t& e) {
       return Status::InvalidArgument(fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
-    OutgoingMessage reg(options_.rank, 1);
-    auto r = reg.envelope().getBody().initRegister();
-    r.setRole(proto::Role::SERVER);
-    r.setRank(options_.rank);
-    r.setEndpoint(endpoint_);
-    r.setSecret(options_.secret);
-    coordinator_.send(reg.ToFrame(), zmq::send_flags::none);
-
-    zmq::pollitem_t item{coordinator_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, options_.join_timeout) == 0) {
-      return Status::Unavailable(fmt::format("no answer from coordinator {} within {} ms",
-                                             options_.coordinator, options_.join_timeout.count()));
+    auto membership = JoinJob(coordinator_,
+                              {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},
+                              options_.join_timeout);
+    if (!membership.ok()) {
+      return Status(membership.status().code(),
+                    fmt::format("joining via coordinator {}: {}", options_.coordinator, membership.status().message()));
     }
-    zmq::message_t frame;
-    (void)coordinator_.recv(frame, zmq::recv_flags::none);
-    auto msg = IncomingMessage::Parse(std::move(frame));
-    if (!msg.ok()) return msg.status();
-    auto body = (*msg)->envelope().getBody();
-    if (body.isError()) return StatusFromError(body.getError());
-    if (!body.isMembership()) return Status::Internal("coordinator sent no membership");
-    num_workers_ = body.getMembership().getNumWorkers();
+    num_workers_ = membership->num_workers;
     peers_.resize(num_workers_);
     log_->info("serving at {} for {} workers", endpoint_, num_workers_);
-    thread_ = std::thread([this] { Loop(); });
+    loop_.Start([this] { Loop(); });
     return Status::Ok();
   }
 
   const std::string& endpoint() const { return endpoint_; }
-
-  void WaitUntilDone() {
-    std::unique_lock lock(mu_);
-    done_cv_.wait(lock, [&] { return done_; });
-  }
-
-  void Stop() {
-    stop_ = true;
-    waker_.Notify();
-    if (thread_.joinable()) thread_.join();
-    std::lock_guard lock(mu_);
-    done_ = true;
-    done_cv_.notify_all();
-  }
+  void WaitUntilDone() { loop_.WaitUntilDone(); }
+  void Stop() { loop_.Stop(); }
 
   ServerStats stats() const {
     std::lock_guard lock(stats_mu_);
@@ -145,23 +119,19 @@ class Server::Impl {
   void Loop() {
     std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                           {coordinator_.handle(), 0, ZMQ_POLLIN, 0},
-                                          waker_.poll_item()};
-    while (!stop_ && !finished_) {
+                                          loop_.waker().poll_item()};
+    while (!loop_.stopping() && !finished_) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
-      if (items[2].revents & ZMQ_POLLIN) waker_.Drain();
-      // Drain both sockets completely each round so a busy client cannot starve the other.
-      for (bool progress = true; progress && !stop_ && !finished_;) {
+      if (items[2].revents & ZMQ_POLLIN) loop_.waker().Drain();
+      // Take one message from each socket per round so a busy client cannot starve the other.
+      for (bool progress = true; progress && !loop_.stopping() && !finished_;) {
         progress = false;
-        zmq::message_t identity, payload;
-        if (socket_.recv(identity, zmq::recv_flags::dontwait)) {
+        if (auto frame = TryReceiveRouted(socket_)) {
           progress = true;
-          if (identity.more() && socket_.recv(payload, zmq::recv_flags::none)) {
-            if (payload.more()) {
-              DropRest();
-              Reject(identity.to_string(), 0, proto::ErrorCode::MALFORMED, "multi-frame message");
-            } else {
-              HandleClient(identity.to_string(), std::move(payload));
-            }
+          if (frame->multipart) {
+            Reject(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+          } else {
+            HandleClient(frame->identity, std::move(frame->payload));
           }
         }
         zmq::message_t frame;
@@ -171,14 +141,6 @@ class Server::Impl {
         }
       }
     }
-    std::lock_guard lock(mu_);
-    done_ = true;
-    done_cv_.notify_all();
-  }
-
-  void DropRest() {
-    zmq::message_t extra;
-    while (socket_.get(zmq::sockopt::rcvmore)) (void)socket_.recv(extra, zmq::recv_flags::none);
   }
 
   void HandleCoordinator(zmq::message_t frame) {
@@ -194,23 +156,21 @@ class Server::Impl {
   }
 
   bool Send(const std::string& identity, OutgoingMessage& msg) {
-    try {
-      socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-      socket_.send(msg.ToFrame(), zmq::send_flags::none);
-      return true;
-    } catch (const zmq::error_t& e) {
+    Status sent = SendRouted(socket_, identity, msg);
+    if (!sent.ok()) {
       // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on. Say so
       // once per peer, not once per push.
       for (size_t w = 0; w < peers_.size(); ++w) {
         if (peers_[w].identity == identity) {
-          if (!peers_[w].unreachable) log_->warn("worker {} is unreachable: {}", w, e.what());
+          if (!peers_[w].unreachable) log_->warn("worker {} is unreachable: {}", w, sent.message());
           peers_[w].unreachable = true;
           return false;
         }
       }
-      log_->warn("cannot answer an unregistered peer: {}", e.what());
+      log_->warn("cannot answer an unregistered peer: {}", sent.message());
       return false;
     }
+    return true;
   }
 
   void Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
@@ -233,10 +193,7 @@ class Server::Impl {
   void HandleClient(const std::string& identity, zmq::message_t payload) {
     auto parsed = IncomingMessage::Parse(std::move(payload));
     if (!parsed.ok()) {
-      Reject(identity, 0,
-             parsed.status().code() == StatusCode::kInvalidArgument ? proto::ErrorCode::VERSION_MISMATCH
-                                                                     : proto::ErrorCode::MALFORMED,
-             parsed.status().message());
+      Reject(identity, 0, ParseErrorCode(parsed.status()), parsed.status().message());
       return;
     }
     auto env = (*parsed)->envelope();
@@ -490,9 +447,6 @@ class Server::Impl {
   zmq::socket_t socket_;
   zmq::socket_t coordinator_;
   std::shared_ptr<spdlog::logger> log_;
-  Waker waker_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
   std::string endpoint_;
 
   // Loop-thread state.
@@ -507,9 +461,7 @@ class Server::Impl {
   mutable std::mutex stats_mu_;
   ServerStats stats_;
 
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  bool done_ = false;
+  NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away
 };
 
 Server::Server(ServerOptions options, zmq::context_t& context)

@@ -1,0 +1,36 @@
+#include "tessera/transport/router.h"
+
+namespace tessera {
+
+std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router) {
+  RoutedFrame frame;
+  zmq::message_t identity;
+  if (!router.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
+  frame.identity = identity.to_string();
+  // A ROUTER always delivers the identity and at least one more frame together.
+  if (!identity.more() || !router.recv(frame.payload, zmq::recv_flags::none)) return frame;
+  while (frame.payload.more()) {
+    frame.multipart = true;
+    zmq::message_t extra;
+    (void)router.recv(extra, zmq::recv_flags::none);
+    if (!extra.more()) break;
+  }
+  return frame;
+}
+
+Status SendRouted(zmq::socket_t& router, const std::string& identity, OutgoingMessage& msg) {
+  try {
+    router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    router.send(msg.ToFrame(), zmq::send_flags::none);
+    return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(e.what());
+  }
+}
+
+proto::ErrorCode ParseErrorCode(const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument ? proto::ErrorCode::VERSION_MISMATCH
+                                                       : proto::ErrorCode::MALFORMED;
+}
+
+}  // namespace tessera
