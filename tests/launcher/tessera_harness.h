@@ -63,8 +63,8 @@ class TesseraHarness : public ::testing::Test {
     [[maybe_unused]] int rc = std::system(cmd.c_str());
   }
 
-  // Starts `tessera ARGS` in dir_ with FAKE_LOG_DIR=dir_ plus `env`, and no inherited Slurm or
-  // OpenMPI variables. Output goes to files read by Wait().
+  // Starts `tessera ARGS` in dir_ with FAKE_LOG_DIR=dir_ and TMPDIR=dir_ plus `env`, and no
+  // inherited Slurm, OpenMPI, TESSERA_ or FAKE_ variables. Output goes to files read by Wait().
   pid_t Start(const std::vector<std::string>& args,
               const std::map<std::string, std::string>& env = {}) {
     ++runs_;
@@ -88,6 +88,7 @@ class TesseraHarness : public ::testing::Test {
       }
       for (const std::string& name : drop) unsetenv(name.c_str());
       setenv("FAKE_LOG_DIR", dir_.c_str(), 1);
+      setenv("TMPDIR", dir_.c_str(), 1);  // the launcher's scratch directory, even if it is killed
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       std::vector<char*> argv = {const_cast<char*>(binary_.c_str())};
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
