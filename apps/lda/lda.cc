@@ -280,8 +280,9 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     tessera::Accumulator<int64_t> accepted;
     if (opt.sampler == "gibbs") {
       // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
-      std::vector<double> cdf(K);
       tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
+        thread_local std::vector<double> cdf;  // scratch, one per executor thread
+        cdf.resize(K);
         auto nd = doc_topic.row(key[0]);
         auto nw = word_topic.row(key[1]);
         Rng rng = token_rng(iter, key);
