@@ -60,7 +60,9 @@ struct ClientTable {
   explicit ClientTable(TableSpec s) : spec(std::move(s)) {}
   TableSpec spec;
   std::array<Stripe, kStripes> stripes;
-  Stripe& StripeOf(RowId row) { return stripes[(row * 0x9e3779b97f4a7c15ULL) >> 58]; }
+  // Consecutive rows land in different stripes (what spreads contention), and rows of one stripe
+  // keep their order in its hash table, which keeps a scan over many rows cache-friendly.
+  Stripe& StripeOf(RowId row) { return stripes[row % kStripes]; }
 };
 
 // Updates sent to a server that it may not have applied yet. Kept so that a row arriving from
@@ -82,6 +84,11 @@ struct Outbound {
   int target;  // server index, or kCoordinator
   zmq::message_t frame;
   bool stop = false;  // the I/O thread exits after sending everything before this
+};
+
+enum Counter {
+  kGetRequests, kCacheHits, kColdMisses, kStaleWaits, kBlockedReads, kRowsReceived, kPushes,
+  kUpdateRowsSent, kBytesSent, kMessagesSent, kNumCounters
 };
 
 struct PendingCall {
@@ -252,20 +259,20 @@ class Client::Impl {
     std::unique_lock lock(stripe.mu);
     CacheEntry& entry = stripe.cache[row];
     // Classified once, on entry: a read waits either for a first copy or for the bound.
-    uint64_t ClientStats::*kind = entry.valid ? &ClientStats::stale_waits : &ClientStats::cold_misses;
+    Counter kind = entry.valid ? kStaleWaits : kColdMisses;
     bool waited = false;
     auto deadline = std::chrono::steady_clock::now() + options_.timeout;
     while (true) {
       if (!entry.error.ok()) {
         Status s = std::move(entry.error);
         entry.error = Status::Ok();
-        if (waited) Uncount(&ClientStats::blocked_reads);
+        if (waited) Uncount(kBlockedReads);
         return s;
       }
       if (entry.valid && EffectiveStamp(entry, server) >= need) {
         copy_out(entry.value);
-        Count(waited ? kind : &ClientStats::cache_hits);
-        if (waited) Uncount(&ClientStats::blocked_reads);
+        Count(waited ? kind : kCacheHits);
+        if (waited) Uncount(kBlockedReads);
         return Status::Ok();
       }
       // A subscribed row needs no request: the server pushes it (or an empty push that vouches
@@ -274,11 +281,11 @@ class Client::Impl {
         entry.requested = need;
         SendGet(server, id, std::span<const RowId>(&row, 1), need);
       }
-      if (!waited) Count(&ClientStats::blocked_reads);
+      if (!waited) Count(kBlockedReads);
       waited = true;
       if (stripe.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
           std::chrono::steady_clock::now() >= deadline) {
-        Uncount(&ClientStats::blocked_reads);
+        Uncount(kBlockedReads);
         return Status::Unavailable(fmt::format(
             "read of row {} of table '{}' at clock {} got no answer from server {} ({}) within {} ms", row,
             table.spec.name, need, server, channels_[server]->endpoint, options_.timeout.count()));
@@ -393,20 +400,26 @@ class Client::Impl {
   }
 
   ClientStats stats() const {
-    std::lock_guard lock(stats_mu_);
-    return stats_;
+    auto get = [&](Counter c) { return counters_[c].load(std::memory_order_relaxed); };
+    ClientStats s;
+    s.get_requests = get(kGetRequests);
+    s.cache_hits = get(kCacheHits);
+    s.cold_misses = get(kColdMisses);
+    s.stale_waits = get(kStaleWaits);
+    s.blocked_reads = get(kBlockedReads);
+    s.rows_received = get(kRowsReceived);
+    s.pushes = get(kPushes);
+    s.update_rows_sent = get(kUpdateRowsSent);
+    s.bytes_sent = get(kBytesSent);
+    s.messages_sent = get(kMessagesSent);
+    return s;
   }
 
  private:
-  void Count(uint64_t ClientStats::*field, uint64_t n = 1) {
-    std::lock_guard lock(stats_mu_);
-    stats_.*field += n;
-  }
-
-  void Uncount(uint64_t ClientStats::*field) {
-    std::lock_guard lock(stats_mu_);
-    stats_.*field -= 1;
-  }
+  // Counters are relaxed atomics: they are read only for statistics and must cost the hot
+  // paths no lock.
+  void Count(Counter c, uint64_t n = 1) { counters_[c].fetch_add(n, std::memory_order_relaxed); }
+  void Uncount(Counter c) { counters_[c].fetch_sub(1, std::memory_order_relaxed); }
 
   Status TakeAsyncError() {
     std::lock_guard lock(calls_mu_);
@@ -432,7 +445,7 @@ class Client::Impl {
     get.setMinClock(min_clock);
     auto list = get.initRows(static_cast<unsigned>(rows.size()));
     for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
-    Count(&ClientStats::get_requests, rows.size());
+    Count(kGetRequests, rows.size());
     Enqueue(static_cast<int>(server), msg.ToFrame());
   }
 
@@ -516,7 +529,7 @@ class Client::Impl {
       rows_sent += i;
       Enqueue(static_cast<int>(s), msg.ToFrame());
     }
-    Count(&ClientStats::update_rows_sent, rows_sent);
+    Count(kUpdateRowsSent, rows_sent);
   }
 
   void IoLoop() {
@@ -545,9 +558,8 @@ class Client::Impl {
         }
       }
       if (messages > 0) {
-        std::lock_guard lock(stats_mu_);
-        stats_.bytes_sent += bytes;
-        stats_.messages_sent += messages;
+        Count(kBytesSent, bytes);
+        Count(kMessagesSent, messages);
       }
       for (int s = -1; s < static_cast<int>(server_sockets_.size()); ++s) {
         zmq::socket_t& socket = s == kCoordinator ? coordinator_ : server_sockets_[s];
@@ -644,10 +656,10 @@ class Client::Impl {
       std::lock_guard lock(calls_mu_);
       pending_gets_.erase(id);
     } else {
-      Count(&ClientStats::pushes);
+      Count(kPushes);
     }
     auto rows = batch.getRows();
-    Count(&ClientStats::rows_received, rows.size());
+    Count(kRowsReceived, rows.size());
     // Readers are woken once per stripe after the whole batch is in: waking one per row makes
     // the reader and this thread trade the CPU for every row of the batch.
     std::vector<Stripe*> touched;
@@ -725,8 +737,7 @@ class Client::Impl {
   std::unordered_map<uint64_t, std::pair<TableId, std::vector<RowId>>> pending_gets_;
   Status async_error_;
 
-  mutable std::mutex stats_mu_;
-  ClientStats stats_;
+  std::array<std::atomic<uint64_t>, kNumCounters> counters_{};
   std::shared_ptr<spdlog::logger> log_;
 };
 
