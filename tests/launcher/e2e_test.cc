@@ -1,7 +1,11 @@
 // `tessera run` with the real tessera-server and workers that use the client library: the
 // coordinator publishes its endpoint, servers and workers find it, the job runs, ends, and a
 // failing worker still stops everything.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -51,6 +55,56 @@ TEST_F(LauncherEndToEndTest, ServersStartFromTheEnvironmentAlone) {
   RunResult r = Run(args, {{"REAL_TESSERA_SERVER", TESSERA_SERVER_BINARY}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(Contains(r.out, "[worker 1] worker 1 saw all 2 workers\n")) << r.out << r.err;
+}
+
+// A free TCP port on loopback: bound, read, released. The coordinator of a --from-env job listens
+// on a port every task knows in advance, so the test cannot use port 0 there.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST_F(LauncherEndToEndTest, FromEnvTasksFormAJobLikeSrunWouldStartThem) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  // srun -n 4 tessera run -w 2 -s 1 --from-env ...: every task at once, in any order.
+  std::vector<pid_t> tasks;
+  for (int rank : {3, 2, 1, 0}) {
+    tasks.push_back(Start({"run", "-w", "2", "-s", "1", "--from-env", "--coordinator",
+                           "127.0.0.1:" + std::to_string(port), "--server-bin",
+                           TESSERA_SERVER_BINARY, "--", TESSERA_E2E_WORKER},
+                          {{"SLURM_PROCID", std::to_string(rank)},
+                           {"SLURM_NTASKS", "4"},
+                           {"TESSERA_JOB_SECRET", "e2e-secret"}}));
+  }
+  // Workers are ranks 3 and 2; the coordinator and the server end by themselves once the
+  // workers have left.
+  RunResult worker1 = Wait(tasks[0], seconds(30));
+  RunResult worker0 = Wait(tasks[1], seconds(30));
+  RunResult server = Wait(tasks[2], seconds(30));
+  RunResult coordinator = Wait(tasks[3], seconds(30));
+  EXPECT_EQ(worker0.exit_code, 0) << worker0.out << worker0.err;
+  EXPECT_EQ(worker1.exit_code, 0) << worker1.out << worker1.err;
+  // The tasks become the processes themselves: their output is not prefixed (srun does that).
+  EXPECT_TRUE(Contains(worker0.out, "worker 0 saw all 2 workers\n")) << worker0.out;
+  EXPECT_TRUE(Contains(worker1.out, "worker 1 saw all 2 workers\n")) << worker1.out;
+  EXPECT_FALSE(Contains(worker0.out, "[worker 0]")) << worker0.out;
+  EXPECT_EQ(server.exit_code, 0) << server.out << server.err;
+  EXPECT_EQ(coordinator.exit_code, 0) << coordinator.out << coordinator.err;
+  EXPECT_TRUE(Contains(coordinator.out + coordinator.err,
+                       "listening on tcp://127.0.0.1:" + std::to_string(port)))
+      << coordinator.out << coordinator.err;
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ class TesseraHarness : public ::testing::Test {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    start_ = Clock::now();
+    launches_[pid] = Launch{runs_, Clock::now()};
     return pid;
   }
 
@@ -115,10 +115,11 @@ class TesseraHarness : public ::testing::Test {
       }
       std::this_thread::sleep_for(milliseconds(5));
     }
-    r.elapsed = Clock::now() - start_;
+    const Launch run = launches_[pid];
+    r.elapsed = Clock::now() - run.start;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = Slurp("stdout." + std::to_string(runs_));
-    r.err = Slurp("stderr." + std::to_string(runs_));
+    r.out = Slurp("stdout." + std::to_string(run.index));
+    r.err = Slurp("stderr." + std::to_string(run.index));
     return r;
   }
 
@@ -172,8 +173,12 @@ class TesseraHarness : public ::testing::Test {
 
   const std::string binary_;
   std::string dir_;
-  int runs_ = 0;
-  Clock::time_point start_;
+  int runs_ = 0;  // launches so far; the last one's output is in stdout.<runs_>, stderr.<runs_>
+  struct Launch {
+    int index = 0;
+    Clock::time_point start;
+  };
+  std::map<pid_t, Launch> launches_;
 };
 
 }  // namespace tessera::launcher::testing
