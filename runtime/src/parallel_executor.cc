@@ -74,13 +74,33 @@ std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim) {
 
 // P - 1 cut values splitting `values` into P key ranges of about equal count; a key's block is
 // the number of cuts <= it. Equal keys always share a block (the partition is by key, which is
-// what makes blocks of different key ranges independent).
-std::vector<int64_t> EqualCountCuts(std::vector<int64_t> values, int parts) {
+// what makes blocks of different key ranges independent). Keys are indices below `extent`, so a
+// histogram finds the cuts in linear time; the sort is for keys outside it (never for DistArrays).
+std::vector<int64_t> EqualCountCuts(const std::vector<int64_t>& values, int64_t extent, int parts) {
   std::vector<int64_t> cuts;
   if (values.empty()) return cuts;
-  std::sort(values.begin(), values.end());
   const size_t n = values.size();
-  for (int k = 1; k < parts; ++k) cuts.push_back(values[n * static_cast<size_t>(k) / parts]);
+  const bool histogram = extent > 0 && static_cast<size_t>(extent) <= 4 * n + 1024 &&
+                         std::all_of(values.begin(), values.end(),
+                                     [extent](int64_t v) { return v >= 0 && v < extent; });
+  if (!histogram) {
+    std::vector<int64_t> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    for (int k = 1; k < parts; ++k) cuts.push_back(sorted[n * static_cast<size_t>(k) / parts]);
+    return cuts;
+  }
+  std::vector<int64_t> count(static_cast<size_t>(extent), 0);
+  for (int64_t v : values) ++count[v];
+  // The k-th cut is the key holding the element of rank n*k/P in sorted order (as with a sort).
+  size_t below = 0;  // elements with key < v
+  int k = 1;
+  for (int64_t v = 0; v < extent && k < parts; ++v) {
+    below += count[v];
+    while (k < parts && n * static_cast<size_t>(k) / parts < below) {
+      cuts.push_back(v);
+      ++k;
+    }
+  }
   return cuts;
 }
 
@@ -121,7 +141,7 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, int threads) {
     case LoopStrategy::k1D:
     case LoopStrategy::kDataParallel: {
       const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> cuts = EqualCountCuts(keys, threads);
+      const std::vector<int64_t> cuts = EqualCountCuts(keys, space.extent(s.space_dim), threads);
       std::vector<int> block_of(n);
       for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
       FillBlocks(block_of, threads, &b);
@@ -130,8 +150,8 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, int threads) {
     case LoopStrategy::k2D: {
       const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
       const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
-      const std::vector<int64_t> scuts = EqualCountCuts(sk, threads);
-      const std::vector<int64_t> tcuts = EqualCountCuts(tk, threads);
+      const std::vector<int64_t> scuts = EqualCountCuts(sk, space.extent(s.space_dim), threads);
+      const std::vector<int64_t> tcuts = EqualCountCuts(tk, space.extent(s.time_dim), threads);
       std::vector<int> block_of(n);
       for (size_t p = 0; p < n; ++p) {
         block_of[p] = BlockOf(scuts, sk[p]) * threads + BlockOf(tcuts, tk[p]);
