@@ -3,13 +3,14 @@
 
 For each source (default: every apps/**/*.cc in the compilation database) both commands get the
 file's own compile command from compile_commands.json, run REPEAT times alternately, and the
-median wall times are compared. Prints a Markdown table (the one in bench/README.md).
+median wall and CPU (user + system) times are compared. Prints a Markdown table (the one in bench/README.md).
 
   python3 bench/tessc/tessc_vs_syntax_only.py --build build [--repeat 7] [files...]
 """
 import argparse
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -35,12 +36,16 @@ def clang_args(entry):
 
 
 def timed(cmd, cwd):
+    """(wall seconds, CPU seconds of the child): CPU time is what to compare on a busy machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def main():
@@ -56,7 +61,8 @@ def main():
     files = [os.path.realpath(f) for f in a.files] or sorted(
         f for f in by_file if "/apps/" in f and "/tests/" not in f)
     tessc = os.path.join(a.build, "bin", "tessc")
-    print("| translation unit | parallel_for sites | clang -fsyntax-only (s) | tessc (s) | ratio |")
+    print("| translation unit | parallel_for sites | clang -fsyntax-only wall / CPU (s) "
+          "| tessc wall / CPU (s) | ratio wall / CPU |")
     print("|---|---|---|---|---|")
     for f in files:
         e = by_file[f]
@@ -72,9 +78,13 @@ def main():
         sites = subprocess.run([tessc, "-p", a.build, "--emit=json", f], capture_output=True,
                                text=True, cwd=e["directory"])
         n = len(json.loads(sites.stdout)["sites"]) if sites.returncode == 0 else "error"
-        ms, mt = statistics.median(ts), statistics.median(tt)
+        ms = statistics.median(t[0] for t in ts)
+        mt = statistics.median(t[0] for t in tt)
+        cs = statistics.median(t[1] for t in ts)
+        ct = statistics.median(t[1] for t in tt)
         rel = os.path.relpath(f, os.path.dirname(os.path.abspath(a.build)))
-        print(f"| {rel} | {n} | {ms:.3f} | {mt:.3f} | {mt / ms:.2f}x |")
+        print(f"| {rel} | {n} | {ms:.2f} / {cs:.2f} | {mt:.2f} / {ct:.2f} | "
+              f"{mt / ms:.2f}x / {ct / cs:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

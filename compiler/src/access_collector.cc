@@ -11,7 +11,6 @@
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
-#include "clang/AST/ParentMapContext.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/AST/StmtOpenMP.h"
 #include "clang/Analysis/Analyses/ExprMutationAnalyzer.h"
@@ -1114,22 +1113,6 @@ const LambdaExpr* FindLambda(const Expr* e) {
   return nullptr;
 }
 
-const FunctionDecl* EnclosingFunction(ASTContext& ctx, const Stmt* s) {
-  DynTypedNodeList parents = ctx.getParents(*s);
-  while (!parents.empty()) {
-    const DynTypedNode& p = parents[0];
-    if (const auto* fd = p.get<FunctionDecl>()) return fd;
-    if (const auto* st = p.get<Stmt>()) {
-      parents = ctx.getParents(*st);
-    } else if (const auto* d = p.get<Decl>()) {
-      parents = ctx.getParents(*d);
-    } else {
-      break;
-    }
-  }
-  return nullptr;
-}
-
 std::optional<int> PermissionStaleness(ASTContext& ctx, const Expr* arg, bool* known) {
   *known = true;
   const Expr* e = Strip(arg);
@@ -1159,7 +1142,8 @@ bool IsParallelForCall(const CallExpr* call) {
   return ns != nullptr && ns->getName() == "tessera" && isa<TranslationUnitDecl>(ns->getDeclContext());
 }
 
-CollectedSite CollectSite(ASTContext& ctx, const CallExpr* call, const CallIndex& calls) {
+CollectedSite CollectSite(ASTContext& ctx, const CallExpr* call, const FunctionDecl* enclosing,
+                          const CallIndex& calls) {
   CollectedSite out;
   SourceManager& sm = ctx.getSourceManager();
   SourceLocation loc = sm.getExpansionLoc(call->getBeginLoc());
@@ -1170,7 +1154,6 @@ CollectedSite CollectSite(ASTContext& ctx, const CallExpr* call, const CallIndex
   r.file = std::string(path);
   r.line = sm.getExpansionLineNumber(loc);
   r.column = sm.getExpansionColumnNumber(loc);
-  const FunctionDecl* enclosing = EnclosingFunction(ctx, call);
   r.function = enclosing != nullptr ? enclosing->getQualifiedNameAsString() : "";
 
   if (call->getNumArgs() < 2) {

@@ -27,10 +27,10 @@ struct CollectedSite {
   std::vector<std::pair<clang::SourceLocation, std::string>> notes;
 };
 
-// Collects the accesses of the parallel_for `call`.
+// Collects the accesses of the parallel_for `call`, made inside `enclosing` (may be null).
 // REQUIRES: `call` calls tessera::parallel_for and is not type-dependent.
 CollectedSite CollectSite(clang::ASTContext& ctx, const clang::CallExpr* call,
-                          const CallIndex& calls);
+                          const clang::FunctionDecl* enclosing, const CallIndex& calls);
 
 // True if `call` calls tessera::parallel_for.
 bool IsParallelForCall(const clang::CallExpr* call);

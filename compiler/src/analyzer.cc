@@ -33,14 +33,23 @@ class SiteFinder : public RecursiveASTVisitor<SiteFinder> {
         !sm_.isInMainFile(sm_.getExpansionLoc(d->getLocation()))) {
       return true;
     }
-    return RecursiveASTVisitor::TraverseDecl(d);
+    // Track the function being traversed (cheaper than asking the AST's parent map, which Clang
+    // would build for the whole translation unit, headers included).
+    auto* fd = dyn_cast<FunctionDecl>(d);
+    if (fd != nullptr) functions_.push_back(fd);
+    const bool ok = RecursiveASTVisitor::TraverseDecl(d);
+    if (fd != nullptr) functions_.pop_back();
+    return ok;
   }
 
   bool VisitCallExpr(CallExpr* call) {
     if (call->isTypeDependent() || call->isValueDependent()) return true;
     if (IsParallelForCall(call)) {
       SourceLocation loc = sm_.getExpansionLoc(call->getBeginLoc());
-      if (seen_.insert(loc.getRawEncoding()).second) sites.push_back(call);
+      if (seen_.insert(loc.getRawEncoding()).second) {
+        sites.push_back(call);
+        enclosing.push_back(functions_.empty() ? nullptr : functions_.back());
+      }
       return true;
     }
     if (const FunctionDecl* fd = call->getDirectCallee()) {
@@ -50,10 +59,12 @@ class SiteFinder : public RecursiveASTVisitor<SiteFinder> {
   }
 
   std::vector<const CallExpr*> sites;
+  std::vector<const FunctionDecl*> enclosing;  // parallel to `sites`
   CallIndex calls;
 
  private:
   SourceManager& sm_;
+  std::vector<const FunctionDecl*> functions_;
   std::set<unsigned> seen_;
 };
 
@@ -82,7 +93,10 @@ class SiteConsumer : public ASTConsumer {
     if (diags.hasErrorOccurred()) return;  // Clang already explained; the AST may be partial
     SiteFinder finder(ctx);
     finder.TraverseDecl(ctx.getTranslationUnitDecl());
-    for (const CallExpr* call : finder.sites) Report(ctx, CollectSite(ctx, call, finder.calls), call);
+    for (size_t i = 0; i < finder.sites.size(); ++i) {
+      Report(ctx, CollectSite(ctx, finder.sites[i], finder.enclosing[i], finder.calls),
+             finder.sites[i]);
+    }
   }
 
  private:
