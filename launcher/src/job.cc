@@ -71,7 +71,7 @@ Status ValidateJobOptions(const JobOptions& options) {
     if (options.ssh_command.empty()) return Status::InvalidArgument("--ssh must not be empty");
     if (IsLoopbackHost(options.bind_host)) {
       for (const HostEntry& h : options.hosts) {
-        if (!IsLoopbackHost(h.host)) {
+        if (!IsLoopbackHost(h.host) && !IsLoopbackHost(h.address)) {
           return Status::InvalidArgument(
               "host '" + h.host + "' is not this machine, but the coordinator would listen on " +
               options.bind_host + "; pass --bind ADDR with an address of this machine that the " +
@@ -108,30 +108,37 @@ std::vector<ProcessSpec> MemberSpecs(const JobOptions& options,
   TESSERA_CHECK(ValidateJobOptions(options).ok());
   std::vector<ProcessSpec> specs;
   const auto& hosts = options.hosts;
+  // Where a process runs and what it binds to: this machine and --bind without hosts.
+  auto place = [&](ProcessSpec& spec, const HostEntry* host) {
+    std::string bind = options.bind_host;
+    if (host != nullptr) {
+      spec.host = host->host;
+      bind = host->address.empty() ? host->host : host->address;
+    }
+    return bind;
+  };
   for (int i = 0; i < options.num_servers; ++i) {
     ProcessSpec spec;
     spec.role = Role::kServer;
     spec.rank = i;
-    if (!hosts.empty()) spec.host = hosts[i % hosts.size()].host;
+    std::string bind = place(spec, hosts.empty() ? nullptr : &hosts[i % hosts.size()]);
     spec.argv = {options.server_bin, "--role", "server", "--rank", std::to_string(i),
                  "--coordinator", coordinator_endpoint};
-    spec.env = CommonEnv(options, Role::kServer, i, coordinator_endpoint,
-                         spec.host.empty() ? options.bind_host : spec.host);
+    spec.env = CommonEnv(options, Role::kServer, i, coordinator_endpoint, bind);
     specs.push_back(std::move(spec));
   }
   // Workers fill slots host by host, wrapping around when there are more workers than slots.
-  std::vector<std::string> slot_hosts;
+  std::vector<const HostEntry*> slots;
   for (const HostEntry& h : hosts) {
-    for (int s = 0; s < h.slots; ++s) slot_hosts.push_back(h.host);
+    for (int s = 0; s < h.slots; ++s) slots.push_back(&h);
   }
   for (int i = 0; i < options.num_workers; ++i) {
     ProcessSpec spec;
     spec.role = Role::kWorker;
     spec.rank = i;
-    if (!slot_hosts.empty()) spec.host = slot_hosts[i % slot_hosts.size()];
+    std::string bind = place(spec, slots.empty() ? nullptr : slots[i % slots.size()]);
     spec.argv = options.program;
-    spec.env = CommonEnv(options, Role::kWorker, i, coordinator_endpoint,
-                         spec.host.empty() ? options.bind_host : spec.host);
+    spec.env = CommonEnv(options, Role::kWorker, i, coordinator_endpoint, bind);
     specs.push_back(std::move(spec));
   }
   return specs;

@@ -103,7 +103,7 @@ Result<TaskRank> DetectTaskRank(const EnvMap& env) {
 }
 
 Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions& options,
-                                     const EnvMap& env, const std::string& hostname) {
+                                     const EnvMap& env) {
   if (job.num_workers < 1 || job.num_servers < 1) {
     return Status::InvalidArgument("-w and -s must be at least 1");
   }
@@ -141,7 +141,14 @@ Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions
   ProcessSpec spec;
   const int rank = task->rank;
   if (rank == 0) {
-    local.bind_host = options.bind_host.value_or(coordinator->host);
+    if (options.bind_host) {
+      local.bind_host = *options.bind_host;
+    } else {
+      // ZeroMQ binds to addresses, not names.
+      Result<std::string> address = options.resolve(coordinator->host);
+      if (!address.ok()) return address.status();
+      local.bind_host = *address;
+    }
     std::string listen = "tcp://" + local.bind_host + ":" + std::to_string(coordinator->port);
     spec.role = Role::kCoordinator;
     spec.rank = 0;
@@ -157,8 +164,19 @@ Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions
     std::erase_if(spec.env, [](const auto& kv) { return kv.first == kEnvEndpointFile; });
     return spec;
   }
-  local.bind_host = options.bind_host.value_or(
-      IsLoopbackHost(coordinator->host) ? std::string("127.0.0.1") : hostname);
+  if (options.bind_host) {
+    local.bind_host = *options.bind_host;
+  } else if (IsLoopbackHost(coordinator->host)) {
+    local.bind_host = "127.0.0.1";
+  } else {
+    Result<std::string> address = options.local_address_toward(coordinator->host);
+    if (!address.ok()) {
+      return Status(address.status().code(),
+                    "--from-env: cannot find this node's address toward the coordinator (" +
+                        address.status().message() + "); pass --bind ADDR");
+    }
+    local.bind_host = *address;
+  }
   if (local.program.empty()) local.program = {"true"};  // servers do not need it
   std::vector<ProcessSpec> members = MemberSpecs(local, endpoint);
   // Members are servers 0..S-1 then workers 0..W-1: exactly ranks 1..S+W.

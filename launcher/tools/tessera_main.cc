@@ -24,6 +24,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/launcher/hostfile.h"
 #include "tessera/launcher/job.h"
+#include "tessera/launcher/net.h"
 #include "tessera/launcher/rank_env.h"
 #include "tessera/launcher/subprocess.h"
 #include "tessera/launcher/supervisor.h"
@@ -155,9 +156,7 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
     spdlog::warn("TESSERA_JOB_SECRET is not set; the job runs without a shared secret "
                  "(export one before srun/mpirun, see docs/operations.md)");
   }
-  char hostname[256] = {0};
-  ::gethostname(hostname, sizeof(hostname) - 1);
-  Result<tl::ProcessSpec> spec = tl::SpecFromTaskRank(job, options, env, hostname);
+  Result<tl::ProcessSpec> spec = tl::SpecFromTaskRank(job, options, env);
   if (!spec.ok()) return Fail(kUsageError, spec.status().message());
   spdlog::debug("--from-env: this task is {}", spec->Label());
   Status s = tl::ExecSpec(*spec);
@@ -260,6 +259,18 @@ int main(int argc, char** argv) {
     Result<std::vector<tl::HostEntry>> hosts = tl::ReadHostfile(flags.hostfile);
     if (!hosts.ok()) return Fail(kUsageError, hosts.status().message());
     job.hosts = *hosts;
+    for (tl::HostEntry& host : job.hosts) {
+      Result<std::string> address = tl::ResolveHostAddress(host.host);
+      if (!address.ok()) {
+        return Fail(kUsageError, flags.hostfile + ": " + address.status().message());
+      }
+      host.address = *address;
+      if (tl::IsLoopbackHost(host.address) && !tl::IsLoopbackHost(host.host)) {
+        spdlog::warn("host '{}' resolves to {} here, a loopback address: processes there will "
+                     "not be reachable from other hosts (check /etc/hosts)",
+                     host.host, host.address);
+      }
+    }
   }
   if (Status s = tl::ValidateJobOptions(job); !s.ok()) return Fail(kUsageError, s.message());
   Result<std::string> secret = tl::GenerateJobSecret();

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ TEST_F(LauncherEndToEndTest, ServersStartFromTheEnvironmentAlone) {
   }
   RunResult r = Run(args, {{"REAL_TESSERA_SERVER", TESSERA_SERVER_BINARY}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "[worker 1] worker 1 saw all 2 workers\n")) << r.out << r.err;
+}
+
+TEST_F(LauncherEndToEndTest, HostfileJobOverSshWithRealServers) {
+  std::ofstream(dir_ + "/hosts") << "localhost slots=1\n127.0.0.1 slots=1\n";
+  std::vector<std::string> args = Args(2, 2);
+  args.insert(args.begin() + 1, {"--hostfile", dir_ + "/hosts", "--ssh",
+                                 TESSERA_LAUNCHER_FAKES_DIR "/fake_ssh.sh"});
+  RunResult r = Run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "[worker 0] worker 0 saw all 2 workers\n")) << r.out << r.err;
   EXPECT_TRUE(Contains(r.out, "[worker 1] worker 1 saw all 2 workers\n")) << r.out << r.err;
 }
 

@@ -20,6 +20,13 @@ std::map<std::string, std::string> EnvOf(const ProcessSpec& spec) {
   return env;
 }
 
+HostEntry Host(std::string name, int slots) {
+  HostEntry h;
+  h.host = std::move(name);
+  h.slots = slots;
+  return h;
+}
+
 JobOptions TwoByThree() {
   JobOptions o;
   o.num_workers = 3;
@@ -82,7 +89,7 @@ TEST(JobTest, LocalMembersAreServersThenWorkers) {
 TEST(JobTest, HostsTakeServersRoundRobinAndWorkersBySlot) {
   JobOptions o = TwoByThree();
   o.num_workers = 5;
-  o.hosts = {{"a", 2}, {"b", 1}};
+  o.hosts = {Host("a", 2), Host("b", 1)};
   o.bind_host = "10.0.0.1";
   std::vector<ProcessSpec> specs = MemberSpecs(o, "tcp://10.0.0.1:1");
   std::vector<std::string> hosts;
@@ -91,11 +98,18 @@ TEST(JobTest, HostsTakeServersRoundRobinAndWorkersBySlot) {
   const std::vector<std::string> expected = {"a", "b", "a", "a", "b", "a", "a"};
   EXPECT_EQ(hosts, expected);
   EXPECT_EQ(EnvOf(specs[1])["TESSERA_BIND_HOST"], "b");
+  // With an address, processes bind to it; ssh still gets the name.
+  o.hosts[1].address = "10.0.0.2";
+  specs = MemberSpecs(o, "tcp://10.0.0.1:1");
+  EXPECT_EQ(specs[1].host, "b");
+  EXPECT_EQ(EnvOf(specs[1])["TESSERA_BIND_HOST"], "10.0.0.2");
+  EXPECT_EQ(EnvOf(specs[4])["TESSERA_BIND_HOST"], "10.0.0.2");
+  EXPECT_EQ(EnvOf(specs[2])["TESSERA_BIND_HOST"], "a");
 }
 
 TEST(JobTest, RemoteLaunchUsesSshAndKeepsTheSecretOffTheCommandLine) {
   JobOptions o = TwoByThree();
-  o.hosts = {{"localhost", 1}};
+  o.hosts = {Host("localhost", 1)};
   o.ssh_command = {"ssh", "-o", "BatchMode=yes"};
   o.extra_env = {{"OMP_NUM_THREADS", "2"}};
   std::vector<ProcessSpec> specs = MemberSpecs(o, "tcp://127.0.0.1:9");
@@ -167,7 +181,7 @@ TEST(JobTest, ValidationNamesTheProblem) {
   o.program.clear();
   EXPECT_FALSE(ValidateJobOptions(o).ok());
   o = TwoByThree();
-  o.hosts = {{"localhost", 1}, {"node7", 1}};
+  o.hosts = {Host("localhost", 1), Host("node7", 1)};
   Status remote_on_loopback = ValidateJobOptions(o);
   EXPECT_NE(remote_on_loopback.message().find("host 'node7' is not this machine"),
             std::string::npos)

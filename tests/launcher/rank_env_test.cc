@@ -24,6 +24,22 @@ JobOptions OneServerTwoWorkers() {
   return o;
 }
 
+// Name resolution and routing without the network: "head" is 10.1.2.1, this node reaches
+// anything through 10.1.2.9.
+FromEnvOptions Fakes() {
+  FromEnvOptions options;
+  options.resolve = [](std::string_view host) -> Result<std::string> {
+    if (host == "head") return std::string("10.1.2.1");
+    if (host == "nowhere") return Status::NotFound("cannot resolve host 'nowhere'");
+    return std::string(host);
+  };
+  options.local_address_toward = [](std::string_view host) -> Result<std::string> {
+    if (host == "10.99.99.99") return Status::Unavailable("no route to '10.99.99.99'");
+    return std::string("10.1.2.9");
+  };
+  return options;
+}
+
 EnvMap Slurm(int rank, int ntasks) {
   return {{"SLURM_PROCID", std::to_string(rank)},
           {"SLURM_NTASKS", std::to_string(ntasks)},
@@ -53,7 +69,7 @@ TEST(RankEnvTest, DetectsSlurmThenOpenMpi) {
 }
 
 TEST(RankEnvTest, RankZeroIsTheCoordinatorOnTheLaunchNode) {
-  Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), {}, Slurm(0, 4), "node9");
+  Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), Slurm(0, 4));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->role, Role::kCoordinator);
   const std::vector<std::string> argv = {"/bin/tessera-server", "--role", "coordinator",
@@ -69,13 +85,13 @@ TEST(RankEnvTest, RankZeroIsTheCoordinatorOnTheLaunchNode) {
 
 TEST(RankEnvTest, NextRanksAreServersThenWorkers) {
   const JobOptions job = OneServerTwoWorkers();
-  Result<ProcessSpec> server = SpecFromTaskRank(job, {}, Slurm(1, 4), "node9");
+  Result<ProcessSpec> server = SpecFromTaskRank(job, Fakes(), Slurm(1, 4));
   ASSERT_TRUE(server.ok());
   EXPECT_EQ(server->Label(), "server 0");
   EXPECT_EQ(server->argv.back(), "tcp://10.1.2.3:47017");
-  EXPECT_EQ(EnvOf(*server)["TESSERA_BIND_HOST"], "node9");
+  EXPECT_EQ(EnvOf(*server)["TESSERA_BIND_HOST"], "10.1.2.9");
   for (int rank : {2, 3}) {
-    Result<ProcessSpec> worker = SpecFromTaskRank(job, {}, Slurm(rank, 4), "node9");
+    Result<ProcessSpec> worker = SpecFromTaskRank(job, Fakes(), Slurm(rank, 4));
     ASSERT_TRUE(worker.ok());
     EXPECT_EQ(worker->Label(), "worker " + std::to_string(rank - 2));
     EXPECT_EQ(worker->argv, job.program);
@@ -88,40 +104,51 @@ TEST(RankEnvTest, NextRanksAreServersThenWorkers) {
 }
 
 TEST(RankEnvTest, CoordinatorFlagAndBindOverride) {
-  FromEnvOptions options;
+  FromEnvOptions options = Fakes();
   options.coordinator = "tcp://192.168.0.5:6000";
   options.bind_host = "0.0.0.0";
-  Result<ProcessSpec> c = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4), "n");
+  Result<ProcessSpec> c = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->argv[4], "tcp://0.0.0.0:6000");
   EXPECT_EQ(EnvOf(*c)["TESSERA_COORDINATOR"], "tcp://192.168.0.5:6000");
   options.coordinator = "head";  // default port
-  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4), "n");
+  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4));
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://head:47017");
   EXPECT_EQ(EnvOf(*w)["TESSERA_BIND_HOST"], "0.0.0.0");
+  // A coordinator named by host name listens on its address.
+  options.bind_host.reset();
+  Result<ProcessSpec> named = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4));
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->argv[4], "tcp://10.1.2.1:47017");
+  options.coordinator = "nowhere";
+  EXPECT_FALSE(SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4)).ok());
+  options.coordinator = "10.99.99.99";
+  Result<ProcessSpec> unroutable = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(2, 4));
+  ASSERT_FALSE(unroutable.ok());
+  EXPECT_NE(unroutable.status().message().find("pass --bind ADDR"), std::string::npos);
   options.coordinator = "head:notaport";
-  EXPECT_FALSE(SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4), "n").ok());
+  EXPECT_FALSE(SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4)).ok());
 }
 
 TEST(RankEnvTest, OpenMpiOnOneNodeUsesLoopback) {
   EnvMap env = {{"OMPI_COMM_WORLD_RANK", "2"},
                 {"OMPI_COMM_WORLD_SIZE", "4"},
                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
-  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), {}, env, "n");
+  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), env);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(w->Label(), "worker 0");
   EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://127.0.0.1:47017");
   EXPECT_EQ(EnvOf(*w)["TESSERA_BIND_HOST"], "127.0.0.1");
   // Across nodes nothing says where rank 0 is.
   env["OMPI_COMM_WORLD_LOCAL_SIZE"] = "2";
-  Result<ProcessSpec> unknown = SpecFromTaskRank(OneServerTwoWorkers(), {}, env, "n");
+  Result<ProcessSpec> unknown = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), env);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("pass --coordinator"), std::string::npos);
 }
 
 TEST(RankEnvTest, TaskCountMustMatch) {
-  Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), {}, Slurm(0, 3), "n");
+  Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), Slurm(0, 3));
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.status().message().find("has 3 tasks"), std::string::npos);
   EXPECT_NE(spec.status().message().find("= 4"), std::string::npos);

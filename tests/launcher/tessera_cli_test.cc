@@ -328,10 +328,18 @@ TEST_F(TesseraCliTest, HostfileUnreadableOrMalformed) {
 }
 
 TEST_F(TesseraCliTest, RemoteHostsNeedANonLoopbackBind) {
-  std::ofstream(dir_ + "/hosts") << "node1\nnode2\n";
+  std::ofstream(dir_ + "/hosts") << "localhost\n10.255.0.1\n";
   RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--hostfile", dir_ + "/hosts"}));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Contains(r.err, "host 'node1' is not this machine")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "host '10.255.0.1' is not this machine")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "pass --bind ADDR")) << r.err;
+}
+
+TEST_F(TesseraCliTest, HostfileHostThatDoesNotResolve) {
+  std::ofstream(dir_ + "/hosts") << "localhost\nno-such-host.invalid slots=2\n";
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--hostfile", dir_ + "/hosts"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "cannot resolve host 'no-such-host.invalid'")) << r.err;
 }
 
 TEST_F(TesseraCliTest, CoordinatorThatNeverWritesItsEndpoint) {
@@ -387,7 +395,8 @@ TEST_F(TesseraCliTest, HostfileRunsProcessesThroughTheSshCommand) {
         << command;
     EXPECT_TRUE(Contains(command, "FAKE_LOG_DIR=" + dir_)) << command;
     EXPECT_TRUE(Contains(command, "'EXTRA=a b'")) << command;
-    EXPECT_TRUE(Contains(command, "TESSERA_BIND_HOST=" + host + " ")) << command;
+    // Names are resolved (ZeroMQ binds to addresses): localhost binds to 127.0.0.1.
+    EXPECT_TRUE(Contains(command, "TESSERA_BIND_HOST=127.0.0.1 ")) << command;
     EXPECT_TRUE(Contains(command, "TESSERA_COORDINATOR=tcp://127.0.0.1:7777 ")) << command;
     EXPECT_FALSE(Contains(command, "TESSERA_JOB_SECRET=")) << "secret on a command line";
     const std::string role = Contains(command, "TESSERA_ROLE=server") ? "server" : "worker";
@@ -491,13 +500,15 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
 }
 
 TEST_F(TesseraCliTest, FromEnvOpenMpiWithExplicitCoordinator) {
-  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--from-env", "--coordinator", "10.9.8.7:6001"}),
+  RunResult r = Run(RunArgs(1, 1, {"print:1"},
+                            {"--from-env", "--coordinator", "10.9.8.7:6001", "--bind", "127.0.0.1"}),
                     {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"},
                      {"FAKE_NO_WAIT", "1"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "line 1 of worker 0\n");
   EXPECT_TRUE(Contains(r.err, "TESSERA_JOB_SECRET is not set")) << r.err;
   EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_COORDINATOR"], "tcp://10.9.8.7:6001");
+  EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_BIND_HOST"], "127.0.0.1");
 }
 
 TEST_F(TesseraCliTest, FromEnvErrors) {

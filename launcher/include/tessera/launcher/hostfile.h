@@ -17,8 +17,11 @@
 namespace tessera::launcher {
 
 struct HostEntry {
-  std::string host;  // name or address, passed to the ssh command and as TESSERA_BIND_HOST
+  std::string host;  // name or address, as written; what the ssh command is given
   int slots = 1;     // >= 1
+  // The address processes on this host bind to (TESSERA_BIND_HOST). Not in the file: the driver
+  // fills it with ResolveHostAddress(host) (net.h). Empty: `host` is used.
+  std::string address;
 };
 
 // Parses hostfile text. Errors are InvalidArgument "NAME:LINE: what is wrong", where NAME is

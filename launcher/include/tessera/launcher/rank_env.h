@@ -13,12 +13,14 @@
 #ifndef TESSERA_LAUNCHER_RANK_ENV_H_
 #define TESSERA_LAUNCHER_RANK_ENV_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 
 #include "tessera/common/status.h"
 #include "tessera/launcher/job.h"
+#include "tessera/launcher/net.h"
 
 namespace tessera::launcher {
 
@@ -42,16 +44,21 @@ Result<TaskRank> DetectTaskRank(const EnvMap& env);
 struct FromEnvOptions {
   // --coordinator HOST[:PORT]. Default: derived from the environment (see above).
   std::optional<std::string> coordinator;
-  // --bind. Default: the coordinator's host for the coordinator; for servers and workers
-  // 127.0.0.1 when the coordinator is on loopback, else this node's host name.
+  // --bind. Default: the coordinator's host (as an address) for the coordinator; for servers
+  // and workers, this node's address toward the coordinator (127.0.0.1 when it is on loopback).
   std::optional<std::string> bind_host;
+  // How this node's address toward a host is found. Default: LocalAddressToward (net.h);
+  // tests substitute their own.
+  std::function<Result<std::string>(std::string_view host)> local_address_toward =
+      LocalAddressToward;
+  // How a host name becomes an address. Default: ResolveHostAddress (net.h).
+  std::function<Result<std::string>(std::string_view host)> resolve = ResolveHostAddress;
 };
 
 // The process this task must become. job.program, server_bin, log_level, job_secret and
-// extra_env come from `job`; job.hosts and job.bind_host are ignored. `hostname` is this node's
-// name (gethostname), used as the bind host off loopback.
+// extra_env come from `job`; job.hosts and job.bind_host are ignored.
 Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions& options,
-                                     const EnvMap& env, const std::string& hostname);
+                                     const EnvMap& env);
 
 // Replaces the current process by `spec` (local), with spec.env added to the environment.
 // Returns only on failure.
