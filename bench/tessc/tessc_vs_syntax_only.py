@@ -59,7 +59,8 @@ def main():
     db = json.load(open(os.path.join(a.build, "compile_commands.json")))
     by_file = {os.path.realpath(e["file"]): e for e in db}
     files = [os.path.realpath(f) for f in a.files] or sorted(
-        f for f in by_file if "/apps/" in f and "/tests/" not in f)
+        f for f in by_file
+        if "/apps/" in f and "/tests/" not in f and not f.startswith(a.build + os.sep))
     tessc = os.path.join(a.build, "bin", "tessc")
     print("| translation unit | parallel_for sites | clang -fsyntax-only wall / CPU (s) "
           "| tessc wall / CPU (s) | ratio wall / CPU |")
