@@ -65,6 +65,21 @@ KernelRun SparseRowFold(Context& ctx, int64_t rows, int64_t cols, int64_t nnz) {
   return Collect(acc, slot);
 }
 
+KernelRun SparseRowFoldReshuffled(Context& ctx, int64_t rows, int64_t cols, int64_t nnz,
+                                  int epochs) {
+  auto R = RandomSparse(ctx, rows, cols, nnz, 12);
+  auto acc = DistArray<int64_t, 1>::random(ctx, {rows}, 4, 0, 1000);
+  auto slot = DistArray<int64_t, 2>::filled(ctx, {rows, cols}, -1);
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    parallel_for(R, [&](const Key<2>& key, int64_t& r) {
+      acc(key[0]) = (31 * acc(key[0]) + r) % kM;
+      slot(key[0], key[1]) = internal::CurrentExecutorSlot();
+    });
+    R.shuffle(100 + static_cast<uint64_t>(epoch));  // new positions for the same site and array
+  }
+  return Collect(acc, slot);
+}
+
 KernelRun MatrixUpdate2D(Context& ctx, int64_t rows, int64_t cols, int64_t nnz) {
   auto R = RandomSparse(ctx, rows, cols, nnz, 21);
   // Low bytes in [0, 256) are read, the updates add multiples of 256: reads never see another

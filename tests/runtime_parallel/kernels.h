@@ -27,6 +27,9 @@ KernelRun ColumnRecurrence(Context& ctx, int64_t rows, int64_t cols);
 // 1d (space key[0]) over a shuffled sparse space: acc(i) = (31 * acc(i) + r) mod M, an
 // order-sensitive fold of each row, so the serial order inside a row must be kept.
 KernelRun SparseRowFold(Context& ctx, int64_t rows, int64_t cols, int64_t nnz);
+// SparseRowFold's loop run `epochs` times on one array, reshuffled after each run: the
+// executor's cached blocks must follow the new positions.
+KernelRun SparseRowFoldReshuffled(Context& ctx, int64_t rows, int64_t cols, int64_t nnz, int epochs);
 // 2d (space key[0], time key[1]): MF-shaped A(i) += f(B(j)), B(j) += g(A(i)) over a sparse
 // space, with the reads restricted to bits the updates never change so the result is order-free;
 // the read-yield-write of each update loses an update if two threads ever share a row or column.

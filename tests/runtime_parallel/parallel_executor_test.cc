@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -199,15 +200,29 @@ TEST(ParallelExecutorSetupTest, ContextOptionsThreadsChoosesTheExecutor) {
   EXPECT_EQ(SerialContext()->executor().name(), "serial");
 }
 
+TEST(ParallelExecutorSetupTest, TesseraThreadsEnvironmentVariableChoosesTheExecutor) {
+  // The launcher passes its environment on, so TESSERA_THREADS is how a job asks for threads.
+  ASSERT_EQ(setenv("TESSERA_THREADS", "2", /*overwrite=*/1), 0);
+  Context from_env;  // read_environment defaults to true
+  unsetenv("TESSERA_THREADS");
+  EXPECT_EQ(from_env.executor().name(), "parallel");
+  EXPECT_EQ(from_env.executor().concurrency(), 2);
+  ContextOptions too_many;
+  too_many.read_environment = false;
+  too_many.threads = 1000;  // clamped, with a warning
+  EXPECT_EQ(Context(std::move(too_many)).executor().concurrency(), internal::kMaxExecutorSlots - 1);
+}
+
 TEST(ParallelExecutorSetupTest, BlocksFollowTheArrayWhenItIsReshuffled) {
   // The block cache is keyed by array and layout: after a shuffle the same site must not reuse
   // stale position lists (it would run some positions twice and others never).
   std::vector<std::string> schedules;
-  auto ctx = ParallelContext(3, &schedules);
-  auto serial = SerialContext();
-  KernelRun a = testing::SparseRowFold(*ctx, 30, 100, 1500);
-  KernelRun b = testing::SparseRowFold(*serial, 30, 100, 1500);
-  EXPECT_TRUE(SameValues(b.values, a.values));
+  const KernelRun parallel =
+      testing::SparseRowFoldReshuffled(*ParallelContext(3, &schedules), 30, 100, 1500, 3);
+  if (schedules.at(0) == "<none>" && !TESSERA_TEST_HAVE_TESSC) GTEST_SKIP();
+  const KernelRun serial = testing::SparseRowFoldReshuffled(*SerialContext(), 30, 100, 1500, 3);
+  EXPECT_TRUE(SameValues(serial.values, parallel.values));
+  ExpectPartitioned(parallel, 3, 0, "reshuffled row fold");
 }
 
 // No schedule: this file is not given to tessc, so these calls have none.
