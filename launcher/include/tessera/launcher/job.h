@@ -90,9 +90,10 @@ Status ValidateJobOptions(const JobOptions& options);
 ProcessSpec CoordinatorSpec(const JobOptions& options, const std::string& endpoint_file);
 
 // Servers (ranks 0..S-1) then workers (ranks 0..W-1), once the coordinator's endpoint is known.
-// Without hosts all are local. With hosts, server i runs on hosts[i % H] and workers fill the
-// hosts' slots in order (a host with slots=N takes N workers), wrapping around when W exceeds the
-// total slots. REQUIRES: ValidateJobOptions(options).ok().
+// Without hosts all are local and bind to bind_host. With hosts, server i runs on hosts[i % H]
+// and workers fill the hosts' slots in order (a host with slots=N takes N workers), wrapping
+// around when W exceeds the total slots; each binds to its host's `address` (else its name).
+// REQUIRES: ValidateJobOptions(options).ok().
 std::vector<ProcessSpec> MemberSpecs(const JobOptions& options,
                                      const std::string& coordinator_endpoint);
 
