@@ -23,6 +23,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <functional>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +52,9 @@ struct LdaOptions {
   int eval_every = 1;      // log-likelihood every N iterations (0: never)
   uint64_t seed = 1;
   std::string metrics_path;
+  std::string vocab_path;  // word of wordID n on line n; prints each topic's top words at the end
+  int show_topics = 10;
+  int top_words = 8;
 };
 
 // A small fast generator (xoshiro-style quality is not needed; splitmix64 is plenty for MH).
@@ -379,6 +385,35 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       }
     }
   }
+  if (!opt.vocab_path.empty()) {
+    std::ifstream in(opt.vocab_path);
+    if (!in) {
+      fmt::print(stderr, "lda: cannot open vocabulary '{}'\n", opt.vocab_path);
+      return 1;
+    }
+    std::vector<std::string> vocab;
+    for (std::string w; std::getline(in, w);) vocab.push_back(w);
+    if (static_cast<int64_t>(vocab.size()) < V) {
+      fmt::print(stderr, "lda: '{}' has {} words, the corpus {}\n", opt.vocab_path, vocab.size(), V);
+      return 1;
+    }
+    // The largest topics first, each with its most frequent words.
+    std::vector<int> order(K);
+    for (int k = 0; k < K; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return totals(a) > totals(b); });
+    for (int i = 0; i < std::min(opt.show_topics, K); ++i) {
+      const int k = order[i];
+      std::vector<std::pair<int32_t, int64_t>> words;
+      for (int64_t w = 0; w < V; ++w) {
+        if (word_topic(w, k) > 0) words.emplace_back(word_topic(w, k), w);
+      }
+      const size_t n = std::min<size_t>(opt.top_words, words.size());
+      std::partial_sort(words.begin(), words.begin() + n, words.end(), std::greater<>());
+      std::string line;
+      for (size_t j = 0; j < n; ++j) line += (j ? " " : "") + vocab[words[j].second];
+      fmt::print("topic {:4d} ({:6d} tokens): {}\n", k, totals(k), line);
+    }
+  }
   return 0;
 }
 
@@ -405,6 +440,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--seed", opt.seed)->capture_default_str();
   app.add_option("--metrics", opt.metrics_path, "write per-iteration metrics here (JSON lines)");
+  app.add_option("--vocab", opt.vocab_path, "vocabulary file: print the top words of the largest topics");
+  app.add_option("--show-topics", opt.show_topics)->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--top-words", opt.top_words)->capture_default_str()->check(CLI::Range(1, 100));
   app.add_option("--log-level", log_level)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (tessera::Status s = tessera::SetLogLevel(log_level); !s.ok()) {
