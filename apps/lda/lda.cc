@@ -98,6 +98,9 @@ class ProposalTables {
     BuildRow(dense_w.data(), K, dense_mass_, dense_.data());
     for (int k = 0; k < K; ++k) dense_[k].topic = k;
 
+    // A snapshot of the counts, so that q_r(k) for any k is one load instead of a search.
+    k_ = K;
+    stale_.assign(counts.data(), counts.data() + rows * K);
     rows_.assign(rows, Row{});
     entries_.clear();
     std::vector<float> w;
@@ -132,17 +135,12 @@ class ProposalTables {
   }
   // Unnormalized q_r(k), from the counts the tables were built from.
   float Weight(int64_t r, int32_t k) const {
-    const Row& h = rows_[r];
-    const Entry* first = entries_.data() + h.offset;
-    const Entry* last = first + h.size;
-    const Entry* it = std::lower_bound(first, last, k, [](const Entry& e, int32_t t) { return e.topic < t; });
-    const float n = (it != last && it->topic == k) ? static_cast<float>(it->count) : 0.0f;
-    return (n + prior_) * scale_[k];
+    return (static_cast<float>(stale_[r * k_ + k]) + prior_) * scale_[k];
   }
 
  private:
   struct Entry {
-    int32_t topic;  // ascending within a row
+    int32_t topic;
     int32_t count;  // n_rk when built
     float prob;     // alias method: keep this entry with probability prob ...
     int32_t alias;  // ... else take entry `alias` (a position within the row)
@@ -182,6 +180,8 @@ class ProposalTables {
   }
 
   float prior_ = 0;
+  int64_t k_ = 0;
+  std::vector<int32_t> stale_;  // rows x K counts when built
   std::vector<float> scale_;
   std::vector<Row> rows_;
   std::vector<Entry> entries_;
