@@ -117,7 +117,13 @@ class SiteConsumer : public ASTConsumer {
     if (r.decision.schedule) {
       unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Remark,
                                           "parallel_for over '%0' %1");
-      diags.Report(call_loc, id) << m.space_array << Summary(r);
+      std::string summary = Summary(r);
+      if (!site.notes.empty()) {
+        summary += "; conservative where tessc could not see through (" +
+                   std::to_string(site.notes.size()) + " note" +
+                   (site.notes.size() == 1 ? "" : "s") + ")";
+      }
+      diags.Report(call_loc, id) << m.space_array << summary;
       EmitConservativeNotes(diags, site);
       sink_->sites.push_back(std::move(r));
       return;
