@@ -220,7 +220,9 @@ Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
   std::vector<Rating> train;
   std::vector<Rating> test;
   TESSERA_RETURN_IF_ERROR(ReadRatings(path, options.format, options.range, &train));
-  if (train.empty()) return Status::InvalidArgument(fmt::format("{}: no ratings", path));
+  // An empty file is an error; an empty share of one (a range holding no line start) is not.
+  const bool whole_file = options.range.begin == 0 && options.range.end < 0;
+  if (train.empty() && whole_file) return Status::InvalidArgument(fmt::format("{}: no ratings", path));
   if (!options.test_path.empty()) {
     TESSERA_RETURN_IF_ERROR(ReadRatings(options.test_path, options.format, ReadRange{}, &test));
   } else if (options.test_fraction > 0) {

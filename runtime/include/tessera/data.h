@@ -89,7 +89,8 @@ struct TripleData {
 
 // Reads rating triples. T is float or double.
 // Errors: NotFound (cannot open), InvalidArgument (malformed line, wrong field count, non-numeric
-// or non-finite field, duplicate (user, item), no ratings at all, bad options).
+// or non-finite field, duplicate (user, item), no ratings in the whole file, bad options). A byte
+// range holding no line start gives empty arrays, not an error.
 template <typename T>
 Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
                                    const TripleOptions& options = {});
