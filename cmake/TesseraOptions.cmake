@@ -2,7 +2,10 @@
 
 # tessera_set_warnings(<target>): the warning set every Tessera target builds clean with.
 function(tessera_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+  # -Wmissing-field-initializers flags C++20 designated initializers that leave members to their
+  # default member initializers, which is what options structs are for.
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter
+                                           -Wno-missing-field-initializers)
   if(TESSERA_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=${TESSERA_SANITIZE} -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=${TESSERA_SANITIZE})

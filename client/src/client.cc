@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
+#include <random>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -49,11 +51,19 @@ struct CacheEntry {
   Status error;         // a failed request for this row, reported to the next reader
 };
 
+// A row's coalesced updates not sent yet.
+struct PendingRow {
+  RowValues delta;
+  size_t slot = 0;          // its index in Stripe::pending
+  double importance = 0;    // accumulated sum |delta / value|, kept under kRelativeMagnitude
+};
+
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<RowId, CacheEntry> cache;
-  std::unordered_map<RowId, RowValues> oplog;  // coalesced updates not yet sent
+  std::unordered_map<RowId, PendingRow> oplog;
+  std::vector<RowId> pending;  // the oplog's rows, for sampling in O(1)
 };
 
 struct ClientTable {
@@ -83,12 +93,14 @@ struct ServerChannel {
 struct Outbound {
   int target;  // server index, or kCoordinator
   zmq::message_t frame;
-  bool stop = false;  // the I/O thread exits after sending everything before this
+  bool stop = false;   // the I/O thread exits after sending everything before this
+  bool early = false;  // an update batch sent from spare budget
 };
 
 enum Counter {
   kGetRequests, kCacheHits, kColdMisses, kStaleWaits, kBlockedReads, kRowsReceived, kPushes,
-  kUpdateRowsSent, kBytesSent, kMessagesSent, kNumCounters
+  kUpdateRowsSent, kBytesSent, kMessagesSent, kEarlyBytes, kBoundaryBytes, kEarlyRows, kReads,
+  kStalenessSum, kStalenessMax, kNumCounters
 };
 
 struct PendingCall {
@@ -269,9 +281,10 @@ class Client::Impl {
         if (waited) Uncount(kBlockedReads);
         return s;
       }
-      if (entry.valid && EffectiveStamp(entry, server) >= need) {
+      if (int64_t stamp = EffectiveStamp(entry, server); entry.valid && stamp >= need) {
         copy_out(entry.value);
         Count(waited ? kind : kCacheHits);
+        RecordStaleness(thread_clocks_[thread].load(std::memory_order_relaxed) - stamp);
         if (waited) Uncount(kBlockedReads);
         return Status::Ok();
       }
@@ -321,8 +334,11 @@ class Client::Impl {
     return Status::Ok();
   }
 
-  template <typename Apply>
-  Status Update(TableId id, ValueType type, RowId row, Apply apply) {
+  // Adds an update to the row's pending delta and to its cached value. `importance(base)` is the
+  // update's sum |delta / value| against the cached value (`base`, null when not cached); it is
+  // only evaluated under the relative-magnitude policy.
+  template <typename Apply, typename Importance>
+  Status Update(TableId id, ValueType type, RowId row, Apply apply, Importance importance) {
     auto t = Table(id, type);
     if (!t.ok()) return t.status();
     ClientTable& table = **t;
@@ -330,9 +346,28 @@ class Client::Impl {
     Stripe& stripe = table.StripeOf(row);
     std::lock_guard lock(stripe.mu);
     auto [it, inserted] = stripe.oplog.try_emplace(row);
-    if (inserted) it->second = RowValues::Zero(table.spec);
-    apply(it->second);
-    if (auto c = stripe.cache.find(row); c != stripe.cache.end() && c->second.valid) apply(c->second.value);
+    PendingRow& pending = it->second;
+    if (inserted) {
+      pending.delta = RowValues::Zero(table.spec);
+      pending.slot = stripe.pending.size();
+      stripe.pending.push_back(row);
+      int64_t was_pending = pending_rows_.fetch_add(1, std::memory_order_relaxed);
+      if (options_.comm.early_sends()) {
+        if (options_.comm.policy == SendPolicy::kFifo) {
+          std::lock_guard fifo_lock(fifo_mu_);
+          fifo_.emplace_back(&table, row);
+        }
+        // The I/O thread sleeps without a time-out while nothing is pending.
+        if (was_pending == 0) waker_.Notify();
+      }
+    }
+    apply(pending.delta);
+    auto c = stripe.cache.find(row);
+    bool cached = c != stripe.cache.end() && c->second.valid;
+    if (options_.comm.policy == SendPolicy::kRelativeMagnitude) {
+      pending.importance += importance(cached ? &c->second.value : nullptr);
+    }
+    if (cached) apply(c->second.value);
     return Status::Ok();
   }
 
@@ -412,6 +447,12 @@ class Client::Impl {
     s.update_rows_sent = get(kUpdateRowsSent);
     s.bytes_sent = get(kBytesSent);
     s.messages_sent = get(kMessagesSent);
+    s.early_bytes_sent = get(kEarlyBytes);
+    s.boundary_bytes_sent = get(kBoundaryBytes);
+    s.early_rows_sent = get(kEarlyRows);
+    s.reads = get(kReads);
+    s.staleness_sum = get(kStalenessSum);
+    s.staleness_max = get(kStalenessMax);
     return s;
   }
 
@@ -429,7 +470,7 @@ class Client::Impl {
   }
 
   void Enqueue(int target, zmq::message_t frame) {
-    outbound_.push(Outbound{target, std::move(frame)});
+    outbound_.push(Outbound{target, std::move(frame), false, false});
     waker_.Notify();
   }
 
@@ -472,44 +513,83 @@ class Client::Impl {
 
   void StopIo() {
     if (!io_thread_.joinable()) return;
-    outbound_.push(Outbound{kCoordinator, zmq::message_t(), true});
+    outbound_.push(Outbound{kCoordinator, zmq::message_t(), true, false});
     waker_.Notify();
     io_thread_.join();
   }
 
-  // Moves the update log into one batch per server and queues the batches, each followed by
-  // `clock` if it is >= 0. REQUIRES: clock_mu_.
+  // Boundary flush: every pending row, one batch per server, each followed by `clock` if it is
+  // >= 0. REQUIRES: clock_mu_.
   void FlushLocked(int64_t clock = -1) {
-    std::vector<InflightBatch*> batches(channels_.size());
-    for (size_t s = 0; s < channels_.size(); ++s) {
-      std::lock_guard lock(channels_[s]->mu);
-      channels_[s]->inflight.push_back(InflightBatch{++channels_[s]->next_seq, {}});
-      batches[s] = &channels_[s]->inflight.back();
+    {
+      std::lock_guard fifo_lock(fifo_mu_);
+      fifo_.clear();  // everything in it is about to be sent
     }
+    SendPending(nullptr, clock);
+  }
+
+  // Moves pending rows into one update batch per server and queues the batches: all rows when
+  // `chosen` is null (a boundary: every server gets a batch, carrying `clock`), else the chosen
+  // rows still pending (an early send: only servers with rows get one). REQUIRES: clock_mu_, which
+  // keeps batch numbers in the order the batches are queued.
+  void SendPending(const std::vector<std::pair<ClientTable*, RowId>>* chosen, int64_t clock) {
+    const bool early = chosen != nullptr;
+    const auto num_servers = static_cast<uint32_t>(channels_.size());
     // Deltas of rows this process has a cache entry for (or a read in flight) are also kept in
     // the in-flight batch, to correct rows the server sends before applying the batch. Rows with
     // no entry need no copy: any later request is sent after this batch on the same ordered
     // connection, so its answer includes the batch.
-    std::vector<std::vector<std::pair<RowKey, RowValues>>> outgoing(channels_.size());
-    {
+    // The in-flight record of a row goes in under the row's stripe lock, in the same step that
+    // takes the row out of the update log: a reply processed in between would find its deltas in
+    // neither place.
+    std::vector<InflightBatch*> batches(num_servers, nullptr);
+    auto open_batch = [&](uint32_t s) {
+      if (batches[s] != nullptr) return;
+      std::lock_guard lock(channels_[s]->mu);
+      batches[s] = &channels_[s]->inflight.emplace_back(InflightBatch{++channels_[s]->next_seq, {}});
+    };
+    if (!early) {
+      for (uint32_t s = 0; s < num_servers; ++s) open_batch(s);
+    } else {
+      for (auto [table, row] : *chosen) open_batch(ServerOfRow(table->spec.id, row, num_servers));
+    }
+    std::vector<std::vector<std::pair<RowKey, RowValues>>> outgoing(num_servers);
+    auto take = [&](TableId id, Stripe& stripe, RowId row, PendingRow& p) {
+      uint32_t s = ServerOfRow(id, row, num_servers);
+      if (stripe.cache.count(row) != 0) {
+        std::lock_guard ch_lock(channels_[s]->mu);
+        batches[s]->deltas.emplace(RowKey{id, row}, p.delta);
+      }
+      outgoing[s].emplace_back(RowKey{id, row}, std::move(p.delta));
+    };
+    uint64_t taken = 0;
+    if (!early) {
       std::shared_lock tables_lock(tables_mu_);
       for (auto& [id, table] : tables_) {
         for (Stripe& stripe : table->stripes) {
           std::lock_guard lock(stripe.mu);
-          for (auto& [row, delta] : stripe.oplog) {
-            uint32_t s = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
-            if (stripe.cache.count(row) != 0) {
-              std::lock_guard ch_lock(channels_[s]->mu);
-              batches[s]->deltas.emplace(RowKey{id, row}, delta);
-            }
-            outgoing[s].emplace_back(RowKey{id, row}, std::move(delta));
-          }
+          for (auto& [row, p] : stripe.oplog) take(id, stripe, row, p);
+          taken += stripe.oplog.size();
           stripe.oplog.clear();
+          stripe.pending.clear();
         }
       }
+    } else {
+      for (auto [table, row] : *chosen) {
+        Stripe& stripe = table->StripeOf(row);
+        std::lock_guard lock(stripe.mu);
+        auto it = stripe.oplog.find(row);
+        if (it == stripe.oplog.end()) continue;  // sent meanwhile, or chosen twice
+        take(table->spec.id, stripe, row, it->second);
+        ErasePending(stripe, it);
+        ++taken;
+      }
     }
+    pending_rows_.fetch_sub(static_cast<int64_t>(taken), std::memory_order_relaxed);
+    // Only this thread (holding clock_mu_) adds to the batches, so they are read without locks.
     uint64_t rows_sent = 0;
-    for (size_t s = 0; s < channels_.size(); ++s) {
+    for (uint32_t s = 0; s < num_servers; ++s) {
+      if (batches[s] == nullptr) continue;
       size_t payload = 0;
       for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
       // Per row: a Row struct, a Values struct and list headers, about 8 words.
@@ -527,9 +607,95 @@ class Client::Impl {
         ++i;
       }
       rows_sent += i;
-      Enqueue(static_cast<int>(s), msg.ToFrame());
+      outbound_.push(Outbound{static_cast<int>(s), msg.ToFrame(), false, early});
     }
+    waker_.Notify();
     Count(kUpdateRowsSent, rows_sent);
+    if (early) Count(kEarlyRows, rows_sent);
+  }
+
+  // REQUIRES: stripe.mu.
+  void ErasePending(Stripe& stripe, std::unordered_map<RowId, PendingRow>::iterator it) {
+    size_t slot = it->second.slot;
+    RowId last = stripe.pending.back();
+    stripe.pending[slot] = last;
+    stripe.oplog[last].slot = slot;
+    stripe.pending.pop_back();
+    stripe.oplog.erase(it);
+  }
+
+  // Picks up to rows_per_message pending rows by the policy. Sampling keeps this independent of
+  // how many rows are pending: no sort of all of them on every send.
+  std::vector<std::pair<ClientTable*, RowId>> ChooseEarlyRows() {
+    const CommOptions& comm = options_.comm;
+    std::vector<std::pair<ClientTable*, RowId>> chosen;
+    if (comm.policy == SendPolicy::kFifo) {
+      std::lock_guard lock(fifo_mu_);
+      while (!fifo_.empty() && chosen.size() < comm.rows_per_message) {
+        chosen.push_back(fifo_.front());
+        fifo_.pop_front();
+      }
+      return chosen;
+    }
+    std::vector<ClientTable*> tables;
+    {
+      std::shared_lock lock(tables_mu_);
+      for (auto& [id, t] : tables_) tables.push_back(t.get());
+    }
+    if (tables.empty()) return chosen;
+    struct Candidate {
+      double importance;
+      ClientTable* table;
+      RowId row;
+    };
+    std::vector<Candidate> candidates;
+    const int64_t pending = pending_rows_.load(std::memory_order_relaxed);
+    if (comm.policy == SendPolicy::kRelativeMagnitude && pending <= static_cast<int64_t>(comm.sample_size)) {
+      // Few enough to look at all: the order is exact.
+      for (ClientTable* t : tables) {
+        for (Stripe& stripe : t->stripes) {
+          std::lock_guard lock(stripe.mu);
+          for (auto& [row, p] : stripe.oplog) candidates.push_back({p.importance, t, row});
+        }
+      }
+    } else {
+      size_t want = comm.policy == SendPolicy::kRandom ? comm.rows_per_message : comm.sample_size;
+      std::uniform_int_distribution<size_t> pick_table(0, tables.size() - 1), pick_stripe(0, kStripes - 1);
+      for (size_t attempt = 0; attempt < 4 * want && candidates.size() < want; ++attempt) {
+        ClientTable* t = tables[pick_table(rng_)];
+        Stripe& stripe = t->stripes[pick_stripe(rng_)];
+        std::lock_guard lock(stripe.mu);
+        if (stripe.pending.empty()) continue;
+        RowId row = stripe.pending[std::uniform_int_distribution<size_t>(0, stripe.pending.size() - 1)(rng_)];
+        candidates.push_back({stripe.oplog[row].importance, t, row});
+      }
+    }
+    if (comm.policy == SendPolicy::kRelativeMagnitude && candidates.size() > comm.rows_per_message) {
+      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(comm.rows_per_message),
+                        candidates.end(), [](const Candidate& a, const Candidate& b) { return a.importance > b.importance; });
+      candidates.resize(comm.rows_per_message);
+    }
+    for (const Candidate& c : candidates) chosen.emplace_back(c.table, c.row);
+    // Sampling with replacement may pick a row twice; the second is skipped when sending.
+    return chosen;
+  }
+
+  // Spends spare budget on pending rows. Runs on the I/O thread; skips the round if a clock
+  // boundary is being flushed right now (it sends everything anyway).
+  void SendEarly() {
+    std::unique_lock lock(clock_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    auto chosen = ChooseEarlyRows();
+    if (!chosen.empty()) SendPending(&chosen, -1);
+  }
+
+  void RecordStaleness(int64_t staleness) {
+    uint64_t s = staleness > 0 ? static_cast<uint64_t>(staleness) : 0;
+    Count(kReads);
+    Count(kStalenessSum, s);
+    uint64_t seen = counters_[kStalenessMax].load(std::memory_order_relaxed);
+    while (s > seen && !counters_[kStalenessMax].compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
+    }
   }
 
   void IoLoop() {
@@ -537,12 +703,24 @@ class Client::Impl {
     items.push_back({coordinator_.handle(), 0, ZMQ_POLLIN, 0});
     for (auto& s : server_sockets_) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
     items.push_back(waker_.poll_item());
+    const CommOptions& comm = options_.comm;
+    // A burst of 20 ms of budget (at least one full message) may build up while idle.
+    TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.02, 64.0 * 1024));
     bool stopping = false;
     while (!stopping) {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+      auto timeout = std::chrono::milliseconds(-1);
+      if (comm.early_sends() && pending_rows_.load(std::memory_order_relaxed) > 0) {
+        budget.Refill(TokenBucket::Clock::now());
+        timeout = budget.TimeUntilPositive();
+      }
+      zmq::poll(items.data(), items.size(), timeout);
       if (items.back().revents & ZMQ_POLLIN) waker_.Drain();
+      if (comm.early_sends()) {
+        budget.Refill(TokenBucket::Clock::now());
+        if (budget.has_tokens() && pending_rows_.load(std::memory_order_relaxed) > 0) SendEarly();
+      }
       Outbound out;
-      uint64_t bytes = 0, messages = 0;
+      uint64_t bytes = 0, messages = 0, early_bytes = 0, boundary_bytes = 0;
       while (outbound_.try_pop(out)) {
         if (out.stop) {
           stopping = true;
@@ -550,6 +728,7 @@ class Client::Impl {
         }
         zmq::socket_t& socket = out.target == kCoordinator ? coordinator_ : server_sockets_[out.target];
         bytes += out.frame.size();
+        (out.early ? early_bytes : boundary_bytes) += out.target == kCoordinator ? 0 : out.frame.size();
         ++messages;
         try {
           socket.send(out.frame, zmq::send_flags::none);
@@ -557,9 +736,13 @@ class Client::Impl {
           log_->error("send failed: {}", e.what());
         }
       }
+      // Everything sent counts against the budget; only early sends wait for it.
+      budget.Spend(static_cast<double>(bytes));
       if (messages > 0) {
         Count(kBytesSent, bytes);
         Count(kMessagesSent, messages);
+        Count(kEarlyBytes, early_bytes);
+        Count(kBoundaryBytes, boundary_bytes);
       }
       for (int s = -1; s < static_cast<int>(server_sockets_.size()); ++s) {
         zmq::socket_t& socket = s == kCoordinator ? coordinator_ : server_sockets_[s];
@@ -686,7 +869,7 @@ class Client::Impl {
           if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end()) values->Add(d->second);
         }
       }
-      if (auto o = stripe.oplog.find(row); o != stripe.oplog.end()) values->Add(o->second);
+      if (auto o = stripe.oplog.find(row); o != stripe.oplog.end()) values->Add(o->second.delta);
       CacheEntry& entry = stripe.cache[row];
       entry.value = std::move(*values);
       entry.valid = true;
@@ -725,6 +908,10 @@ class Client::Impl {
   uint64_t barriers_ = 0;
 
   tbb::concurrent_queue<Outbound> outbound_;
+  std::atomic<int64_t> pending_rows_{0};  // rows in the update logs of all stripes
+  std::mutex fifo_mu_;
+  std::deque<std::pair<ClientTable*, RowId>> fifo_;  // kFifo: rows in the order they became pending
+  std::mt19937_64 rng_{0x7e55e7a};                   // I/O thread only
   Waker waker_;
   std::thread io_thread_;
   std::atomic<uint64_t> next_request_id_{1};
@@ -777,16 +964,34 @@ Status Client::GetSparse(int thread, TableId table, RowId row, std::vector<std::
 template <typename T>
 Status Client::Inc(TableId table, RowId row, uint32_t column, T delta) {
   TESSERA_RETURN_IF_ERROR(impl_->CheckColumn(table, column));
-  return impl_->Update(table, ValueTypeOf<T>(), row, [&](RowValues& v) { v.AddCell<T>(column, delta); });
+  return impl_->Update(
+      table, ValueTypeOf<T>(), row, [&](RowValues& v) { v.AddCell<T>(column, delta); },
+      [&](const RowValues* base) {
+        double d = std::abs(static_cast<double>(delta));
+        double b = base == nullptr ? 0.0 : std::abs(base->CellAsDouble(column));
+        return b == 0 ? d : d / b;
+      });
 }
 
 template <typename T>
 Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
   TESSERA_RETURN_IF_ERROR(impl_->CheckDenseWidth(table, delta.size()));
-  return impl_->Update(table, ValueTypeOf<T>(), row, [&](RowValues& v) {
-    auto cells = v.mutable_dense<T>();
-    for (size_t i = 0; i < cells.size(); ++i) cells[i] += delta[i];
-  });
+  return impl_->Update(
+      table, ValueTypeOf<T>(), row,
+      [&](RowValues& v) {
+        auto cells = v.mutable_dense<T>();
+        for (size_t i = 0; i < cells.size(); ++i) cells[i] += delta[i];
+      },
+      [&](const RowValues* base) {
+        double sum = 0;
+        auto cells = base == nullptr ? std::span<const T>() : base->dense<T>();
+        for (size_t i = 0; i < delta.size(); ++i) {
+          double d = std::abs(static_cast<double>(delta[i]));
+          double b = cells.empty() ? 0.0 : std::abs(static_cast<double>(cells[i]));
+          sum += b == 0 ? d : d / b;
+        }
+        return sum;
+      });
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                  \

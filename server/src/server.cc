@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -22,13 +23,19 @@ namespace tessera {
 namespace {
 
 constexpr int64_t kLeftClock = std::numeric_limits<int64_t>::max();
+constexpr int64_t kClean = -1;
+constexpr int64_t kPushedEarly = -2;
+constexpr int kMaxRoundsPerPoll = 256;
 
 struct StoredRow {
   TableId table = 0;
   RowId id = 0;
   RowValues values;
   std::vector<uint32_t> subscribers;  // worker ranks that read this row, sorted
-  int64_t dirty_epoch = -1;           // the clock at which it was last queued for push
+  // kClean, or kPushedEarly (still listed in dirty_ but sent since), or the clock at which it
+  // changed and was listed in dirty_ for the next push.
+  int64_t dirty_epoch = -1;
+  double change = 0;  // sum |delta / value| since last sent (kRelativeMagnitude only)
 };
 
 struct ShardTable {
@@ -120,11 +127,34 @@ class Server::Impl {
     std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                           {coordinator_.handle(), 0, ZMQ_POLLIN, 0},
                                           loop_.waker().poll_item()};
+    const CommOptions& comm = options_.comm;
+    TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.02, 64.0 * 1024));
     while (!loop_.stopping() && !finished_) {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+      auto timeout = std::chrono::milliseconds(-1);
+      if (comm.early_sends() && HasChangedRows()) {
+        budget.Refill(TokenBucket::Clock::now());
+        timeout = budget.TimeUntilPositive();
+      }
+      zmq::poll(items.data(), items.size(), timeout);
       if (items[2].revents & ZMQ_POLLIN) loop_.waker().Drain();
-      // Take one message from each socket per round so a busy client cannot starve the other.
-      for (bool progress = true; progress && !loop_.stopping() && !finished_;) {
+      if (comm.early_sends()) {
+        budget.Refill(TokenBucket::Clock::now());
+        // Everything sent counts against the budget; only early pushes wait for it.
+        budget.Spend(static_cast<double>(bytes_since_refill_));
+        bytes_since_refill_ = 0;
+        // Several messages per round if the budget allows: a busy round may take a while.
+        for (int i = 0; i < 16 && budget.has_tokens() && HasChangedRows(); ++i) {
+          PushEarly();
+          budget.Spend(static_cast<double>(bytes_since_refill_));
+          bytes_since_refill_ = 0;
+        }
+      }
+      // Take one message from each socket per round so a busy client cannot starve the other,
+      // and return to the top after a bounded number of rounds so early pushes get their turn
+      // (poll reports the sockets readable again at once if more is waiting).
+      int rounds = 0;
+      for (bool progress = true; progress && rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_;
+           ++rounds) {
         progress = false;
         if (auto frame = TryReceiveRouted(socket_)) {
           progress = true;
@@ -156,7 +186,10 @@ class Server::Impl {
   }
 
   bool Send(const std::string& identity, OutgoingMessage& msg) {
-    Status sent = SendRouted(socket_, identity, msg);
+    zmq::message_t frame = msg.ToFrame();
+    bytes_since_refill_ += frame.size();
+    CountStat([&](ServerStats& s) { s.bytes_sent += frame.size(); });
+    Status sent = SendRouted(socket_, identity, std::move(frame));
     if (!sent.ok()) {
       // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on. Say so
       // once per peer, not once per push.
@@ -377,13 +410,18 @@ class Server::Impl {
       }
       checked.emplace_back(*table, row);
     }
+    const bool weigh = options_.comm.early_sends() && options_.comm.policy == SendPolicy::kRelativeMagnitude;
     for (auto& [table, wire] : checked) {
       StoredRow* row = &table->Row(wire.getRow());
-      row->values.AddProto(wire.getValues(), table->spec);
-      if (!row->subscribers.empty() && row->dirty_epoch != clock_) {
-        row->dirty_epoch = clock_;
-        dirty_.push_back(row);
+      if (weigh && !row->subscribers.empty()) {
+        auto delta = RowValues::FromProto(wire.getValues(), table->spec);  // checked above
+        row->change += delta->RelativeMagnitude(row->values);
       }
+      row->values.AddProto(wire.getValues(), table->spec);
+      if (row->subscribers.empty()) continue;
+      if (row->dirty_epoch == kClean) dirty_.push_back(row);
+      if (row->dirty_epoch < 0) ++changed_rows_;
+      row->dirty_epoch = clock_;
     }
     peer.applied_seq = seq;
     CountStat([](ServerStats& s) { ++s.update_batches; });
@@ -417,31 +455,84 @@ class Server::Impl {
   // Sends every client the rows it has read that changed, stamped with the new clock. Clients
   // treat an empty push as "everything you hold from me is current as of this clock".
   void Push() {
+    std::vector<const StoredRow*> changed;
+    changed.reserve(dirty_.size());
+    for (StoredRow* row : dirty_) {
+      if (row->dirty_epoch >= 0) changed.push_back(row);
+      row->dirty_epoch = kClean;
+      row->change = 0;
+    }
+    dirty_.clear();
+    changed_rows_ = 0;
+    uint64_t pushed = SendRows(changed, /*every_peer=*/true);
+    CountStat([&](ServerStats& s) { s.rows_pushed += pushed; });
+  }
+
+  // Sends `rows` to the workers holding them, at the current clock; with `every_peer`, also an
+  // empty batch to workers holding none (a clock advance). Returns the rows sent.
+  uint64_t SendRows(const std::vector<const StoredRow*>& rows, bool every_peer) {
     std::vector<std::vector<const StoredRow*>> out(peers_.size());
-    for (const StoredRow* row : dirty_) {
+    for (const StoredRow* row : rows) {
       for (uint32_t w : row->subscribers) out[w].push_back(row);
     }
-    for (StoredRow* row : dirty_) row->dirty_epoch = -1;
-    dirty_.clear();
-    uint64_t pushed = 0;
+    uint64_t sent = 0;
     for (uint32_t w = 0; w < peers_.size(); ++w) {
       Peer& peer = peers_[w];
       if (peer.identity.empty() || peer.clock == kLeftClock || peer.unreachable) continue;
+      if (!every_peer && out[w].empty()) continue;
       OutgoingMessage msg(options_.rank, 0);
       auto batch = msg.envelope().getBody().initRows();
       batch.setClock(clock_);
       batch.setAppliedSeq(peer.applied_seq);
-      auto rows = batch.initRows(static_cast<unsigned>(out[w].size()));
+      auto wire = batch.initRows(static_cast<unsigned>(out[w].size()));
       for (unsigned i = 0; i < out[w].size(); ++i) {
-        rows[i].setTable(out[w][i]->table);
-        rows[i].setRow(out[w][i]->id);
-        out[w][i]->values.ToProto(rows[i].initValues());
+        wire[i].setTable(out[w][i]->table);
+        wire[i].setRow(out[w][i]->id);
+        out[w][i]->values.ToProto(wire[i].initValues());
       }
-      pushed += out[w].size();
+      sent += out[w].size();
       Send(peer.identity, msg);
     }
-    CountStat([&](ServerStats& s) { s.rows_pushed += pushed; });
+    return sent;
   }
+
+  // Spends spare budget between clock advances on the changed rows the policy ranks first.
+  void PushEarly() {
+    const CommOptions& comm = options_.comm;
+    std::vector<StoredRow*> candidates;
+    for (StoredRow* row : dirty_) {
+      if (row->dirty_epoch >= 0) candidates.push_back(row);
+    }
+    if (candidates.empty()) return;
+    size_t n = std::min(comm.rows_per_message, candidates.size());
+    switch (comm.policy) {
+      case SendPolicy::kFifo:
+        break;  // dirty_ lists rows in the order they changed
+      case SendPolicy::kRandom:
+        std::shuffle(candidates.begin(), candidates.end(), rng_);
+        break;
+      default: {
+        auto more_changed = [](const StoredRow* a, const StoredRow* b) { return a->change > b->change; };
+        if (candidates.size() > comm.sample_size) {
+          // Sample instead of ranking every changed row on every send.
+          std::shuffle(candidates.begin(), candidates.end(), rng_);
+          candidates.resize(comm.sample_size);
+        }
+        std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(n), candidates.end(),
+                          more_changed);
+      }
+    }
+    candidates.resize(n);
+    for (StoredRow* row : candidates) {
+      row->dirty_epoch = kPushedEarly;
+      row->change = 0;
+    }
+    changed_rows_ -= candidates.size();
+    uint64_t sent = SendRows(std::vector<const StoredRow*>(candidates.begin(), candidates.end()), false);
+    CountStat([&](ServerStats& s) { s.early_rows_pushed += sent; });
+  }
+
+  bool HasChangedRows() const { return changed_rows_ > 0; }
 
   ServerOptions options_;
   zmq::socket_t socket_;
@@ -453,7 +544,10 @@ class Server::Impl {
   uint32_t num_workers_ = 0;
   std::vector<Peer> peers_;
   std::unordered_map<TableId, ShardTable> tables_;
-  std::vector<StoredRow*> dirty_;
+  std::vector<StoredRow*> dirty_;  // rows changed since the last clock advance
+  size_t changed_rows_ = 0;  // rows of dirty_ changed since last sent
+  uint64_t bytes_since_refill_ = 0;
+  std::mt19937_64 rng_{0x5e7e5};
   std::vector<ParkedGet> parked_;
   int64_t clock_ = 0;
   bool finished_ = false;

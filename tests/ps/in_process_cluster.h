@@ -25,6 +25,8 @@ struct ClusterOptions {
   int num_clients = -1;  // real clients for workers 0 .. num_clients-1; -1: one per worker
   bool tcp = false;  // default: inproc
   std::string secret = "test-secret";
+  CommOptions client_comm;  // managed communication of every client
+  CommOptions server_comm;  // and of every server
 };
 
 class InProcessCluster {
@@ -50,6 +52,7 @@ class InProcessCluster {
       so.coordinator = coordinator_->endpoint();
       so.listen = listen("server-" + std::to_string(i));
       so.secret = options_.secret;
+      so.comm = options_.server_comm;
       servers_.push_back(std::make_unique<Server>(so, context_));
       started.push_back(std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));
     }
@@ -61,6 +64,7 @@ class InProcessCluster {
       o.secret = options_.secret;
       o.num_threads = options_.threads_per_worker;
       o.timeout = std::chrono::seconds(60);
+      o.comm = options_.client_comm;
       clients_.push_back(std::make_unique<Client>(o, context_));
       started.push_back(std::async(std::launch::async, [c = clients_.back().get()] { return c->Start(); }));
     }

@@ -31,6 +31,7 @@ TableSpec CounterTable(uint64_t rows, uint32_t staleness) {
 struct SspCase {
   uint32_t staleness;
   uint32_t seed;
+  SendPolicy policy = SendPolicy::kOff;  // managed communication of clients and servers
 };
 
 class SspPropertyTest : public ::testing::TestWithParam<SspCase> {};
@@ -39,10 +40,14 @@ class SspPropertyTest : public ::testing::TestWithParam<SspCase> {};
 // row v at clock c therefore tells how many of v's clocks are visible: it must be at least c - s
 // (the bound), exactly c for the reader's own row (read-my-writes), and never more than v has run.
 TEST_P(SspPropertyTest, EveryReadSeesAllUpdatesOlderThanTheBound) {
-  const auto [staleness, seed] = GetParam();
+  const auto [staleness, seed, policy] = GetParam();
   constexpr int kWorkers = 3;
   constexpr int kClocks = 12;
-  InProcessCluster cluster({.num_servers = 2, .num_workers = kWorkers});
+  CommOptions comm;
+  comm.policy = policy;
+  comm.bytes_per_second = 5e6;
+  InProcessCluster cluster(
+      {.num_servers = 2, .num_workers = kWorkers, .client_comm = comm, .server_comm = comm});
   std::array<std::atomic<int64_t>, kWorkers> clocks_done{};
   std::vector<std::thread> threads;
   std::atomic<int> violations{0};
@@ -82,10 +87,19 @@ TEST_P(SspPropertyTest, EveryReadSeesAllUpdatesOlderThanTheBound) {
 
 INSTANTIATE_TEST_SUITE_P(Staleness, SspPropertyTest,
                          ::testing::Values(SspCase{0, 1}, SspCase{0, 2}, SspCase{1, 1}, SspCase{1, 2},
-                                           SspCase{1, 3}, SspCase{3, 1}, SspCase{3, 2}, SspCase{3, 3}),
+                                           SspCase{1, 3}, SspCase{3, 1}, SspCase{3, 2}, SspCase{3, 3},
+                                           // The bound holds under every managed-communication policy.
+                                           SspCase{0, 4, SendPolicy::kFifo}, SspCase{1, 4, SendPolicy::kFifo},
+                                           SspCase{3, 4, SendPolicy::kFifo}, SspCase{0, 5, SendPolicy::kRandom},
+                                           SspCase{1, 5, SendPolicy::kRandom}, SspCase{3, 5, SendPolicy::kRandom},
+                                           SspCase{0, 6, SendPolicy::kRelativeMagnitude},
+                                           SspCase{1, 6, SendPolicy::kRelativeMagnitude},
+                                           SspCase{3, 6, SendPolicy::kRelativeMagnitude}),
                          [](const auto& info) {
+                           std::string policy(SendPolicyName(info.param.policy));
+                           std::replace(policy.begin(), policy.end(), '-', '_');
                            return "s" + std::to_string(info.param.staleness) + "_seed" +
-                                  std::to_string(info.param.seed);
+                                  std::to_string(info.param.seed) + "_" + policy;
                          });
 
 // With staleness s a worker may run s clocks ahead of a stalled one without waiting; its read

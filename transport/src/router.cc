@@ -19,9 +19,13 @@ std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router) {
 }
 
 Status SendRouted(zmq::socket_t& router, const std::string& identity, OutgoingMessage& msg) {
+  return SendRouted(router, identity, msg.ToFrame());
+}
+
+Status SendRouted(zmq::socket_t& router, const std::string& identity, zmq::message_t frame) {
   try {
     router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    router.send(msg.ToFrame(), zmq::send_flags::none);
+    router.send(frame, zmq::send_flags::none);
     return Status::Ok();
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(e.what());

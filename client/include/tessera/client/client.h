@@ -26,6 +26,7 @@
 
 #include "tessera/common/status.h"
 #include "tessera/table/table_spec.h"
+#include "tessera/transport/comm_budget.h"
 
 namespace tessera {
 
@@ -42,6 +43,9 @@ struct ClientOptions {
   // a read the SSP bound holds back, or a barrier. Default: 10 minutes, since a read legitimately
   // waits for the slowest worker's clock.
   std::chrono::milliseconds timeout{600000};
+  // Managed communication: whether and how pending updates go out between clock boundaries,
+  // and the bandwidth budget. Default: off (updates go out at clock boundaries only).
+  CommOptions comm;
 };
 
 // Counters for tests and monitoring.
@@ -56,6 +60,14 @@ struct ClientStats {
   uint64_t update_rows_sent = 0;
   uint64_t bytes_sent = 0;
   uint64_t messages_sent = 0;
+  uint64_t early_bytes_sent = 0;     // update batches sent early from spare budget
+  uint64_t boundary_bytes_sent = 0;  // update batches sent at clock boundaries, barriers, leave
+  uint64_t early_rows_sent = 0;
+  // Observed staleness: for each read at clock c answered by a row current as of clock t,
+  // max(0, c - t). The staleness a read may have is the table's bound plus one.
+  uint64_t reads = 0;
+  uint64_t staleness_sum = 0;
+  uint64_t staleness_max = 0;
 };
 
 class Client {

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "tessera/common/status.h"
+#include "tessera/transport/comm_budget.h"
 
 namespace tessera {
 
@@ -30,6 +31,9 @@ struct ServerOptions {
   std::string secret;
   // How long Start() waits for the coordinator's membership. Default: 30 s.
   std::chrono::milliseconds join_timeout{30000};
+  // Managed communication: between clock advances, spare budget pushes the rows that changed
+  // most to the clients holding them. Default: off (rows are pushed at clock advances only).
+  CommOptions comm;
 };
 
 // Counters for tests and monitoring; read with Server::stats().
@@ -38,7 +42,9 @@ struct ServerStats {
   uint64_t parked_gets = 0;      // get requests that had to wait for the clock
   uint64_t update_batches = 0;   // update batches applied
   uint64_t duplicate_batches = 0;
-  uint64_t rows_pushed = 0;
+  uint64_t rows_pushed = 0;       // at clock advances
+  uint64_t early_rows_pushed = 0; // between clock advances, from spare budget
+  uint64_t bytes_sent = 0;
   uint64_t rejected_messages = 0;  // malformed, wrong version, unknown peer, bad content
   int64_t clock = 0;             // min over workers
 };

@@ -24,6 +24,7 @@ std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router);
 // Sends `msg` to the peer `identity`. Unavailable when the peer is gone (with
 // ZMQ_ROUTER_MANDATORY set, ZeroMQ reports EHOSTUNREACH instead of dropping the message).
 Status SendRouted(zmq::socket_t& router, const std::string& identity, OutgoingMessage& msg);
+Status SendRouted(zmq::socket_t& router, const std::string& identity, zmq::message_t frame);
 
 // The wire error code for a frame that IncomingMessage::Parse rejected with `status`.
 proto::ErrorCode ParseErrorCode(const Status& status);
