@@ -7,12 +7,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "internal/parallel_executor.h"
@@ -223,6 +225,52 @@ TEST(ParallelExecutorSetupTest, BlocksFollowTheArrayWhenItIsReshuffled) {
   const KernelRun serial = testing::SparseRowFoldReshuffled(*SerialContext(), 30, 100, 1500, 3);
   EXPECT_TRUE(SameValues(serial.values, parallel.values));
   ExpectPartitioned(parallel, 3, 0, "reshuffled row fold");
+}
+
+// The 2D rotation hands a time block from thread p + 1 to thread p, and nothing else waits: with
+// block (1, 1) slow, thread 0 must wait for it before its step-1 block (0, 1), while thread 2 goes
+// on to its step-1 block (2, 0) at once (a barrier per step would hold it back).
+TEST(ParallelExecutorRotationTest, HandsOverTimeBlocksWithoutABarrier) {
+  using Clock = std::chrono::steady_clock;
+  static const EmbeddedSchedule entry = {
+      "tests/runtime_parallel/rotation.cc", 1, 1,
+      R"({"version":1,"space":{"rank":2},"strategy":"2d","space_dim":0,"time_dim":1,
+          "data_parallel":{"permitted":false},"dependences":[{"vector":[0,"*"]},{"vector":["*",0]}]})"};
+  auto ctx = SerialContext();
+  auto space = DistArray<int64_t, 2>::sparse(*ctx, {3, 3});
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 3; ++j) space.insert({{i, j}}, 0);  // one element per grid block
+  }
+  std::vector<Clock::time_point> start(9), end(9);
+  auto run_one = [&](int64_t p) {
+    const Key<2>& k = space.key_at(p);
+    start[k.idx[0] * 3 + k.idx[1]] = Clock::now();
+    if (k.idx[0] == 1 && k.idx[1] == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    end[k.idx[0] * 3 + k.idx[1]] = Clock::now();
+  };
+  auto range = [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) run_one(p);
+  };
+  auto list = [&](const int64_t* ps, size_t n) {
+    for (size_t i = 0; i < n; ++i) run_one(ps[i]);
+  };
+  LoopSite site;
+  site.location = std::source_location::current();
+  site.schedule = &entry;
+  internal::ParallelExecutorOptions popt;
+  popt.threads = 3;
+  auto executor = internal::MakeParallelExecutor(popt, spdlog::default_logger());
+  executor->Run(site, space.base(), LoopTask(range, list));
+
+  auto block = [](int s, int t) { return s * 3 + t; };
+  // Step 0 is (0,0), (1,1), (2,2); step 1 is (0,1), (1,2), (2,0); step 2 is (0,2), (1,0), (2,1).
+  EXPECT_GE(start[block(0, 1)], end[block(1, 1)]) << "thread 0 took time block 1 before thread 1 released it";
+  EXPECT_LT(start[block(2, 0)], end[block(1, 1)]) << "thread 2 waited for an unrelated block (a barrier)";
+  for (int s = 0; s < 3; ++s) {  // every block ran, each thread's blocks in step order
+    for (int t = 1; t < 3; ++t) {
+      EXPECT_GE(start[block(s, (s + t) % 3)], end[block(s, (s + t - 1) % 3)]);
+    }
+  }
 }
 
 // No schedule: this file is not given to tessc, so these calls have none.
