@@ -270,6 +270,8 @@ class BodyWalker {
     if (model_.arrays[array].relaxed && a.write) a.additive = true;  // add() is the only write
     model_.accesses.push_back(std::move(a));
     out_->access_locs.push_back(eloc);
+    out_->access_via.push_back(call_stack_.empty() ? SourceLocation()
+                                                   : sm_.getExpansionLoc(call_stack_.front()));
   }
 
   // ---- values --------------------------------------------------------------------------------
@@ -661,6 +663,7 @@ class BodyWalker {
     copy.subscripts.resize(model_.arrays[array].rank, Affine::Unknown());
     model_.accesses.push_back(copy);
     out_->access_locs.push_back(out_->access_locs[access]);
+    out_->access_via.push_back(out_->access_via[access]);
   }
 
   // ---- the walk ------------------------------------------------------------------------------
@@ -1076,11 +1079,13 @@ class BodyWalker {
       if (value.kind == Value::Kind::kInt && Mutations(body).isMutated(decl)) value = Value();
     }
     inline_stack_.insert(fd);
+    call_stack_.push_back(call->getBeginLoc());
     frames_.push_back(std::move(frame));
     mutation_scopes_.push_back(body);
     Visit(body, Use::kNone);
     mutation_scopes_.pop_back();
     frames_.pop_back();
+    call_stack_.pop_back();
     inline_stack_.erase(fd);
   }
 
@@ -1095,6 +1100,7 @@ class BodyWalker {
   std::vector<const Stmt*> mutation_scopes_;
   std::map<const Stmt*, std::unique_ptr<ExprMutationAnalyzer>> mutation_analyzers_;
   std::set<const FunctionDecl*> inline_stack_;
+  std::vector<SourceLocation> call_stack_;  // calls being walked, outermost first
   std::map<const ValueDecl*, int> array_ids_;
   std::vector<std::string> array_sigs_;
   std::map<const void*, int> wildcard_ids_;

@@ -23,6 +23,9 @@ struct CollectedSite {
   bool analyzable = false;            // false: the body could not be seen (see `why_not`)
   std::string why_not;
   std::vector<clang::SourceLocation> access_locs;  // parallel to result.model.accesses
+  // For accesses inside a walked helper: the call in the loop body that leads there (invalid
+  // for accesses written in the body itself). Parallel to access_locs.
+  std::vector<clang::SourceLocation> access_via;
   // Conservative notes with the place they refer to.
   std::vector<std::pair<clang::SourceLocation, std::string>> notes;
 };

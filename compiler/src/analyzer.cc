@@ -139,6 +139,7 @@ class SiteConsumer : public ASTConsumer {
           "data-parallel parallel_for over '%0' needs additive writes, but this write to '%1' is "
           "not additive (dependence vector %2)");
       diags.Report(site.access_locs[err.nonadditive_access], id) << m.space_array << array << vec;
+      NoteVia(diags, site, err.nonadditive_access);
       int other = err.nonadditive_access == dep.first ? dep.second : dep.first;
       NoteConflict(diags, site, other, err.nonadditive_access);
       unsigned fix = diags.getCustomDiagID(
@@ -151,6 +152,7 @@ class SiteConsumer : public ASTConsumer {
           "parallel_for over '%0' cannot be parallelized: accesses to '%1' conflict across "
           "iterations with dependence vector %2");
       diags.Report(site.access_locs[dep.first], id) << m.space_array << array << vec;
+      NoteVia(diags, site, dep.first);
       NoteConflict(diags, site, dep.second, dep.first);
       unsigned fix = diags.getCustomDiagID(
           DiagnosticsEngine::Note,
@@ -171,7 +173,17 @@ class SiteConsumer : public ASTConsumer {
     } else {
       unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note, "conflicting access to '%0'");
       diags.Report(site.access_locs[other], id) << ArrayName(site.result.model, other);
+      NoteVia(diags, site, other);
     }
+  }
+
+  // An access inside a helper: show the call in the loop body that reaches it.
+  void NoteVia(DiagnosticsEngine& diags, const CollectedSite& site, int access) {
+    SourceLocation via = site.access_via[access];
+    if (via.isInvalid()) return;
+    unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note,
+                                        "reached from the loop body through this call");
+    diags.Report(via, id);
   }
 
   void EmitConservativeNotes(DiagnosticsEngine& diags, const CollectedSite& site) {
