@@ -308,7 +308,7 @@ TEST(ParallelExecutorFallbackTest, LoopWithoutScheduleRunsSeriallyAndSaysSoOnce)
 
 // --- Schedules that do not fit their call abort, naming the call. ---
 
-class MismatchTest : public ::testing::Test {
+class ParallelExecutorMismatchTest : public ::testing::Test {
  protected:
   void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
 
@@ -331,39 +331,39 @@ class MismatchTest : public ::testing::Test {
   }
 };
 
-TEST_F(MismatchTest, WrongRankAbortsNamingTheCall) {
+TEST_F(ParallelExecutorMismatchTest, WrongRankAbortsNamingTheCall) {
   EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":3},"strategy":"1d","space_dim":0,
                            "time_dim":null,"skew":null,"data_parallel":{"permitted":false},
                            "dependences":[]})"),
                "parallel_executor_test.cc:[0-9]+.*rank-3 iteration space.*rank-2 array.*rebuild");
 }
 
-TEST_F(MismatchTest, UnknownStrategyAborts) {
+TEST_F(ParallelExecutorMismatchTest, UnknownStrategyAborts) {
   EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"zigzag","space_dim":0})"),
                "parallel_executor_test.cc:[0-9]+.*unknown schedule strategy 'zigzag'");
 }
 
-TEST_F(MismatchTest, UnknownVersionAborts) {
+TEST_F(ParallelExecutorMismatchTest, UnknownVersionAborts) {
   EXPECT_DEATH(RunWith(R"({"version":2,"space":{"rank":2},"strategy":"1d","space_dim":0})"),
                "format version 2 is not the supported version 1");
 }
 
-TEST_F(MismatchTest, MalformedJsonAborts) {
+TEST_F(ParallelExecutorMismatchTest, MalformedJsonAborts) {
   EXPECT_DEATH(RunWith("{\"version\":1,"), "not a JSON object");
 }
 
-TEST_F(MismatchTest, SpaceDimOutOfRangeAborts) {
+TEST_F(ParallelExecutorMismatchTest, SpaceDimOutOfRangeAborts) {
   EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"1d","space_dim":2})"),
                "'space_dim' = 2 is not a key dim");
 }
 
-TEST_F(MismatchTest, DataParallelPermissionMustMatchTheCall) {
+TEST_F(ParallelExecutorMismatchTest, DataParallelPermissionMustMatchTheCall) {
   const char* json = R"({"version":1,"space":{"rank":2},"strategy":"data_parallel","space_dim":0,
                          "data_parallel":{"permitted":true,"staleness":1},"dependences":[]})";
   EXPECT_DEATH(RunWith(json, /*data_parallel=*/false), "with tessera::DataParallel");
 }
 
-TEST_F(MismatchTest, ScheduleThatBreaksItsOwnDependenceAborts) {
+TEST_F(ParallelExecutorMismatchTest, ScheduleThatBreaksItsOwnDependenceAborts) {
   // 1d along key[0] with a recurrence along key[0]: blocks would run it out of order.
   EXPECT_DEATH(RunWith(R"({"version":1,"space":{"rank":2},"strategy":"1d","space_dim":0,
                            "dependences":[{"array":"A","vector":[1,0]}]})"),
@@ -378,7 +378,7 @@ TEST_F(MismatchTest, ScheduleThatBreaksItsOwnDependenceAborts) {
                "determinant 2");
 }
 
-TEST_F(MismatchTest, FittingScheduleRuns) {
+TEST_F(ParallelExecutorMismatchTest, FittingScheduleRuns) {
   RunWith(R"({"version":1,"space":{"rank":2},"strategy":"2d","space_dim":0,"time_dim":1,
               "dependences":[{"vector":[0,"*"]},{"vector":["*",0]}]})");
 }
