@@ -46,6 +46,9 @@ Result<std::optional<JobEnvironment>> JobEnvironmentFromEnv() {
   env.client.rank = *rank;
   env.client.coordinator = coordinator;
   if (const char* secret = std::getenv("TESSERA_JOB_SECRET")) env.client.secret = secret;
+  auto comm = CommOptionsFromEnv(env.num_workers);
+  if (!comm.ok()) return comm.status();
+  env.client.comm = *comm;
   return std::optional<JobEnvironment>(std::move(env));
 }
 

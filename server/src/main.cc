@@ -7,7 +7,8 @@
 // Every flag falls back to the launcher's environment (TESSERA_ROLE, TESSERA_RANK,
 // TESSERA_NUM_SERVERS, TESSERA_NUM_WORKERS, TESSERA_COORDINATOR, TESSERA_BIND_HOST,
 // TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL, TESSERA_ENDPOINT_FILE), so `tessera run` may pass
-// either; for a coordinator TESSERA_COORDINATOR is the address to listen on.
+// either; for a coordinator TESSERA_COORDINATOR is the address to listen on. Managed
+// communication: TESSERA_COMM_POLICY and TESSERA_COMM_BYTES_PER_SECOND (the job's budget).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -109,6 +110,13 @@ int main(int argc, char** argv) {
   options.coordinator = coordinator;
   options.listen = listen;
   options.secret = secret;
+  // Managed communication: the job's budget (TESSERA_COMM_*), shared by the servers.
+  auto comm = tessera::CommOptionsFromEnv(num_servers);
+  if (!comm.ok()) {
+    spdlog::error("server {}: {}", rank, comm.status().ToString());
+    return 2;
+  }
+  options.comm = *comm;
   tessera::Server node(options, context);
   if (auto s = node.Start(); !s.ok()) {
     spdlog::error("server {}: {}", rank, s.ToString());

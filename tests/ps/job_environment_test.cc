@@ -11,7 +11,8 @@ class JobEnvironmentTest : public ::testing::Test {
  protected:
   void TearDown() override {
     for (const char* v : {"TESSERA_COORDINATOR", "TESSERA_ROLE", "TESSERA_RANK", "TESSERA_NUM_WORKERS",
-                          "TESSERA_NUM_SERVERS", "TESSERA_JOB_SECRET"}) {
+                          "TESSERA_NUM_SERVERS", "TESSERA_JOB_SECRET", "TESSERA_COMM_POLICY",
+                          "TESSERA_COMM_BYTES_PER_SECOND"}) {
       unsetenv(v);
     }
   }
@@ -55,6 +56,24 @@ TEST_F(JobEnvironmentTest, MalformedVariablesAreClearErrors) {
   EXPECT_EQ(JobEnvironmentFromEnv().status().code(), StatusCode::kInvalidArgument);
   SetJob("0", "1");
   setenv("TESSERA_ROLE", "server", 1);
+  EXPECT_EQ(JobEnvironmentFromEnv().status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobEnvironmentTest, ManagedCommunicationSplitsTheJobBudget) {
+  SetJob("0", "4");
+  setenv("TESSERA_COMM_POLICY", "relative-magnitude", 1);
+  setenv("TESSERA_COMM_BYTES_PER_SECOND", "1e6", 1);
+  auto job = JobEnvironmentFromEnv();
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ((*job)->client.comm.policy, SendPolicy::kRelativeMagnitude);
+  EXPECT_DOUBLE_EQ((*job)->client.comm.bytes_per_second, 250000.0);
+  auto server_share = CommOptionsFromEnv(2);
+  ASSERT_TRUE(server_share.ok());
+  EXPECT_DOUBLE_EQ(server_share->bytes_per_second, 500000.0);
+  setenv("TESSERA_COMM_POLICY", "loudest-first", 1);
+  EXPECT_EQ(JobEnvironmentFromEnv().status().code(), StatusCode::kInvalidArgument);
+  setenv("TESSERA_COMM_POLICY", "fifo", 1);
+  setenv("TESSERA_COMM_BYTES_PER_SECOND", "fast", 1);
   EXPECT_EQ(JobEnvironmentFromEnv().status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace tessera {
 
@@ -23,6 +24,25 @@ Result<SendPolicy> ParseSendPolicy(std::string_view name) {
   }
   return Status::InvalidArgument(
       fmt::format("unknown send policy '{}' (expected off, fifo, random or relative-magnitude)", name));
+}
+
+Result<CommOptions> CommOptionsFromEnv(int share) {
+  CommOptions comm;
+  if (const char* policy = std::getenv("TESSERA_COMM_POLICY"); policy != nullptr && *policy != '\0') {
+    auto p = ParseSendPolicy(policy);
+    if (!p.ok()) return Status::InvalidArgument("TESSERA_COMM_POLICY: " + p.status().message());
+    comm.policy = *p;
+  }
+  if (const char* rate = std::getenv("TESSERA_COMM_BYTES_PER_SECOND"); rate != nullptr && *rate != '\0') {
+    char* end = nullptr;
+    double bytes = std::strtod(rate, &end);
+    if (end == rate || *end != '\0' || bytes < 0) {
+      return Status::InvalidArgument(
+          fmt::format("TESSERA_COMM_BYTES_PER_SECOND='{}' is not a non-negative number", rate));
+    }
+    comm.bytes_per_second = bytes / std::max(1, share);
+  }
+  return comm;
 }
 
 TokenBucket::TokenBucket(double bytes_per_second, double burst_bytes)

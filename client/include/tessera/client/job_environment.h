@@ -21,6 +21,8 @@ struct JobEnvironment {
 // The job this process belongs to; std::nullopt when it was not started by a launcher (no
 // TESSERA_COORDINATOR), so the program runs on its own. InvalidArgument when the variables are
 // present but malformed or this process is not a worker.
+// Managed communication comes from TESSERA_COMM_POLICY (off, fifo, random, relative-magnitude)
+// and TESSERA_COMM_BYTES_PER_SECOND, the job's budget, of which each worker gets 1/W.
 Result<std::optional<JobEnvironment>> JobEnvironmentFromEnv();
 
 }  // namespace tessera

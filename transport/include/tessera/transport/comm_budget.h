@@ -43,6 +43,11 @@ struct CommOptions {
   bool early_sends() const { return policy != SendPolicy::kOff && bytes_per_second > 0; }
 };
 
+// CommOptions from the job's environment: TESSERA_COMM_POLICY and TESSERA_COMM_BYTES_PER_SECOND
+// (the job's budget), divided by `share`, the number of nodes of this kind that split it. Off when
+// the variables are not set; InvalidArgument when they are malformed.
+Result<CommOptions> CommOptionsFromEnv(int share);
+
 // A token bucket in bytes. Not thread-safe: owned by one event loop.
 class TokenBucket {
  public:
