@@ -4,6 +4,7 @@
 // cannot see through becomes an access with unknown subscripts plus a note saying why.
 #include "access_collector.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -449,6 +450,47 @@ class BodyWalker {
     if (e->getType()->isIntegralOrEnumerationType()) {
       if (auto c = EvalConstInt(e, ctx_)) return Value::Int(Affine::Constant(n, *c));
     }
+    if (const auto* co = dyn_cast<AbstractConditionalOperator>(e)) {
+      const TypeKind tk = Classify(e->getType());
+      if (tk == TypeKind::kDistArray || tk == TypeKind::kRelaxedArray) {
+        // `c ? W : H`: one of the branches' arrays, known as a set.
+        std::vector<int> candidates;
+        for (const Expr* branch : {co->getTrueExpr(), co->getFalseExpr()}) {
+          Value b = Eval(branch, depth + 1);
+          if (b.kind != Value::Kind::kArray || !b.prefix.empty()) {
+            candidates.clear();
+            break;
+          }
+          auto nested = wildcard_candidates_.find(b.array);
+          if (model_.arrays[b.array].may_alias && nested == wildcard_candidates_.end()) {
+            candidates.clear();  // a branch that may be anything
+            break;
+          }
+          if (nested != wildcard_candidates_.end()) {
+            candidates.insert(candidates.end(), nested->second.begin(), nested->second.end());
+          } else {
+            candidates.push_back(b.array);
+          }
+        }
+        std::sort(candidates.begin(), candidates.end());
+        candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+        if (candidates.size() == 1) {
+          Value v;
+          v.kind = Value::Kind::kArray;
+          v.array = candidates[0];
+          return v;
+        }
+        if (!candidates.empty()) {
+          const ValueDecl* named = wildcard_name_;
+          return WildcardFor(named != nullptr ? static_cast<const void*>(named) : e,
+                             named != nullptr ? named->getNameAsString()
+                                              : "expression at line " +
+                                                    std::to_string(sm_.getExpansionLineNumber(
+                                                        e->getBeginLoc())),
+                             e->getType(), e->getBeginLoc(), &candidates);
+        }
+      }
+    }
     // Never drop an array: whatever denotes one but could not be followed is a wildcard.
     const TypeKind tk = Classify(e->getType());
     if (tk == TypeKind::kDistArray || tk == TypeKind::kRelaxedArray) return WildcardExpr(e);
@@ -561,13 +603,16 @@ class BodyWalker {
     return WildcardFor(e, text, e->getType(), e->getBeginLoc());
   }
 
-  Value WildcardFor(const void* key, const std::string& name, QualType type, SourceLocation loc) {
+  // `candidates`: the arrays the name may denote when tessc knows them (`c ? W : H`); null means
+  // any array of its element type and rank.
+  Value WildcardFor(const void* key, const std::string& name, QualType type, SourceLocation loc,
+                    const std::vector<int>* candidates = nullptr) {
     Value v;
     v.kind = Value::Kind::kArray;
+    const TypeKind tk = Classify(type);
     auto it = wildcard_ids_.find(key);
     if (it != wildcard_ids_.end()) {
       v.array = it->second;
-      const TypeKind tk = Classify(type);
       if (tk == TypeKind::kRowView || tk == TypeKind::kRelaxedRowView) {
         v.prefix.push_back(Affine::Unknown());
       }
@@ -576,24 +621,39 @@ class BodyWalker {
     v.array = NewArray(name, type, nullptr);
     model_.arrays[v.array].may_alias = true;
     wildcard_ids_[key] = v.array;
-    const TypeKind tk = Classify(type);
     if (tk == TypeKind::kRowView || tk == TypeKind::kRelaxedRowView) {
       v.prefix.push_back(Affine::Unknown());  // some row
     }
-    Note(loc, "'" + name +
-                  "' may name any array of its type (tessc cannot see which); its accesses are "
-                  "counted against each of them");
+    if (candidates != nullptr) {
+      wildcard_candidates_[v.array] = *candidates;
+      std::string names;
+      for (size_t i = 0; i < candidates->size(); ++i) {
+        names += (i == 0 ? "" : i + 1 == candidates->size() ? " or " : ", ");
+        names += "'" + model_.arrays[(*candidates)[i]].name + "'";
+      }
+      Note(loc, "'" + name + "' may name " + names +
+                    " (chosen at run time); its accesses are counted against each of them");
+    } else {
+      Note(loc, "'" + name +
+                    "' may name any array of its type (tessc cannot see which); its accesses are "
+                    "counted against each of them");
+    }
     return v;
   }
 
-  // Each access through a wildcard name is also an access to every array of the same type.
+  // Each access through a wildcard name is also an access to every array it may denote.
   void ExpandWildcards() {
     const size_t original = model_.accesses.size();
     for (const auto& [decl, wid] : wildcard_ids_) {
+      auto cand = wildcard_candidates_.find(wid);
       for (size_t i = 0; i < original; ++i) {
         if (model_.accesses[i].array != wid) continue;
         for (int other = 0; other < static_cast<int>(model_.arrays.size()); ++other) {
           if (other == wid || array_sigs_[other] != array_sigs_[wid]) continue;
+          if (cand != wildcard_candidates_.end() &&
+              std::find(cand->second.begin(), cand->second.end(), other) == cand->second.end()) {
+            continue;
+          }
           Duplicate(i, other, "may alias '" + model_.arrays[wid].name + "'");
         }
       }
@@ -1104,6 +1164,7 @@ class BodyWalker {
   std::map<const ValueDecl*, int> array_ids_;
   std::vector<std::string> array_sigs_;
   std::map<const void*, int> wildcard_ids_;
+  std::map<int, std::vector<int>> wildcard_candidates_;
   const ValueDecl* wildcard_name_ = nullptr;
   std::set<const ParmVarDecl*> param_arrays_;
 };
