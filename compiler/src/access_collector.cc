@@ -571,8 +571,13 @@ class BodyWalker {
           return Value::Int(Affine::Constant(model_.key_rank, *c));
         }
       }
-      // Declared outside the loop body and never modified inside it: loop-invariant symbol.
-      if (!IsInside(vd, lambda_body_) && !IsMutatedInScope(vd)) {
+      // A variable of the function that calls parallel_for (or a global), never modified by the
+      // body: a loop-invariant symbol. Locals and parameters of walked helpers are not: their
+      // values may differ per iteration (a helper's parameter fed from data, say).
+      const bool outer = !vd->isLocalVarDeclOrParm() ||
+                         (enclosing_ != nullptr &&
+                          vd->getParentFunctionOrMethod() == static_cast<const DeclContext*>(enclosing_));
+      if (outer && !IsInside(vd, lambda_body_) && !IsMutatedInScope(vd)) {
         unsigned offset = sm_.getFileOffset(sm_.getExpansionLoc(vd->getLocation()));
         return Value::Int(Affine::Symbol(model_.key_rank,
                                          vd->getNameAsString() + "@" + std::to_string(offset)));
