@@ -54,15 +54,18 @@ Shard MakeShard(int rank, int samples, int dim, float noise) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server demo: data-parallel least squares with SSP"};
-  int clocks = 30, samples = 20000, dim = 64, batch = 2000, staleness = 1;
+  int clocks = 30, samples = 20000, dim = 64, batch = 2000, staleness = 1, row_width = 64;
   float lr = 0.3f, noise = 0.1f;
   std::string log_level = "warn";
   app.add_option("--clocks", clocks, "SGD steps (clocks)")->check(CLI::PositiveNumber);
   app.add_option("--samples", samples, "samples per worker")->check(CLI::PositiveNumber);
   app.add_option("--dim", dim, "features")->check(CLI::PositiveNumber);
+  app.add_option("--row-width", row_width, "features per table row")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "minibatch per worker per clock")->check(CLI::PositiveNumber);
   app.add_option("--staleness", staleness, "SSP bound of the weight table")->check(CLI::NonNegativeNumber);
   app.add_option("--lr", lr, "learning rate");
+  int print_every = 5;
+  app.add_option("--print-every", print_every, "print the loss every N clocks")->check(CLI::PositiveNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
   if (auto s = tessera::SetLogLevel(log_level); !s.ok()) {
@@ -106,21 +109,31 @@ int main(int argc, char** argv) {
   weights.id = 1;
   weights.name = "weights";
   weights.value_type = tessera::ValueType::kFloat32;
-  weights.num_rows = 1;
-  weights.width = static_cast<uint32_t>(dim);
+  // The weights as rows of `row_width` features: what a model with many parameters looks like to
+  // the parameter server (rows are placed, cached, pushed and prioritized one by one).
+  const int rows = (dim + row_width - 1) / row_width;
+  weights.num_rows = static_cast<uint64_t>(rows);
+  weights.width = static_cast<uint32_t>(row_width);
   weights.staleness = static_cast<uint32_t>(staleness);
   if (auto s = client.CreateTable(weights); !s.ok()) {
     spdlog::error("worker {}: {}", rank, s.ToString());
     return 1;
   }
   Shard shard = MakeShard(rank, samples, dim, noise);
-  std::vector<float> w, grad(dim);
+  // Padded to whole rows; the padding features are always 0 in the data.
+  std::vector<float> w(static_cast<size_t>(rows) * row_width), grad(w.size()), row;
+  std::vector<tessera::RowId> all_rows(rows);
+  for (int r = 0; r < rows; ++r) all_rows[r] = r;
   std::mt19937 rng(7 + rank);
   std::uniform_int_distribution<int> pick(0, samples - 1);
-  if (rank == 0) std::printf("clock  loss(worker 0 shard)  samples/s\n");
+  if (rank == 0) std::printf("clock  loss(worker 0 shard)  samples/s  seconds\n");
   auto start = std::chrono::steady_clock::now();
   for (int clock = 0; clock < clocks; ++clock) {
-    if (auto s = client.Get<float>(0, 1, 0, &w); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+    if (auto s = client.Prefetch(0, 1, all_rows); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+    for (int r = 0; r < rows; ++r) {
+      if (auto s = client.Get<float>(0, 1, r, &row); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+      std::copy(row.begin(), row.end(), w.begin() + static_cast<ptrdiff_t>(r) * row_width);
+    }
     std::fill(grad.begin(), grad.end(), 0.0f);
     for (int b = 0; b < batch; ++b) {
       int i = pick(rng);
@@ -130,9 +143,12 @@ int main(int argc, char** argv) {
     }
     // Each worker's step is 1/workers of the step on the union of the minibatches.
     for (float& g : grad) g *= -lr / static_cast<float>(batch * workers);
-    if (auto s = client.IncRow<float>(1, 0, grad); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+    for (int r = 0; r < rows; ++r) {
+      std::span<const float> step(grad.data() + static_cast<ptrdiff_t>(r) * row_width, row_width);
+      if (auto s = client.IncRow<float>(1, r, step); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+    }
     if (auto s = client.Clock(0); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
-    if (rank == 0 && (clock % 5 == 4 || clock == clocks - 1)) {
+    if (rank == 0 && ((clock + 1) % print_every == 0 || clock == clocks - 1)) {
       double loss = 0;
       for (int i = 0; i < samples; ++i) {
         float err = -shard.y[i];
@@ -140,7 +156,8 @@ int main(int argc, char** argv) {
         loss += 0.5 * err * err;
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("%5d  %20.5f  %9.0f\n", clock + 1, loss / samples, (clock + 1.0) * batch * workers / secs);
+      std::printf("%5d  %20.5f  %9.0f  %7.3f\n", clock + 1, loss / samples, (clock + 1.0) * batch * workers / secs,
+                  secs);
       std::fflush(stdout);
     }
   }
