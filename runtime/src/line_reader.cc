@@ -86,6 +86,8 @@ Result<LineReader> LineReader::Open(const std::string& path, ReadRange range, in
       at += got;
     }
   }
+  // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first field.
+  if (r.start_ == 0 && r.bytes_.compare(0, 3, "\xEF\xBB\xBF") == 0) r.pos_ = 3;
   return r;
 }
 
