@@ -83,7 +83,7 @@ TEST_F(DataTest, ReadsEveryTripleFormat) {
       Write("csv", "userId,movieId,rating,timestamp\r\n10,200,4.0,881250949\r\n30,100,2.0,1\r\n"
                    "10,100,5.0,2\r\n"),
       Write("plain", "10 200 4\n  30   100 2\n\n10 100\t5\n"),
-      Write("bom_csv", "\xEF\xBB\xBF10,200,4\n30,100,2\n10,100,5\n"),
+      Write("bom_csv", "\xEF\xBB\xBF" "10,200,4\n30,100,2\n10,100,5\n"),
   };
   for (const std::string& f : files) {
     SCOPED_TRACE(f);
