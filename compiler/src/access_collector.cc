@@ -285,24 +285,18 @@ class BodyWalker {
     return nullptr;
   }
 
-  // True if `vd` (a pointer) is assigned, incremented or has its address taken anywhere in `s`.
-  static bool IsReassigned(const VarDecl* vd, const Stmt* s) {
+  // True unless every use of the pointer `vd` in `s` only reads its value (an lvalue-to-rvalue
+  // conversion, or a lambda capture whose body is checked too). Assignments, ++, &p, binding to a
+  // reference or passing by reference all count as "may be re-pointed".
+  static bool IsReassigned(const VarDecl* vd, const Stmt* s, const Stmt* parent = nullptr) {
     if (s == nullptr) return false;
-    auto names = [vd](const Expr* e) {
-      const auto* dre = dyn_cast<DeclRefExpr>(e->IgnoreParenImpCasts());
-      return dre != nullptr && dre->getDecl() == vd;
-    };
-    if (const auto* bo = dyn_cast<BinaryOperator>(s)) {
-      if (bo->isAssignmentOp() && names(bo->getLHS())) return true;
-    }
-    if (const auto* uo = dyn_cast<UnaryOperator>(s)) {
-      if ((uo->isIncrementDecrementOp() || uo->getOpcode() == UO_AddrOf) &&
-          names(uo->getSubExpr())) {
-        return true;
-      }
+    if (const auto* dre = dyn_cast<DeclRefExpr>(s); dre != nullptr && dre->getDecl() == vd) {
+      if (parent != nullptr && isa<LambdaExpr>(parent)) return false;
+      const auto* ice = dyn_cast_or_null<ImplicitCastExpr>(parent);
+      return ice == nullptr || ice->getCastKind() != CK_LValueToRValue;
     }
     for (const Stmt* c : s->children()) {
-      if (IsReassigned(vd, c)) return true;
+      if (IsReassigned(vd, c, s)) return true;
     }
     return false;
   }
@@ -408,20 +402,17 @@ class BodyWalker {
           return Value::Int(-EvalInt(ue->getSubExpr(), depth + 1));
         case UO_Plus:
           return Value::Int(EvalInt(ue->getSubExpr(), depth + 1));
-        case UO_Deref: {
-          // *p where p was initialised with &array.
-          const auto* pdre = dyn_cast<DeclRefExpr>(Strip(ue->getSubExpr()));
-          if (pdre == nullptr) return {};
-          const auto* pvd = dyn_cast<VarDecl>(pdre->getDecl());
-          const Stmt* fn_body = enclosing_ != nullptr ? enclosing_->getBody() : nullptr;
-          if (pvd == nullptr || !pvd->hasInit() || IsReassigned(pvd, fn_body) ||
-              IsReassigned(pvd, lambda_body_)) {
-            return {};
+        case UO_AddrOf:
+          // &W names W (as an argument for a helper's or unknown function's pointer parameter).
+          if (IsArrayLike(Classify(ue->getSubExpr()->getType()))) {
+            return Eval(ue->getSubExpr(), depth + 1);
           }
-          const auto* addr = dyn_cast<UnaryOperator>(Strip(pvd->getInit()));
-          if (addr == nullptr || addr->getOpcode() != UO_AddrOf) return {};
-          return Eval(addr->getSubExpr(), depth + 1);
-        }
+          break;
+        case UO_Deref:
+          // *p with p a pointer to an array: what p names (EvalDeclRef follows `p = &W` when p is
+          // never re-pointed, and makes it a wildcard otherwise).
+          if (IsArrayLike(Classify(ue->getType()))) return Eval(ue->getSubExpr(), depth + 1);
+          break;
         default:
           break;
       }
@@ -492,8 +483,7 @@ class BodyWalker {
       }
     }
     // Never drop an array: whatever denotes one but could not be followed is a wildcard.
-    const TypeKind tk = Classify(e->getType());
-    if (tk == TypeKind::kDistArray || tk == TypeKind::kRelaxedArray) return WildcardExpr(e);
+    if (IsArrayLike(Classify(e->getType()))) return WildcardExpr(e);
     return {};
   }
 

@@ -161,6 +161,13 @@ class SiteConsumer : public ASTConsumer {
           "tessera::parallel_for(%1, body, tessera::DataParallel{.staleness = s}) if the "
           "conflicting writes are additive");
       diags.Report(call_loc, fix) << array << m.space_array;
+      if (m.arrays[m.accesses[dep.first].array].may_alias) {
+        unsigned alias = diags.getCustomDiagID(
+            DiagnosticsEngine::Note,
+            "tessc could not tell which array '%0' is (see the conservative note); access the "
+            "array through a name it can follow, or relax or permit as above");
+        diags.Report(call_loc, alias) << array;
+      }
     }
     EmitConservativeNotes(diags, site);
   }
