@@ -8,9 +8,9 @@
 //
 //   tessera run -w 2 -s 2 -- build/bin/ps_demo --clocks 30      # a real job
 //   build/bin/ps_demo --clocks 30                                # alone: a one-process job
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -62,10 +62,12 @@ int main(int argc, char** argv) {
   app.add_option("--dim", dim, "features")->check(CLI::PositiveNumber);
   app.add_option("--row-width", row_width, "features per table row")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "minibatch per worker per clock")->check(CLI::PositiveNumber);
-  app.add_option("--staleness", staleness, "SSP bound of the weight table")->check(CLI::NonNegativeNumber);
+  app.add_option("--staleness", staleness, "SSP bound of the weight table")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--lr", lr, "learning rate");
   int print_every = 5;
-  app.add_option("--print-every", print_every, "print the loss every N clocks")->check(CLI::PositiveNumber);
+  app.add_option("--print-every", print_every, "print the loss every N clocks")
+      ->check(CLI::PositiveNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
   if (auto s = tessera::SetLogLevel(log_level); !s.ok()) {
@@ -129,9 +131,11 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("clock  loss(worker 0 shard)  samples/s  seconds\n");
   auto start = std::chrono::steady_clock::now();
   for (int clock = 0; clock < clocks; ++clock) {
-    if (auto s = client.Prefetch(0, 1, all_rows); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+    if (auto s = client.Prefetch(0, 1, all_rows); !s.ok())
+      return spdlog::error("{}", s.ToString()), 1;
     for (int r = 0; r < rows; ++r) {
-      if (auto s = client.Get<float>(0, 1, r, &row); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+      if (auto s = client.Get<float>(0, 1, r, &row); !s.ok())
+        return spdlog::error("{}", s.ToString()), 1;
       std::copy(row.begin(), row.end(), w.begin() + static_cast<ptrdiff_t>(r) * row_width);
     }
     std::fill(grad.begin(), grad.end(), 0.0f);
@@ -145,7 +149,8 @@ int main(int argc, char** argv) {
     for (float& g : grad) g *= -lr / static_cast<float>(batch * workers);
     for (int r = 0; r < rows; ++r) {
       std::span<const float> step(grad.data() + static_cast<ptrdiff_t>(r) * row_width, row_width);
-      if (auto s = client.IncRow<float>(1, r, step); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
+      if (auto s = client.IncRow<float>(1, r, step); !s.ok())
+        return spdlog::error("{}", s.ToString()), 1;
     }
     if (auto s = client.Clock(0); !s.ok()) return spdlog::error("{}", s.ToString()), 1;
     if (rank == 0 && ((clock + 1) % print_every == 0 || clock == clocks - 1)) {
@@ -156,8 +161,8 @@ int main(int argc, char** argv) {
         loss += 0.5 * err * err;
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("%5d  %20.5f  %9.0f  %7.3f\n", clock + 1, loss / samples, (clock + 1.0) * batch * workers / secs,
-                  secs);
+      std::printf("%5d  %20.5f  %9.0f  %7.3f\n", clock + 1, loss / samples,
+                  (clock + 1.0) * batch * workers / secs, secs);
       std::fflush(stdout);
     }
   }

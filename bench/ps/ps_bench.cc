@@ -13,15 +13,15 @@
 // no tables, no Cap'n Proto, no cache.
 //
 //   ps_bench [--widths 16,128,1024] [--clients 1,2,4] [--servers 1,2] [--rows N] [--csv]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <string>
 #include <thread>
@@ -42,8 +42,8 @@ struct Config {
   uint32_t width;
   int clients;
   int servers;
-  uint64_t rows_per_client;  // rows moved by each client in the timed part
-  int batch = 64;            // rows per message (per clock for inc)
+  uint64_t rows_per_client;     // rows moved by each client in the timed part
+  int batch = 64;               // rows per message (per clock for inc)
   uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
   int window = 4;               // get: batches in flight
 };
@@ -182,7 +182,8 @@ Report RunTessera(const Config& cfg) {
         const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
         auto batch_ids = [&](uint64_t b) {
           std::vector<tessera::RowId> ids;
-          for (uint64_t r = b * cfg.batch; r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
+          for (uint64_t r = b * cfg.batch;
+               r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
             ids.push_back(base + r);
           }
           return ids;
@@ -191,7 +192,8 @@ Report RunTessera(const Config& cfg) {
           if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
         }
         for (uint64_t b = 0; b < batches; ++b) {
-          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok()) return 1;
+          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
+            return 1;
           for (tessera::RowId id : batch_ids(b)) {
             if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
             ++moved;
@@ -362,7 +364,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   (void)tessera::SetLogLevel("warn");
 
-  std::printf("| pattern | width | clients | servers | Tessera rows/s | Tessera MB/s | ZeroMQ rows/s | ZeroMQ MB/s | ratio |\n");
+  std::printf(
+      "| pattern | width | clients | servers | Tessera rows/s | Tessera MB/s | ZeroMQ rows/s | "
+      "ZeroMQ MB/s | ratio |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);  // children inherit the stdio buffer; it must be empty when they exit
   std::vector<std::string> pattern_list;
@@ -382,8 +386,8 @@ int main(int argc, char** argv) {
           Report ours = RunTessera(cfg);
           auto rate = [](const Report& r) { return r.seconds > 0 ? r.rows / r.seconds : 0.0; };
           double mb = w * sizeof(float) / 1e6;
-          std::printf("| %s | %d | %d | %d | %.0f | %.1f | %.0f | %.1f | %.2f |\n", pattern.c_str(), w, c, s,
-                      rate(ours), rate(ours) * mb, rate(ceiling), rate(ceiling) * mb,
+          std::printf("| %s | %d | %d | %d | %.0f | %.1f | %.0f | %.1f | %.2f |\n", pattern.c_str(),
+                      w, c, s, rate(ours), rate(ours) * mb, rate(ceiling), rate(ceiling) * mb,
                       rate(ceiling) > 0 ? rate(ours) / rate(ceiling) : 0.0);
           std::fflush(stdout);
         }

@@ -8,11 +8,11 @@
 #include <array>
 #include <atomic>
 #include <cmath>
-#include <random>
 #include <condition_variable>
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -39,23 +39,25 @@ struct RowKey {
   bool operator==(const RowKey&) const = default;
 };
 struct RowKeyHash {
-  size_t operator()(const RowKey& k) const { return std::hash<uint64_t>()(k.row * 0x9e3779b97f4a7c15ULL ^ k.table); }
+  size_t operator()(const RowKey& k) const {
+    return std::hash<uint64_t>()(k.row * 0x9e3779b97f4a7c15ULL ^ k.table);
+  }
 };
 
 struct CacheEntry {
-  RowValues value;      // server value + own updates not yet reflected there
+  RowValues value;  // server value + own updates not yet reflected there
   bool valid = false;
   bool subscribed = false;  // the server pushes changes of this row to us
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
-  Status error;         // a failed request for this row, reported to the next reader
+  Status error;  // a failed request for this row, reported to the next reader
 };
 
 // A row's coalesced updates not sent yet.
 struct PendingRow {
   RowValues delta;
-  size_t slot = 0;          // its index in Stripe::pending
-  double importance = 0;    // accumulated sum |delta / value|, kept under kRelativeMagnitude
+  size_t slot = 0;        // its index in Stripe::pending
+  double importance = 0;  // accumulated sum |delta / value|, kept under kRelativeMagnitude
 };
 
 struct Stripe {
@@ -98,9 +100,23 @@ struct Outbound {
 };
 
 enum Counter {
-  kGetRequests, kCacheHits, kColdMisses, kStaleWaits, kBlockedReads, kRowsReceived, kPushes,
-  kUpdateRowsSent, kBytesSent, kMessagesSent, kEarlyBytes, kBoundaryBytes, kEarlyRows, kReads,
-  kStalenessSum, kStalenessMax, kNumCounters
+  kGetRequests,
+  kCacheHits,
+  kColdMisses,
+  kStaleWaits,
+  kBlockedReads,
+  kRowsReceived,
+  kPushes,
+  kUpdateRowsSent,
+  kBytesSent,
+  kMessagesSent,
+  kEarlyBytes,
+  kBoundaryBytes,
+  kEarlyRows,
+  kReads,
+  kStalenessSum,
+  kStalenessMax,
+  kNumCounters
 };
 
 struct PendingCall {
@@ -129,8 +145,10 @@ class Client::Impl {
   }
 
   Status Start() {
-    if (options_.coordinator.empty()) return Status::InvalidArgument("client: no coordinator endpoint");
-    if (options_.num_threads < 1) return Status::InvalidArgument("client: num_threads must be >= 1");
+    if (options_.coordinator.empty())
+      return Status::InvalidArgument("client: no coordinator endpoint");
+    if (options_.num_threads < 1)
+      return Status::InvalidArgument("client: num_threads must be >= 1");
     ConfigureSocket(coordinator_);
     coordinator_.set(zmq::sockopt::linger, 2000);  // let the final Leave go out
     try {
@@ -139,12 +157,14 @@ class Client::Impl {
       return Status::InvalidArgument(
           fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
-    auto membership = JoinJob(coordinator_,
-                              {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
-                              options_.timeout);
+    auto membership =
+        JoinJob(coordinator_,
+                {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
+                options_.timeout);
     if (!membership.ok()) {
       return Status(membership.status().code(),
-                    fmt::format("joining via coordinator {}: {}", options_.coordinator, membership.status().message()));
+                    fmt::format("joining via coordinator {}: {}", options_.coordinator,
+                                membership.status().message()));
     }
     const auto& servers = membership->servers;
     num_workers_ = membership->num_workers;
@@ -187,8 +207,8 @@ class Client::Impl {
       std::shared_lock lock(tables_mu_);
       if (auto it = tables_.find(spec.id); it != tables_.end()) {
         if (!it->second->spec.SameAs(spec)) {
-          return Status::FailedPrecondition(
-              fmt::format("table {} already exists as '{}' with another spec", spec.id, it->second->spec.name));
+          return Status::FailedPrecondition(fmt::format(
+              "table {} already exists as '{}' with another spec", spec.id, it->second->spec.name));
         }
         return Status::Ok();
       }
@@ -219,32 +239,35 @@ class Client::Impl {
       auto it = tables_.find(id);
       if (it != tables_.end()) t = it->second.get();
     }
-    if (t == nullptr) return Status::NotFound(fmt::format("unknown table {} (CreateTable it first)", id));
+    if (t == nullptr)
+      return Status::NotFound(fmt::format("unknown table {} (CreateTable it first)", id));
     if (t->spec.value_type != type) {
       return Status::InvalidArgument(fmt::format("table '{}' holds {} values, not {}", t->spec.name,
-                                                 ValueTypeName(t->spec.value_type), ValueTypeName(type)));
+                                                 ValueTypeName(t->spec.value_type),
+                                                 ValueTypeName(type)));
     }
     return t;
   }
 
   Status CheckRow(const ClientTable& t, RowId row) const {
     if (row >= t.spec.num_rows) {
-      return Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", row, t.spec.name,
-                                            t.spec.num_rows));
+      return Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", row,
+                                            t.spec.name, t.spec.num_rows));
     }
     return Status::Ok();
   }
 
   Status CheckThread(int thread) const {
     if (thread < 0 || thread >= options_.num_threads) {
-      return Status::InvalidArgument(
-          fmt::format("thread {} out of range (client has {} threads)", thread, options_.num_threads));
+      return Status::InvalidArgument(fmt::format("thread {} out of range (client has {} threads)",
+                                                 thread, options_.num_threads));
     }
     return Status::Ok();
   }
 
   int64_t NeededClock(int thread, const ClientTable& t) const {
-    return thread_clocks_[thread].load(std::memory_order_relaxed) - static_cast<int64_t>(t.spec.staleness);
+    return thread_clocks_[thread].load(std::memory_order_relaxed) -
+           static_cast<int64_t>(t.spec.staleness);
   }
 
   int64_t EffectiveStamp(const CacheEntry& e, uint32_t server) const {
@@ -299,9 +322,11 @@ class Client::Impl {
       if (stripe.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
           std::chrono::steady_clock::now() >= deadline) {
         Uncount(kBlockedReads);
-        return Status::Unavailable(fmt::format(
-            "read of row {} of table '{}' at clock {} got no answer from server {} ({}) within {} ms", row,
-            table.spec.name, need, server, channels_[server]->endpoint, options_.timeout.count()));
+        return Status::Unavailable(
+            fmt::format("read of row {} of table '{}' at clock {} got no answer from server {} "
+                        "({}) within {} ms",
+                        row, table.spec.name, need, server, channels_[server]->endpoint,
+                        options_.timeout.count()));
       }
     }
   }
@@ -374,8 +399,8 @@ class Client::Impl {
   Status CheckColumn(TableId id, uint32_t column) {
     const TableSpec* spec = FindTableSpec(id);
     if (spec != nullptr && column >= spec->width) {
-      return Status::OutOfRange(
-          fmt::format("column {} out of range for table '{}' (width {})", column, spec->name, spec->width));
+      return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})",
+                                            column, spec->name, spec->width));
     }
     return Status::Ok();
   }
@@ -383,8 +408,9 @@ class Client::Impl {
   Status CheckDenseWidth(TableId id, size_t size) {
     const TableSpec* spec = FindTableSpec(id);
     if (spec != nullptr && (spec->sparse || size != spec->width)) {
-      return Status::InvalidArgument(fmt::format("IncRow on table '{}' needs a dense row of {} values, got {}",
-                                                 spec->name, spec->width, size));
+      return Status::InvalidArgument(
+          fmt::format("IncRow on table '{}' needs a dense row of {} values, got {}", spec->name,
+                      spec->width, size));
     }
     return Status::Ok();
   }
@@ -394,7 +420,8 @@ class Client::Impl {
     std::lock_guard lock(clock_mu_);
     thread_clocks_[thread].fetch_add(1, std::memory_order_relaxed);
     int64_t min_clock = std::numeric_limits<int64_t>::max();
-    for (int i = 0; i < options_.num_threads; ++i) min_clock = std::min(min_clock, thread_clocks_[i].load());
+    for (int i = 0; i < options_.num_threads; ++i)
+      min_clock = std::min(min_clock, thread_clocks_[i].load());
     if (min_clock > process_clock_) {
       process_clock_ = min_clock;
       FlushLocked(process_clock_);
@@ -503,7 +530,8 @@ class Client::Impl {
       Enqueue(target, msg->ToFrame());
     }
     std::unique_lock lock(calls_mu_);
-    bool done = calls_cv_.wait_for(lock, options_.timeout, [&] { return calls_[id].outstanding == 0; });
+    bool done =
+        calls_cv_.wait_for(lock, options_.timeout, [&] { return calls_[id].outstanding == 0; });
     Status status = done ? calls_[id].status
                          : Status::Unavailable(fmt::format("{}: no answer within {} ms", what,
                                                            options_.timeout.count()));
@@ -546,7 +574,8 @@ class Client::Impl {
     auto open_batch = [&](uint32_t s) {
       if (batches[s] != nullptr) return;
       std::lock_guard lock(channels_[s]->mu);
-      batches[s] = &channels_[s]->inflight.emplace_back(InflightBatch{++channels_[s]->next_seq, {}});
+      batches[s] =
+          &channels_[s]->inflight.emplace_back(InflightBatch{++channels_[s]->next_seq, {}});
     };
     if (!early) {
       for (uint32_t s = 0; s < num_servers; ++s) open_batch(s);
@@ -593,8 +622,9 @@ class Client::Impl {
       size_t payload = 0;
       for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
       // Per row: a Row struct, a Values struct and list headers, about 8 words.
-      OutgoingMessage msg(options_.rank, 0,
-                          static_cast<unsigned>(payload / sizeof(capnp::word) + outgoing[s].size() * 8 + 16));
+      OutgoingMessage msg(
+          options_.rank, 0,
+          static_cast<unsigned>(payload / sizeof(capnp::word) + outgoing[s].size() * 8 + 16));
       auto update = msg.envelope().getBody().initUpdate();
       update.setSeq(batches[s]->seq);
       update.setClock(clock);
@@ -650,7 +680,8 @@ class Client::Impl {
     };
     std::vector<Candidate> candidates;
     const int64_t pending = pending_rows_.load(std::memory_order_relaxed);
-    if (comm.policy == SendPolicy::kRelativeMagnitude && pending <= static_cast<int64_t>(comm.sample_size)) {
+    if (comm.policy == SendPolicy::kRelativeMagnitude &&
+        pending <= static_cast<int64_t>(comm.sample_size)) {
       // Few enough to look at all: the order is exact.
       for (ClientTable* t : tables) {
         for (Stripe& stripe : t->stripes) {
@@ -660,19 +691,25 @@ class Client::Impl {
       }
     } else {
       size_t want = comm.policy == SendPolicy::kRandom ? comm.rows_per_message : comm.sample_size;
-      std::uniform_int_distribution<size_t> pick_table(0, tables.size() - 1), pick_stripe(0, kStripes - 1);
+      std::uniform_int_distribution<size_t> pick_table(0, tables.size() - 1),
+          pick_stripe(0, kStripes - 1);
       for (size_t attempt = 0; attempt < 4 * want && candidates.size() < want; ++attempt) {
         ClientTable* t = tables[pick_table(rng_)];
         Stripe& stripe = t->stripes[pick_stripe(rng_)];
         std::lock_guard lock(stripe.mu);
         if (stripe.pending.empty()) continue;
-        RowId row = stripe.pending[std::uniform_int_distribution<size_t>(0, stripe.pending.size() - 1)(rng_)];
+        RowId row =
+            stripe
+                .pending[std::uniform_int_distribution<size_t>(0, stripe.pending.size() - 1)(rng_)];
         candidates.push_back({stripe.oplog[row].importance, t, row});
       }
     }
-    if (comm.policy == SendPolicy::kRelativeMagnitude && candidates.size() > comm.rows_per_message) {
-      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(comm.rows_per_message),
-                        candidates.end(), [](const Candidate& a, const Candidate& b) { return a.importance > b.importance; });
+    if (comm.policy == SendPolicy::kRelativeMagnitude &&
+        candidates.size() > comm.rows_per_message) {
+      std::partial_sort(
+          candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(comm.rows_per_message),
+          candidates.end(),
+          [](const Candidate& a, const Candidate& b) { return a.importance > b.importance; });
       candidates.resize(comm.rows_per_message);
     }
     for (const Candidate& c : candidates) chosen.emplace_back(c.table, c.row);
@@ -694,7 +731,8 @@ class Client::Impl {
     Count(kReads);
     Count(kStalenessSum, s);
     uint64_t seen = counters_[kStalenessMax].load(std::memory_order_relaxed);
-    while (s > seen && !counters_[kStalenessMax].compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
+    while (s > seen &&
+           !counters_[kStalenessMax].compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
     }
   }
 
@@ -726,9 +764,11 @@ class Client::Impl {
           stopping = true;
           break;
         }
-        zmq::socket_t& socket = out.target == kCoordinator ? coordinator_ : server_sockets_[out.target];
+        zmq::socket_t& socket =
+            out.target == kCoordinator ? coordinator_ : server_sockets_[out.target];
         bytes += out.frame.size();
-        (out.early ? early_bytes : boundary_bytes) += out.target == kCoordinator ? 0 : out.frame.size();
+        (out.early ? early_bytes : boundary_bytes) +=
+            out.target == kCoordinator ? 0 : out.frame.size();
         ++messages;
         try {
           socket.send(out.frame, zmq::send_flags::none);
@@ -763,7 +803,8 @@ class Client::Impl {
   void Handle(int source, zmq::message_t frame) {
     auto parsed = IncomingMessage::Parse(std::move(frame));
     if (!parsed.ok()) {
-      log_->error("dropping a bad message from {}: {}", source == kCoordinator ? "the coordinator" : fmt::format("server {}", source),
+      log_->error("dropping a bad message from {}: {}",
+                  source == kCoordinator ? "the coordinator" : fmt::format("server {}", source),
                   parsed.status().ToString());
       return;
     }
@@ -866,7 +907,8 @@ class Client::Impl {
         // Updates of ours the server has not applied yet, then those not even sent.
         std::lock_guard ch_lock(ch.mu);
         for (const InflightBatch& b : ch.inflight) {
-          if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end()) values->Add(d->second);
+          if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end())
+            values->Add(d->second);
         }
       }
       if (auto o = stripe.oplog.find(row); o != stripe.oplog.end()) values->Add(o->second.delta);
@@ -952,7 +994,8 @@ Status Client::Get(int thread, TableId table, RowId row, std::vector<T>* out) {
 }
 
 template <typename T>
-Status Client::GetSparse(int thread, TableId table, RowId row, std::vector<std::pair<uint32_t, T>>* out) {
+Status Client::GetSparse(int thread, TableId table, RowId row,
+                         std::vector<std::pair<uint32_t, T>>* out) {
   return impl_->Read(thread, table, ValueTypeOf<T>(), true, row, [&](const RowValues& v) {
     auto cols = v.columns();
     auto vals = v.values<T>();
@@ -994,10 +1037,10 @@ Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
       });
 }
 
-#define TESSERA_INSTANTIATE(T)                                                                  \
-  template Status Client::Get<T>(int, TableId, RowId, std::vector<T>*);                          \
+#define TESSERA_INSTANTIATE(T)                                                                     \
+  template Status Client::Get<T>(int, TableId, RowId, std::vector<T>*);                            \
   template Status Client::GetSparse<T>(int, TableId, RowId, std::vector<std::pair<uint32_t, T>>*); \
-  template Status Client::Inc<T>(TableId, RowId, uint32_t, T);                                   \
+  template Status Client::Inc<T>(TableId, RowId, uint32_t, T);                                     \
   template Status Client::IncRow<T>(TableId, RowId, std::span<const T>);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)

@@ -16,7 +16,8 @@ Result<int> IntVar(const char* name, int min_value) {
   int value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end != s.data() + s.size() || value < min_value) {
-    return Status::InvalidArgument(fmt::format("{}='{}' is not an integer >= {}", name, s, min_value));
+    return Status::InvalidArgument(
+        fmt::format("{}='{}' is not an integer >= {}", name, s, min_value));
   }
   return value;
 }
@@ -28,7 +29,8 @@ Result<std::optional<JobEnvironment>> JobEnvironmentFromEnv() {
   if (coordinator == nullptr || *coordinator == '\0') return std::optional<JobEnvironment>();
   const char* role = std::getenv("TESSERA_ROLE");
   if (role != nullptr && std::string(role) != "worker") {
-    return Status::InvalidArgument(fmt::format("TESSERA_ROLE is '{}', but this program is a worker", role));
+    return Status::InvalidArgument(
+        fmt::format("TESSERA_ROLE is '{}', but this program is a worker", role));
   }
   JobEnvironment env;
   auto rank = IntVar("TESSERA_RANK", 0);
@@ -38,7 +40,8 @@ Result<std::optional<JobEnvironment>> JobEnvironmentFromEnv() {
     if (!s.ok()) return s;
   }
   if (*rank >= *workers) {
-    return Status::InvalidArgument(fmt::format("TESSERA_RANK={} but TESSERA_NUM_WORKERS={}", *rank, *workers));
+    return Status::InvalidArgument(
+        fmt::format("TESSERA_RANK={} but TESSERA_NUM_WORKERS={}", *rank, *workers));
   }
   env.rank = *rank;
   env.num_workers = *workers;

@@ -26,8 +26,9 @@ class Coordinator::Impl {
 
   Status Start() {
     if (options_.num_servers < 1 || options_.num_workers < 1) {
-      return Status::InvalidArgument(fmt::format("a job needs at least 1 server and 1 worker (got {} and {})",
-                                                 options_.num_servers, options_.num_workers));
+      return Status::InvalidArgument(
+          fmt::format("a job needs at least 1 server and 1 worker (got {} and {})",
+                      options_.num_servers, options_.num_workers));
     }
     ConfigureSocket(socket_);
     auto ep = BindSocket(socket_, options_.listen);
@@ -47,7 +48,8 @@ class Coordinator::Impl {
 
  private:
   void Loop() {
-    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, loop_.waker().poll_item()};
+    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                          loop_.waker().poll_item()};
     while (!loop_.stopping() && !finished_) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
       if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
@@ -64,7 +66,8 @@ class Coordinator::Impl {
   }
 
   void Send(const std::string& identity, OutgoingMessage& msg) {
-    if (Status s = SendRouted(socket_, identity, msg); !s.ok()) log_->error("send to a peer failed: {}", s.message());
+    if (Status s = SendRouted(socket_, identity, msg); !s.ok())
+      log_->error("send to a peer failed: {}", s.message());
   }
 
   void SendError(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
@@ -113,7 +116,8 @@ class Coordinator::Impl {
     if (reg.getRole() == proto::Role::SERVER) {
       if (rank >= server_endpoints_.size()) {
         SendError(identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
-                  fmt::format("server rank {} but the job has {} servers", rank, server_endpoints_.size()));
+                  fmt::format("server rank {} but the job has {} servers", rank,
+                              server_endpoints_.size()));
         return;
       }
       if (!server_endpoints_[rank].empty() && server_ids_[rank] != identity) {
@@ -127,8 +131,9 @@ class Coordinator::Impl {
       log_->info("server {} registered at {}", rank, server_endpoints_[rank]);
     } else {
       if (rank >= static_cast<uint32_t>(options_.num_workers)) {
-        SendError(identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
-                  fmt::format("worker rank {} but the job has {} workers", rank, options_.num_workers));
+        SendError(
+            identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
+            fmt::format("worker rank {} but the job has {} workers", rank, options_.num_workers));
         return;
       }
       if (auto it = worker_ids_.find(rank); it != worker_ids_.end() && it->second != identity) {

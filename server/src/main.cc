@@ -9,9 +9,9 @@
 // TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL, TESSERA_ENDPOINT_FILE), so `tessera run` may pass
 // either; for a coordinator TESSERA_COORDINATOR is the address to listen on. Managed
 // communication: TESSERA_COMM_POLICY and TESSERA_COMM_BYTES_PER_SECOND (the job's budget).
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -61,12 +61,15 @@ int main(int argc, char** argv) {
   app.add_option("--role", role, "coordinator or server")
       ->check(CLI::IsMember({"coordinator", "server"}))
       ->required(role.empty());
-  app.add_option("--listen", listen, "endpoint to bind (tcp port 0 = ephemeral); default tcp://BIND_HOST:0");
+  app.add_option("--listen", listen,
+                 "endpoint to bind (tcp port 0 = ephemeral); default tcp://BIND_HOST:0");
   app.add_option("--endpoint-file", endpoint_file, "coordinator: write the bound endpoint here");
   app.add_option("--coordinator", coordinator, "server: the coordinator's endpoint");
   app.add_option("--rank", rank, "server: this server's rank")->check(CLI::NonNegativeNumber);
-  app.add_option("--num-servers", num_servers, "coordinator: servers in the job")->check(CLI::PositiveNumber);
-  app.add_option("--num-workers", num_workers, "coordinator: workers in the job")->check(CLI::PositiveNumber);
+  app.add_option("--num-servers", num_servers, "coordinator: servers in the job")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-workers", num_workers, "coordinator: workers in the job")
+      ->check(CLI::PositiveNumber);
   app.add_option("--secret", secret, "job secret required from every node");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off");
   CLI11_PARSE(app, argc, argv);
@@ -77,7 +80,8 @@ int main(int argc, char** argv) {
   }
   if (listen.empty()) {
     // The launcher tells a coordinator where to listen through TESSERA_COORDINATOR.
-    listen = role == "coordinator" && !coordinator.empty() ? coordinator : "tcp://" + bind_host + ":0";
+    listen =
+        role == "coordinator" && !coordinator.empty() ? coordinator : "tcp://" + bind_host + ":0";
   }
 
   zmq::context_t context;

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <random>
 #include <mutex>
+#include <random>
 #include <unordered_map>
 #include <vector>
 
@@ -54,10 +54,10 @@ struct ShardTable {
 };
 
 struct Peer {
-  std::string identity;       // empty until the worker registers here
-  bool unreachable = false;   // its connection is gone; logged once, skipped by pushes
-  int64_t clock = 0;          // the worker completed clocks < clock
-  uint64_t applied_seq = 0;   // its update batches applied here, in order
+  std::string identity;      // empty until the worker registers here
+  bool unreachable = false;  // its connection is gone; logged once, skipped by pushes
+  int64_t clock = 0;         // the worker completed clocks < clock
+  uint64_t applied_seq = 0;  // its update batches applied here, in order
 };
 
 struct ParkedGet {
@@ -81,9 +81,11 @@ class Server::Impl {
   ~Impl() { Stop(); }
 
   Status Start() {
-    if (options_.coordinator.empty()) return Status::InvalidArgument("server: no coordinator endpoint");
+    if (options_.coordinator.empty())
+      return Status::InvalidArgument("server: no coordinator endpoint");
     ConfigureSocket(socket_);
-    socket_.set(zmq::sockopt::router_mandatory, 1);  // a vanished client is an error, not a silent drop
+    socket_.set(zmq::sockopt::router_mandatory,
+                1);  // a vanished client is an error, not a silent drop
     ConfigureSocket(coordinator_);
     auto ep = BindSocket(socket_, options_.listen);
     if (!ep.ok()) return ep.status();
@@ -91,14 +93,17 @@ class Server::Impl {
     try {
       coordinator_.connect(options_.coordinator);
     } catch (const zmq::error_t& e) {
-      return Status::InvalidArgument(fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
+      return Status::InvalidArgument(
+          fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
-    auto membership = JoinJob(coordinator_,
-                              {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},
-                              options_.join_timeout);
+    auto membership = JoinJob(
+        coordinator_,
+        {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},
+        options_.join_timeout);
     if (!membership.ok()) {
       return Status(membership.status().code(),
-                    fmt::format("joining via coordinator {}: {}", options_.coordinator, membership.status().message()));
+                    fmt::format("joining via coordinator {}: {}", options_.coordinator,
+                                membership.status().message()));
     }
     num_workers_ = membership->num_workers;
     peers_.resize(num_workers_);
@@ -153,8 +158,8 @@ class Server::Impl {
       // and return to the top after a bounded number of rounds so early pushes get their turn
       // (poll reports the sockets readable again at once if more is waiting).
       int rounds = 0;
-      for (bool progress = true; progress && rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_;
-           ++rounds) {
+      for (bool progress = true;
+           progress && rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_; ++rounds) {
         progress = false;
         if (auto frame = TryReceiveRouted(socket_)) {
           progress = true;
@@ -294,7 +299,8 @@ class Server::Impl {
     Send(identity, reply);
   }
 
-  void OnCreateTable(const std::string& identity, uint64_t request_id, proto::TableSpec::Reader wire) {
+  void OnCreateTable(const std::string& identity, uint64_t request_id,
+                     proto::TableSpec::Reader wire) {
     TableSpec spec = TableSpecFromProto(wire);
     if (Status s = spec.Validate(); !s.ok()) {
       Reject(identity, request_id, s);
@@ -307,8 +313,8 @@ class Server::Impl {
     } else if (!it->second.spec.SameAs(spec)) {
       Reject(identity, request_id,
              Status::FailedPrecondition(fmt::format(
-                 "table {} already exists as '{}' with a different shape, type or staleness", spec.id,
-                 it->second.spec.name)));
+                 "table {} already exists as '{}' with a different shape, type or staleness",
+                 spec.id, it->second.spec.name)));
       return;
     }
     OutgoingMessage reply(options_.rank, request_id);
@@ -399,9 +405,10 @@ class Server::Impl {
         return false;
       }
       if (row.getRow() >= (*table)->spec.num_rows) {
-        Reject(peer.identity, 0,
-               Status::OutOfRange(fmt::format("update to row {} of table '{}' ({} rows)", row.getRow(),
-                                              (*table)->spec.name, (*table)->spec.num_rows)));
+        Reject(
+            peer.identity, 0,
+            Status::OutOfRange(fmt::format("update to row {} of table '{}' ({} rows)", row.getRow(),
+                                           (*table)->spec.name, (*table)->spec.num_rows)));
         return false;
       }
       if (Status s = RowValues::CheckProto(row.getValues(), (*table)->spec); !s.ok()) {
@@ -410,7 +417,8 @@ class Server::Impl {
       }
       checked.emplace_back(*table, row);
     }
-    const bool weigh = options_.comm.early_sends() && options_.comm.policy == SendPolicy::kRelativeMagnitude;
+    const bool weigh =
+        options_.comm.early_sends() && options_.comm.policy == SendPolicy::kRelativeMagnitude;
     for (auto& [table, wire] : checked) {
       StoredRow* row = &table->Row(wire.getRow());
       if (weigh && !row->subscribers.empty()) {
@@ -432,8 +440,8 @@ class Server::Impl {
     Peer& peer = peers_[worker];
     if (clock < peer.clock) {
       Reject(peer.identity, 0,
-             Status::InvalidArgument(fmt::format("worker {} moved its clock back from {} to {}", worker,
-                                                 peer.clock, clock)));
+             Status::InvalidArgument(fmt::format("worker {} moved its clock back from {} to {}",
+                                                 worker, peer.clock, clock)));
       return;
     }
     peer.clock = clock;
@@ -446,8 +454,10 @@ class Server::Impl {
     // Answer the reads that waited for this clock.
     std::vector<ParkedGet> still_parked;
     for (auto& req : parked_) {
-      if (req.min_clock <= clock_) Answer(req);
-      else still_parked.push_back(std::move(req));
+      if (req.min_clock <= clock_)
+        Answer(req);
+      else
+        still_parked.push_back(std::move(req));
     }
     parked_ = std::move(still_parked);
   }
@@ -512,14 +522,16 @@ class Server::Impl {
         std::shuffle(candidates.begin(), candidates.end(), rng_);
         break;
       default: {
-        auto more_changed = [](const StoredRow* a, const StoredRow* b) { return a->change > b->change; };
+        auto more_changed = [](const StoredRow* a, const StoredRow* b) {
+          return a->change > b->change;
+        };
         if (candidates.size() > comm.sample_size) {
           // Sample instead of ranking every changed row on every send.
           std::shuffle(candidates.begin(), candidates.end(), rng_);
           candidates.resize(comm.sample_size);
         }
-        std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(n), candidates.end(),
-                          more_changed);
+        std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(n),
+                          candidates.end(), more_changed);
       }
     }
     candidates.resize(n);
@@ -528,7 +540,8 @@ class Server::Impl {
       row->change = 0;
     }
     changed_rows_ -= candidates.size();
-    uint64_t sent = SendRows(std::vector<const StoredRow*>(candidates.begin(), candidates.end()), false);
+    uint64_t sent =
+        SendRows(std::vector<const StoredRow*>(candidates.begin(), candidates.end()), false);
     CountStat([&](ServerStats& s) { s.early_rows_pushed += sent; });
   }
 
@@ -545,7 +558,7 @@ class Server::Impl {
   std::vector<Peer> peers_;
   std::unordered_map<TableId, ShardTable> tables_;
   std::vector<StoredRow*> dirty_;  // rows changed since the last clock advance
-  size_t changed_rows_ = 0;  // rows of dirty_ changed since last sent
+  size_t changed_rows_ = 0;        // rows of dirty_ changed since last sent
   uint64_t bytes_since_refill_ = 0;
   std::mt19937_64 rng_{0x5e7e5};
   std::vector<ParkedGet> parked_;

@@ -1,8 +1,7 @@
 #include "tessera/table/row_values.h"
 
-#include <fmt/format.h>
-
 #include <capnp/any.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -15,26 +14,38 @@ namespace {
 // The wire list of type T inside a Values union.
 template <typename T>
 auto GetList(proto::Values::Reader v) {
-  if constexpr (std::is_same_v<T, float>) return v.getF32();
-  else if constexpr (std::is_same_v<T, double>) return v.getF64();
-  else if constexpr (std::is_same_v<T, int32_t>) return v.getI32();
-  else return v.getI64();
+  if constexpr (std::is_same_v<T, float>)
+    return v.getF32();
+  else if constexpr (std::is_same_v<T, double>)
+    return v.getF64();
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return v.getI32();
+  else
+    return v.getI64();
 }
 
 template <typename T>
 auto InitList(proto::Values::Builder v, unsigned n) {
-  if constexpr (std::is_same_v<T, float>) return v.initF32(n);
-  else if constexpr (std::is_same_v<T, double>) return v.initF64(n);
-  else if constexpr (std::is_same_v<T, int32_t>) return v.initI32(n);
-  else return v.initI64(n);
+  if constexpr (std::is_same_v<T, float>)
+    return v.initF32(n);
+  else if constexpr (std::is_same_v<T, double>)
+    return v.initF64(n);
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return v.initI32(n);
+  else
+    return v.initI64(n);
 }
 
 template <typename T>
 proto::Values::Which WhichOf() {
-  if constexpr (std::is_same_v<T, float>) return proto::Values::F32;
-  else if constexpr (std::is_same_v<T, double>) return proto::Values::F64;
-  else if constexpr (std::is_same_v<T, int32_t>) return proto::Values::I32;
-  else return proto::Values::I64;
+  if constexpr (std::is_same_v<T, float>)
+    return proto::Values::F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return proto::Values::F64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return proto::Values::I32;
+  else
+    return proto::Values::I64;
 }
 
 // Cap'n Proto lays out a list of primitives as a packed little-endian array. On a little-endian
@@ -50,7 +61,8 @@ const T* RawCells(typename capnp::List<T>::Reader list) {
 template <typename T>
 T* RawCells(typename capnp::List<T>::Builder list) {
   // The bytes belong to the message being built, so writing them is writing the list.
-  return const_cast<T*>(reinterpret_cast<const T*>(capnp::AnyList::Reader(list.asReader()).getRawBytes().begin()));
+  return const_cast<T*>(
+      reinterpret_cast<const T*>(capnp::AnyList::Reader(list.asReader()).getRawBytes().begin()));
 }
 
 }  // namespace
@@ -66,8 +78,9 @@ RowValues RowValues::Zero(const TableSpec& spec) {
 }
 
 ValueType RowValues::value_type() const {
-  return std::visit([](const auto& v) { return ValueTypeOf<typename std::decay_t<decltype(v)>::value_type>(); },
-                    values_);
+  return std::visit(
+      [](const auto& v) { return ValueTypeOf<typename std::decay_t<decltype(v)>::value_type>(); },
+      values_);
 }
 
 size_t RowValues::size() const {
@@ -76,7 +89,9 @@ size_t RowValues::size() const {
 
 size_t RowValues::payload_bytes() const {
   size_t value_bytes = std::visit(
-      [](const auto& v) { return v.size() * sizeof(typename std::decay_t<decltype(v)>::value_type); },
+      [](const auto& v) {
+        return v.size() * sizeof(typename std::decay_t<decltype(v)>::value_type);
+      },
       values_);
   return value_bytes + columns_.size() * sizeof(uint32_t);
 }
@@ -94,8 +109,9 @@ Status RowValues::CheckProto(proto::Values::Reader wire, const TableSpec& spec) 
   return VisitValueType(spec.value_type, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (wire.which() != WhichOf<T>()) {
-      return Status::InvalidArgument(fmt::format("table '{}' holds {} values; message has another type",
-                                                 spec.name, ValueTypeName(spec.value_type)));
+      return Status::InvalidArgument(
+          fmt::format("table '{}' holds {} values; message has another type", spec.name,
+                      ValueTypeName(spec.value_type)));
     }
     auto list = GetList<T>(wire);
     auto cols = wire.getColumns();
@@ -108,13 +124,14 @@ Status RowValues::CheckProto(proto::Values::Reader wire, const TableSpec& spec) 
       return Status::Ok();
     }
     if (cols.size() != list.size()) {
-      return Status::InvalidArgument(fmt::format("sparse row of table '{}': {} columns but {} values",
-                                                 spec.name, cols.size(), list.size()));
+      return Status::InvalidArgument(
+          fmt::format("sparse row of table '{}': {} columns but {} values", spec.name, cols.size(),
+                      list.size()));
     }
     for (unsigned i = 0; i < cols.size(); ++i) {
       if (cols[i] >= spec.width) {
-        return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})", cols[i],
-                                              spec.name, spec.width));
+        return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})",
+                                              cols[i], spec.name, spec.width));
       }
       if (i > 0 && cols[i] <= cols[i - 1]) {
         return Status::InvalidArgument(
@@ -197,7 +214,8 @@ void RowValues::Add(const RowValues& delta) {
         while (i < columns_.size() || j < delta.columns_.size()) {
           uint32_t c;
           T x;
-          if (j == delta.columns_.size() || (i < columns_.size() && columns_[i] < delta.columns_[j])) {
+          if (j == delta.columns_.size() ||
+              (i < columns_.size() && columns_[i] < delta.columns_[j])) {
             c = columns_[i];
             x = v[i++];
           } else if (i == columns_.size() || delta.columns_[j] < columns_[i]) {

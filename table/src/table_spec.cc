@@ -6,10 +6,14 @@ namespace tessera {
 
 std::string_view ValueTypeName(ValueType t) {
   switch (t) {
-    case ValueType::kFloat32: return "float32";
-    case ValueType::kFloat64: return "float64";
-    case ValueType::kInt32: return "int32";
-    case ValueType::kInt64: return "int64";
+    case ValueType::kFloat32:
+      return "float32";
+    case ValueType::kFloat64:
+      return "float64";
+    case ValueType::kInt32:
+      return "int32";
+    case ValueType::kInt64:
+      return "int64";
   }
   return "unknown";
 }

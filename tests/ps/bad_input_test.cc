@@ -31,7 +31,9 @@ class RawPeer {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect(endpoint);
   }
-  void SendBytes(const std::string& bytes) { socket_.send(zmq::buffer(bytes), zmq::send_flags::none); }
+  void SendBytes(const std::string& bytes) {
+    socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
+  }
   void Send(std::unique_ptr<OutgoingMessage>& msg) { Send(*msg); }
   void Send(OutgoingMessage& msg) { socket_.send(msg.ToFrame(), zmq::send_flags::none); }
   // The next message, or nullptr if none arrives in 10 s (a failure bound, not a sync point).
@@ -81,7 +83,8 @@ class BadInputTest : public ::testing::Test {
   InProcessCluster cluster_;
 };
 
-std::unique_ptr<OutgoingMessage> GetRequest(uint32_t rank, TableId table, RowId row, int64_t min_clock = 0) {
+std::unique_ptr<OutgoingMessage> GetRequest(uint32_t rank, TableId table, RowId row,
+                                            int64_t min_clock = 0) {
   auto msg = std::make_unique<OutgoingMessage>(rank, 11);
   auto get = msg->envelope().getBody().initGet();
   get.setTable(table);
@@ -91,7 +94,8 @@ std::unique_ptr<OutgoingMessage> GetRequest(uint32_t rank, TableId table, RowId 
 }
 
 // An update batch adding `delta` to column 0 of each of `rows`.
-std::unique_ptr<OutgoingMessage> UpdateBatch(uint32_t rank, uint64_t seq, std::vector<RowId> rows, int64_t delta) {
+std::unique_ptr<OutgoingMessage> UpdateBatch(uint32_t rank, uint64_t seq, std::vector<RowId> rows,
+                                             int64_t delta) {
   auto msg = std::make_unique<OutgoingMessage>(rank, 0);
   auto update = msg->envelope().getBody().initUpdate();
   update.setSeq(seq);

@@ -111,7 +111,8 @@ TEST_P(TransportTest, BulkSynchronousReadsSeeEveryEarlierClockExactly) {
         std::vector<int64_t> row;
         ASSERT_TRUE(c.Get<int64_t>(0, 1, r, &row).ok());
         // Every worker adds (r + 1) to column 0 once per clock.
-        ASSERT_EQ(row[0], int64_t(clock) * 3 * int64_t(r + 1)) << "worker " << w << " clock " << clock;
+        ASSERT_EQ(row[0], int64_t(clock) * 3 * int64_t(r + 1))
+            << "worker " << w << " clock " << clock;
       }
       ASSERT_TRUE(c.Barrier().ok());
       for (RowId r = 0; r < kRows; ++r) ASSERT_TRUE(c.Inc<int64_t>(1, r, 0, int64_t(r + 1)).ok());

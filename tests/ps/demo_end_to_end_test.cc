@@ -1,11 +1,11 @@
 // The parameter-server demo as a user runs it: `tessera run -w 2 -s 2 -- ps_demo`, real
 // processes over tcp. The loss must fall to near the noise floor (0.5 * 0.1^2 = 0.005).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
@@ -38,9 +38,10 @@ double LastLoss(const std::string& out) {
 
 TEST(DemoEndToEndTest, TwoWorkersTwoServersConverge) {
   int code = -1;
-  std::string out = RunCommand(std::string(TESSERA_LAUNCHER_BIN) + " run -w 2 -s 2 --log-level warn -- " +
-                            TESSERA_PS_DEMO_BIN + " --clocks 40 --staleness 2 2>&1",
-                        &code);
+  std::string out =
+      RunCommand(std::string(TESSERA_LAUNCHER_BIN) + " run -w 2 -s 2 --log-level warn -- " +
+                     TESSERA_PS_DEMO_BIN + " --clocks 40 --staleness 2 2>&1",
+                 &code);
   EXPECT_EQ(code, 0) << out;
   double loss = LastLoss(out);
   EXPECT_GT(loss, 0.0) << out;

@@ -23,7 +23,7 @@ struct ClusterOptions {
   int num_workers = 2;
   int threads_per_worker = 1;
   int num_clients = -1;  // real clients for workers 0 .. num_clients-1; -1: one per worker
-  bool tcp = false;  // default: inproc
+  bool tcp = false;      // default: inproc
   std::string secret = "test-secret";
   CommOptions client_comm;  // managed communication of every client
   CommOptions server_comm;  // and of every server
@@ -54,7 +54,8 @@ class InProcessCluster {
       so.secret = options_.secret;
       so.comm = options_.server_comm;
       servers_.push_back(std::make_unique<Server>(so, context_));
-      started.push_back(std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));
+      started.push_back(
+          std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));
     }
     int num_clients = options_.num_clients < 0 ? options_.num_workers : options_.num_clients;
     for (int i = 0; i < num_clients; ++i) {
@@ -66,7 +67,8 @@ class InProcessCluster {
       o.timeout = std::chrono::seconds(60);
       o.comm = options_.client_comm;
       clients_.push_back(std::make_unique<Client>(o, context_));
-      started.push_back(std::async(std::launch::async, [c = clients_.back().get()] { return c->Start(); }));
+      started.push_back(
+          std::async(std::launch::async, [c = clients_.back().get()] { return c->Start(); }));
     }
     for (auto& f : started) {
       Status s = f.get();

@@ -10,9 +10,9 @@ namespace {
 class JobEnvironmentTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* v : {"TESSERA_COORDINATOR", "TESSERA_ROLE", "TESSERA_RANK", "TESSERA_NUM_WORKERS",
-                          "TESSERA_NUM_SERVERS", "TESSERA_JOB_SECRET", "TESSERA_COMM_POLICY",
-                          "TESSERA_COMM_BYTES_PER_SECOND"}) {
+    for (const char* v : {"TESSERA_COORDINATOR", "TESSERA_ROLE", "TESSERA_RANK",
+                          "TESSERA_NUM_WORKERS", "TESSERA_NUM_SERVERS", "TESSERA_JOB_SECRET",
+                          "TESSERA_COMM_POLICY", "TESSERA_COMM_BYTES_PER_SECOND"}) {
       unsetenv(v);
     }
   }

@@ -42,7 +42,8 @@ class ClientBudgetTest : public ::testing::TestWithParam<SendPolicy> {};
 // byte it sends is an early send, and over a 2 s window they must come to the budget +-10%.
 TEST_P(ClientBudgetTest, EarlyBytesOverAWindowStayWithinTenPercentOfTheBudget) {
   constexpr double kBudget = 2e6;  // bytes/s
-  InProcessCluster cluster({.num_servers = 1, .num_workers = 1, .client_comm = Budget(GetParam(), kBudget)});
+  InProcessCluster cluster(
+      {.num_servers = 1, .num_workers = 1, .client_comm = Budget(GetParam(), kBudget)});
   Client& c = cluster.client(0);
   ASSERT_TRUE(c.CreateTable(FloatTable(50000, 32)).ok());
   std::atomic<bool> stop{false};
@@ -69,7 +70,8 @@ TEST_P(ClientBudgetTest, EarlyBytesOverAWindowStayWithinTenPercentOfTheBudget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, ClientBudgetTest,
-                         ::testing::Values(SendPolicy::kFifo, SendPolicy::kRandom, SendPolicy::kRelativeMagnitude),
+                         ::testing::Values(SendPolicy::kFifo, SendPolicy::kRandom,
+                                           SendPolicy::kRelativeMagnitude),
                          [](const auto& info) {
                            std::string name(SendPolicyName(info.param));
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -77,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(Policies, ClientBudgetTest,
                          });
 
 TEST(ClientBudgetTest, PolicyOffSendsNothingEarly) {
-  InProcessCluster cluster({.num_servers = 1, .num_workers = 1, .client_comm = Budget(SendPolicy::kOff, 2e6)});
+  InProcessCluster cluster(
+      {.num_servers = 1, .num_workers = 1, .client_comm = Budget(SendPolicy::kOff, 2e6)});
   Client& c = cluster.client(0);
   ASSERT_TRUE(c.CreateTable(FloatTable(1000, 8)).ok());
   for (RowId r = 0; r < 1000; ++r) ASSERT_TRUE(c.Inc<float>(kTable, r, 0, 1.0f).ok());
@@ -94,7 +97,8 @@ TEST(ClientBudgetTest, PolicyOffSendsNothingEarly) {
 // exactly what has arrived there.
 class RawReader {
  public:
-  RawReader(InProcessCluster& cluster, uint32_t rank) : rank_(rank), socket_(cluster.context(), zmq::socket_type::dealer) {
+  RawReader(InProcessCluster& cluster, uint32_t rank)
+      : rank_(rank), socket_(cluster.context(), zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect(cluster.server(0).endpoint());
     OutgoingMessage reg(rank, 1);
@@ -116,7 +120,8 @@ class RawReader {
     auto reply = Receive();
     std::vector<float> values(n, -1);
     if (reply == nullptr || !reply->envelope().getBody().isRows()) return values;
-    for (auto row : reply->envelope().getBody().getRows().getRows()) values[row.getRow()] = row.getValues().getF32()[0];
+    for (auto row : reply->envelope().getBody().getRows().getRows())
+      values[row.getRow()] = row.getValues().getF32()[0];
     return values;
   }
 
@@ -139,13 +144,15 @@ TEST(PriorityTest, MostImportantRowsLeaveFirst) {
   constexpr uint64_t kRows = 200;
   CommOptions comm = Budget(SendPolicy::kRelativeMagnitude, 20000);  // ~50 small messages/s
   comm.rows_per_message = 5;
-  InProcessCluster cluster({.num_servers = 1, .num_workers = 2, .num_clients = 1, .client_comm = comm});
+  InProcessCluster cluster(
+      {.num_servers = 1, .num_workers = 2, .num_clients = 1, .client_comm = comm});
   Client& writer = cluster.client(0);
   ASSERT_TRUE(writer.CreateTable(FloatTable(kRows, 1)).ok());
   RawReader reader(cluster, 1);
   // Row r changes by r + 1 (from 0, so its importance is r + 1). Most important first, so that
   // whatever leaves while the loop runs is already the global top.
-  for (RowId r = kRows; r-- > 0;) ASSERT_TRUE(writer.Inc<float>(kTable, r, 0, static_cast<float>(r + 1)).ok());
+  for (RowId r = kRows; r-- > 0;)
+    ASSERT_TRUE(writer.Inc<float>(kTable, r, 0, static_cast<float>(r + 1)).ok());
   size_t seen = 0;
   auto deadline = Clock::now() + std::chrono::seconds(30);
   while (seen < 60 && Clock::now() < deadline) {
@@ -157,7 +164,8 @@ TEST(PriorityTest, MostImportantRowsLeaveFirst) {
     // The rows present must be exactly the `seen` largest: kRows-1, kRows-2, ...
     for (uint64_t r = 0; r < kRows; ++r) {
       bool expected = r >= kRows - seen;
-      ASSERT_EQ(values[r] != 0, expected) << "row " << r << " with " << seen << " rows at the server";
+      ASSERT_EQ(values[r] != 0, expected)
+          << "row " << r << " with " << seen << " rows at the server";
       if (expected) {
         ASSERT_EQ(values[r], static_cast<float>(r + 1));
       }
@@ -170,7 +178,8 @@ TEST(PriorityTest, MostImportantRowsLeaveFirst) {
 // The server's early pushes of changed rows also stay within its budget.
 TEST(ServerBudgetTest, EarlyPushesStayWithinTenPercentOfTheBudget) {
   constexpr double kBudget = 1e6;
-  InProcessCluster cluster({.num_servers = 1, .num_workers = 2,
+  InProcessCluster cluster({.num_servers = 1,
+                            .num_workers = 2,
                             .client_comm = Budget(SendPolicy::kFifo, 4e6),
                             .server_comm = Budget(SendPolicy::kRelativeMagnitude, kBudget)});
   Client& reader = cluster.client(0);
@@ -188,7 +197,8 @@ TEST(ServerBudgetTest, EarlyPushesStayWithinTenPercentOfTheBudget) {
     std::uniform_int_distribution<RowId> pick(0, 19999);
     std::vector<float> delta(16, 1.0f);
     while (!stop.load()) {
-      for (int i = 0; i < 1000; ++i) ASSERT_TRUE(writer.IncRow<float>(kTable, pick(rng), delta).ok());
+      for (int i = 0; i < 1000; ++i)
+        ASSERT_TRUE(writer.IncRow<float>(kTable, pick(rng), delta).ok());
     }
   });
   // The 20000-row reply above counted against the budget (about 1.3 s of it); measure once the

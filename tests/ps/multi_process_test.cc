@@ -69,22 +69,24 @@ TEST(MultiProcessTest, FourWorkerProcessesTimesFourThreadsAreExactUnderBsp) {
   const std::string secret = "mp-secret";
   constexpr int kServers = 2, kWorkers = 4;
 
-  pid_t coordinator = Spawn({server_bin, "--role", "coordinator", "--listen", "tcp://127.0.0.1:0",
-                             "--endpoint-file", endpoint_file.string(), "--num-servers",
-                             std::to_string(kServers), "--num-workers", std::to_string(kWorkers),
-                             "--secret", secret, "--log-level", "warn"});
+  pid_t coordinator =
+      Spawn({server_bin, "--role", "coordinator", "--listen", "tcp://127.0.0.1:0",
+             "--endpoint-file", endpoint_file.string(), "--num-servers", std::to_string(kServers),
+             "--num-workers", std::to_string(kWorkers), "--secret", secret, "--log-level", "warn"});
   std::string endpoint = WaitForEndpoint(endpoint_file, coordinator);
   ASSERT_FALSE(endpoint.empty()) << "coordinator did not publish its endpoint";
   std::vector<pid_t> servers, workers;
   for (int i = 0; i < kServers; ++i) {
-    servers.push_back(Spawn({server_bin, "--role", "server", "--rank", std::to_string(i), "--coordinator",
-                             endpoint, "--secret", secret, "--log-level", "warn"}));
+    servers.push_back(
+        Spawn({server_bin, "--role", "server", "--rank", std::to_string(i), "--coordinator",
+               endpoint, "--secret", secret, "--log-level", "warn"}));
   }
   for (int i = 0; i < kWorkers; ++i) {
     // 4 threads x 5 clocks x 25000 = 125k increments per thread, 500k per process.
-    workers.push_back(Spawn({worker_bin, "--coordinator", endpoint, "--rank", std::to_string(i), "--secret",
-                             secret, "--threads", "4", "--workers", std::to_string(kWorkers), "--clocks",
-                             "5", "--incs-per-clock", "25000"}));
+    workers.push_back(
+        Spawn({worker_bin, "--coordinator", endpoint, "--rank", std::to_string(i), "--secret",
+               secret, "--threads", "4", "--workers", std::to_string(kWorkers), "--clocks", "5",
+               "--incs-per-clock", "25000"}));
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   for (int i = 0; i < kWorkers; ++i) EXPECT_EQ(WaitFor(workers[i], deadline), 0) << "worker " << i;

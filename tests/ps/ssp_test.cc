@@ -69,7 +69,8 @@ TEST_P(SspPropertyTest, EveryReadSeesAllUpdatesOlderThanTheBound) {
           } else {
             // Loaded after the read: v may only have advanced since, never gone back.
             int64_t v_done = clocks_done[v].load();
-            EXPECT_GE(seen, lower) << "worker " << w << " at clock " << clock << " read worker " << v;
+            EXPECT_GE(seen, lower)
+                << "worker " << w << " at clock " << clock << " read worker " << v;
             EXPECT_LE(seen, v_done + 1) << "read an update worker " << v << " had not made yet";
             if (seen < lower) ++violations;
           }
@@ -85,22 +86,23 @@ TEST_P(SspPropertyTest, EveryReadSeesAllUpdatesOlderThanTheBound) {
   EXPECT_EQ(violations.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Staleness, SspPropertyTest,
-                         ::testing::Values(SspCase{0, 1}, SspCase{0, 2}, SspCase{1, 1}, SspCase{1, 2},
-                                           SspCase{1, 3}, SspCase{3, 1}, SspCase{3, 2}, SspCase{3, 3},
-                                           // The bound holds under every managed-communication policy.
-                                           SspCase{0, 4, SendPolicy::kFifo}, SspCase{1, 4, SendPolicy::kFifo},
-                                           SspCase{3, 4, SendPolicy::kFifo}, SspCase{0, 5, SendPolicy::kRandom},
-                                           SspCase{1, 5, SendPolicy::kRandom}, SspCase{3, 5, SendPolicy::kRandom},
-                                           SspCase{0, 6, SendPolicy::kRelativeMagnitude},
-                                           SspCase{1, 6, SendPolicy::kRelativeMagnitude},
-                                           SspCase{3, 6, SendPolicy::kRelativeMagnitude}),
-                         [](const auto& info) {
-                           std::string policy(SendPolicyName(info.param.policy));
-                           std::replace(policy.begin(), policy.end(), '-', '_');
-                           return "s" + std::to_string(info.param.staleness) + "_seed" +
-                                  std::to_string(info.param.seed) + "_" + policy;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Staleness, SspPropertyTest,
+    ::testing::Values(SspCase{0, 1}, SspCase{0, 2}, SspCase{1, 1}, SspCase{1, 2}, SspCase{1, 3},
+                      SspCase{3, 1}, SspCase{3, 2}, SspCase{3, 3},
+                      // The bound holds under every managed-communication policy.
+                      SspCase{0, 4, SendPolicy::kFifo}, SspCase{1, 4, SendPolicy::kFifo},
+                      SspCase{3, 4, SendPolicy::kFifo}, SspCase{0, 5, SendPolicy::kRandom},
+                      SspCase{1, 5, SendPolicy::kRandom}, SspCase{3, 5, SendPolicy::kRandom},
+                      SspCase{0, 6, SendPolicy::kRelativeMagnitude},
+                      SspCase{1, 6, SendPolicy::kRelativeMagnitude},
+                      SspCase{3, 6, SendPolicy::kRelativeMagnitude}),
+    [](const auto& info) {
+      std::string policy(SendPolicyName(info.param.policy));
+      std::replace(policy.begin(), policy.end(), '-', '_');
+      return "s" + std::to_string(info.param.staleness) + "_seed" +
+             std::to_string(info.param.seed) + "_" + policy;
+    });
 
 // With staleness s a worker may run s clocks ahead of a stalled one without waiting; its read
 // one clock further must wait until the stalled worker clocks.
@@ -178,7 +180,8 @@ TEST(ServerPushTest, RereadAfterOtherWorkersUpdatesNeedsNoRequest) {
     // Clock round+1 with staleness 0: the writer's updates of clocks <= round must be visible.
     for (RowId r = 0; r < 8; ++r) {
       ASSERT_TRUE(reader.Get<int64_t>(0, kTable, r, &row).ok());
-      int64_t expected_min = 10 * ((round + 1) / 8 + (static_cast<int>(r) < (round + 1) % 8 ? 1 : 0));
+      int64_t expected_min =
+          10 * ((round + 1) / 8 + (static_cast<int>(r) < (round + 1) % 8 ? 1 : 0));
       ASSERT_GE(row[1], expected_min) << "round " << round << " row " << r;
     }
   }

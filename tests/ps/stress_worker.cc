@@ -2,9 +2,9 @@
 // every clock; after each clock every thread reads every row and checks that it holds exactly
 // the sum of all increments of all workers from earlier clocks. Exits 0 when every read was
 // exact, 1 (with the first mismatch on stderr) otherwise.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <barrier>
 #include <thread>
@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> expected(cells, 0);
   for (int w = 0; w < workers; ++w) {
     for (int t = 0; t < options.num_threads; ++t) {
-      for (uint64_t i = 0; i < static_cast<uint64_t>(incs); ++i) expected[(i * 7 + t) % cells] += w + 1;
+      for (uint64_t i = 0; i < static_cast<uint64_t>(incs); ++i)
+        expected[(i * 7 + t) % cells] += w + 1;
     }
   }
 
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
         }
         for (uint32_t j = 0; j < width; ++j) {
           if (row[j] != c * expected[r * width + j]) {
-            spdlog::error("worker {} thread {} clock {}: cell ({}, {}) = {}, expected {}", options.rank, t, c, r,
-                          j, row[j], c * expected[r * width + j]);
+            spdlog::error("worker {} thread {} clock {}: cell ({}, {}) = {}, expected {}",
+                          options.rank, t, c, r, j, row[j], c * expected[r * width + j]);
             failed = true;
             break;
           }
@@ -86,7 +87,10 @@ int main(int argc, char** argv) {
       if (c == clocks || failed) break;
       for (uint64_t i = 0; i < static_cast<uint64_t>(incs); ++i) {
         uint64_t cell = (i * 7 + t) % cells;
-        if (!client.Inc<int64_t>(1, cell / width, static_cast<uint32_t>(cell % width), options.rank + 1).ok()) {
+        if (!client
+                 .Inc<int64_t>(1, cell / width, static_cast<uint32_t>(cell % width),
+                               options.rank + 1)
+                 .ok()) {
           failed = true;
           break;
         }

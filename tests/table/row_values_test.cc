@@ -52,7 +52,8 @@ TEST(RowValuesTest, SparseMergeDropsZerosAndKeepsColumnsSorted) {
   d.AddCell<int64_t>(7, -1);
   d.AddCell<int64_t>(99, 4);
   a.Add(d);
-  EXPECT_EQ(std::vector<uint32_t>(a.columns().begin(), a.columns().end()), (std::vector<uint32_t>{50, 99}));
+  EXPECT_EQ(std::vector<uint32_t>(a.columns().begin(), a.columns().end()),
+            (std::vector<uint32_t>{50, 99}));
   EXPECT_EQ(a.CellAsDouble(99), 4.0);
   EXPECT_EQ(a.CellAsDouble(7), 0.0);
   auto back = RoundTrip(a, spec);
@@ -64,20 +65,24 @@ TEST(RowValuesTest, FromProtoRejectsWrongTypeWidthAndColumns) {
   capnp::MallocMessageBuilder builder;
   auto values = builder.initRoot<proto::Values>();
   values.initF64(4);
-  EXPECT_EQ(RowValues::FromProto(values.asReader(), Spec(ValueType::kFloat32, 4, false)).status().code(),
-            StatusCode::kInvalidArgument);  // wrong type
-  EXPECT_EQ(RowValues::FromProto(values.asReader(), Spec(ValueType::kFloat64, 5, false)).status().code(),
-            StatusCode::kInvalidArgument);  // wrong width
+  EXPECT_EQ(
+      RowValues::FromProto(values.asReader(), Spec(ValueType::kFloat32, 4, false)).status().code(),
+      StatusCode::kInvalidArgument);  // wrong type
+  EXPECT_EQ(
+      RowValues::FromProto(values.asReader(), Spec(ValueType::kFloat64, 5, false)).status().code(),
+      StatusCode::kInvalidArgument);  // wrong width
   auto sparse = builder.initRoot<proto::Values>();
   auto cols = sparse.initColumns(2);
   cols.set(0, 3);
   cols.set(1, 200);
   sparse.initI64(2);
-  EXPECT_EQ(RowValues::FromProto(sparse.asReader(), Spec(ValueType::kInt64, 100, true)).status().code(),
-            StatusCode::kOutOfRange);
+  EXPECT_EQ(
+      RowValues::FromProto(sparse.asReader(), Spec(ValueType::kInt64, 100, true)).status().code(),
+      StatusCode::kOutOfRange);
   cols.set(1, 3);  // not increasing
-  EXPECT_EQ(RowValues::FromProto(sparse.asReader(), Spec(ValueType::kInt64, 100, true)).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      RowValues::FromProto(sparse.asReader(), Spec(ValueType::kInt64, 100, true)).status().code(),
+      StatusCode::kInvalidArgument);
 }
 
 TEST(RowValuesTest, RelativeMagnitudeWeighsChangesByTheValueTheyChange) {

@@ -35,7 +35,8 @@ TEST(MessageTest, UnalignedFrameIsCopiedNotRejected) {
 
 TEST(MessageTest, BadFramesAreErrorsNotCrashes) {
   EXPECT_EQ(IncomingMessage::Parse(zmq::message_t()).status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(IncomingMessage::Parse(zmq::message_t(std::string("abc"))).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(IncomingMessage::Parse(zmq::message_t(std::string("abc"))).status().code(),
+            StatusCode::kDataLoss);
   EXPECT_EQ(IncomingMessage::Parse(zmq::message_t(std::string(64, '\xff'))).status().code(),
             StatusCode::kDataLoss);
   // A valid message truncated to its first word.

@@ -10,30 +10,37 @@ namespace tessera {
 
 std::string_view SendPolicyName(SendPolicy p) {
   switch (p) {
-    case SendPolicy::kOff: return "off";
-    case SendPolicy::kFifo: return "fifo";
-    case SendPolicy::kRandom: return "random";
-    case SendPolicy::kRelativeMagnitude: return "relative-magnitude";
+    case SendPolicy::kOff:
+      return "off";
+    case SendPolicy::kFifo:
+      return "fifo";
+    case SendPolicy::kRandom:
+      return "random";
+    case SendPolicy::kRelativeMagnitude:
+      return "relative-magnitude";
   }
   return "unknown";
 }
 
 Result<SendPolicy> ParseSendPolicy(std::string_view name) {
-  for (SendPolicy p : {SendPolicy::kOff, SendPolicy::kFifo, SendPolicy::kRandom, SendPolicy::kRelativeMagnitude}) {
+  for (SendPolicy p :
+       {SendPolicy::kOff, SendPolicy::kFifo, SendPolicy::kRandom, SendPolicy::kRelativeMagnitude}) {
     if (name == SendPolicyName(p)) return p;
   }
-  return Status::InvalidArgument(
-      fmt::format("unknown send policy '{}' (expected off, fifo, random or relative-magnitude)", name));
+  return Status::InvalidArgument(fmt::format(
+      "unknown send policy '{}' (expected off, fifo, random or relative-magnitude)", name));
 }
 
 Result<CommOptions> CommOptionsFromEnv(int share) {
   CommOptions comm;
-  if (const char* policy = std::getenv("TESSERA_COMM_POLICY"); policy != nullptr && *policy != '\0') {
+  if (const char* policy = std::getenv("TESSERA_COMM_POLICY");
+      policy != nullptr && *policy != '\0') {
     auto p = ParseSendPolicy(policy);
     if (!p.ok()) return Status::InvalidArgument("TESSERA_COMM_POLICY: " + p.status().message());
     comm.policy = *p;
   }
-  if (const char* rate = std::getenv("TESSERA_COMM_BYTES_PER_SECOND"); rate != nullptr && *rate != '\0') {
+  if (const char* rate = std::getenv("TESSERA_COMM_BYTES_PER_SECOND");
+      rate != nullptr && *rate != '\0') {
     char* end = nullptr;
     double bytes = std::strtod(rate, &end);
     if (end == rate || *end != '\0' || bytes < 0) {

@@ -18,7 +18,8 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
 
   zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
   if (zmq::poll(&item, 1, timeout) == 0) {
-    return Status::Unavailable(fmt::format("no membership from the coordinator within {} ms", timeout.count()));
+    return Status::Unavailable(
+        fmt::format("no membership from the coordinator within {} ms", timeout.count()));
   }
   zmq::message_t frame;
   (void)coordinator.recv(frame, zmq::recv_flags::none);
@@ -27,7 +28,8 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
   try {
     auto body = (*msg)->envelope().getBody();
     if (body.isError()) return StatusFromError(body.getError());
-    if (!body.isMembership()) return Status::Internal("the coordinator answered the registration with something else");
+    if (!body.isMembership())
+      return Status::Internal("the coordinator answered the registration with something else");
     JobMembership membership;
     for (auto ep : body.getMembership().getServers()) membership.servers.emplace_back(ep);
     membership.num_workers = body.getMembership().getNumWorkers();

@@ -53,9 +53,9 @@ Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t f
     msg->envelope_ = msg->reader_->getRoot<proto::Envelope>();
     uint32_t version = msg->envelope_.getVersion();
     if (version != proto::PROTOCOL_VERSION) {
-      return Status::InvalidArgument(fmt::format(
-          "protocol version {} does not match this node's version {}", version,
-          proto::PROTOCOL_VERSION));
+      return Status::InvalidArgument(
+          fmt::format("protocol version {} does not match this node's version {}", version,
+                      proto::PROTOCOL_VERSION));
     }
   } catch (const kj::Exception& e) {
     return Status::DataLoss(fmt::format("malformed message: {}", e.getDescription().cStr()));
@@ -66,14 +66,22 @@ Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t f
 Status StatusFromError(proto::Error::Reader error) {
   std::string msg = error.getMessage();
   switch (error.getCode()) {
-    case proto::ErrorCode::INVALID_ARGUMENT: return Status::InvalidArgument(msg);
-    case proto::ErrorCode::NOT_FOUND: return Status::NotFound(msg);
-    case proto::ErrorCode::OUT_OF_RANGE: return Status::OutOfRange(msg);
-    case proto::ErrorCode::FAILED_PRECONDITION: return Status::FailedPrecondition(msg);
-    case proto::ErrorCode::VERSION_MISMATCH: return Status::InvalidArgument(msg);
-    case proto::ErrorCode::MALFORMED: return Status::DataLoss(msg);
-    case proto::ErrorCode::UNAUTHENTICATED: return Status::FailedPrecondition(msg);
-    case proto::ErrorCode::DATA_LOSS: return Status::DataLoss(msg);
+    case proto::ErrorCode::INVALID_ARGUMENT:
+      return Status::InvalidArgument(msg);
+    case proto::ErrorCode::NOT_FOUND:
+      return Status::NotFound(msg);
+    case proto::ErrorCode::OUT_OF_RANGE:
+      return Status::OutOfRange(msg);
+    case proto::ErrorCode::FAILED_PRECONDITION:
+      return Status::FailedPrecondition(msg);
+    case proto::ErrorCode::VERSION_MISMATCH:
+      return Status::InvalidArgument(msg);
+    case proto::ErrorCode::MALFORMED:
+      return Status::DataLoss(msg);
+    case proto::ErrorCode::UNAUTHENTICATED:
+      return Status::FailedPrecondition(msg);
+    case proto::ErrorCode::DATA_LOSS:
+      return Status::DataLoss(msg);
   }
   return Status::Internal(msg);
 }
@@ -86,11 +94,20 @@ void FillError(proto::ErrorCode code, const std::string& message, proto::Error::
 void FillError(const Status& status, proto::Error::Builder out) {
   proto::ErrorCode code = proto::ErrorCode::INVALID_ARGUMENT;
   switch (status.code()) {
-    case StatusCode::kNotFound: code = proto::ErrorCode::NOT_FOUND; break;
-    case StatusCode::kOutOfRange: code = proto::ErrorCode::OUT_OF_RANGE; break;
-    case StatusCode::kFailedPrecondition: code = proto::ErrorCode::FAILED_PRECONDITION; break;
-    case StatusCode::kDataLoss: code = proto::ErrorCode::DATA_LOSS; break;
-    default: break;
+    case StatusCode::kNotFound:
+      code = proto::ErrorCode::NOT_FOUND;
+      break;
+    case StatusCode::kOutOfRange:
+      code = proto::ErrorCode::OUT_OF_RANGE;
+      break;
+    case StatusCode::kFailedPrecondition:
+      code = proto::ErrorCode::FAILED_PRECONDITION;
+      break;
+    case StatusCode::kDataLoss:
+      code = proto::ErrorCode::DATA_LOSS;
+      break;
+    default:
+      break;
   }
   FillError(code, status.message(), out);
 }

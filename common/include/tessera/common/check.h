@@ -8,8 +8,8 @@ namespace tessera::internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* condition, const char* msg);
 }  // namespace tessera::internal
 
-#define TESSERA_CHECK_MSG(cond, msg)                                      \
-  do {                                                                    \
+#define TESSERA_CHECK_MSG(cond, msg)                                               \
+  do {                                                                             \
     if (!(cond)) ::tessera::internal::CheckFailed(__FILE__, __LINE__, #cond, msg); \
   } while (0)
 #define TESSERA_CHECK(cond) TESSERA_CHECK_MSG(cond, "")

@@ -22,9 +22,9 @@ enum class StatusCode {
   kNotFound,         // an unknown table, row, file or peer
   kOutOfRange,       // a row or column outside a table's declared bounds
   kFailedPrecondition,
-  kUnavailable,      // a peer disappeared or did not answer in time
-  kDataLoss,         // a message or file was truncated or corrupt
-  kAborted,          // the operation was cancelled because the node is shutting down
+  kUnavailable,  // a peer disappeared or did not answer in time
+  kDataLoss,     // a message or file was truncated or corrupt
+  kAborted,      // the operation was cancelled because the node is shutting down
   kInternal,
 };
 
@@ -36,7 +36,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return {}; }
-  static Status InvalidArgument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(msg)};
+  }
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
   static Status OutOfRange(std::string msg) { return {StatusCode::kOutOfRange, std::move(msg)}; }
   static Status FailedPrecondition(std::string msg) {
@@ -62,7 +64,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -85,9 +87,9 @@ class [[nodiscard]] Result {
 }  // namespace tessera
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define TESSERA_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::tessera::Status tessera_status_ = (expr); \
+#define TESSERA_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::tessera::Status tessera_status_ = (expr);        \
     if (!tessera_status_.ok()) return tessera_status_; \
   } while (0)
 

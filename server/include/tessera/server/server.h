@@ -38,15 +38,15 @@ struct ServerOptions {
 
 // Counters for tests and monitoring; read with Server::stats().
 struct ServerStats {
-  uint64_t gets = 0;             // get requests answered
-  uint64_t parked_gets = 0;      // get requests that had to wait for the clock
-  uint64_t update_batches = 0;   // update batches applied
+  uint64_t gets = 0;            // get requests answered
+  uint64_t parked_gets = 0;     // get requests that had to wait for the clock
+  uint64_t update_batches = 0;  // update batches applied
   uint64_t duplicate_batches = 0;
-  uint64_t rows_pushed = 0;       // at clock advances
-  uint64_t early_rows_pushed = 0; // between clock advances, from spare budget
+  uint64_t rows_pushed = 0;        // at clock advances
+  uint64_t early_rows_pushed = 0;  // between clock advances, from spare budget
   uint64_t bytes_sent = 0;
   uint64_t rejected_messages = 0;  // malformed, wrong version, unknown peer, bad content
-  int64_t clock = 0;             // min over workers
+  int64_t clock = 0;               // min over workers
 };
 
 class Server {

@@ -51,19 +51,25 @@ class RowValues {
 
   // REQUIRES: dense row of type T.
   template <typename T>
-  std::span<const T> dense() const { return std::get<std::vector<T>>(values_); }
+  std::span<const T> dense() const {
+    return std::get<std::vector<T>>(values_);
+  }
   template <typename T>
-  std::span<T> mutable_dense() { return std::get<std::vector<T>>(values_); }
+  std::span<T> mutable_dense() {
+    return std::get<std::vector<T>>(values_);
+  }
   // Sparse rows: sorted columns and their values. REQUIRES: sparse row of type T.
   std::span<const uint32_t> columns() const { return columns_; }
   template <typename T>
-  std::span<const T> values() const { return std::get<std::vector<T>>(values_); }
+  std::span<const T> values() const {
+    return std::get<std::vector<T>>(values_);
+  }
 
   // Cell `col` converted to double (0 for an absent sparse column).
   double CellAsDouble(uint32_t col) const;
 
-  // Sum over cells of |delta| / |base| (|delta| where base is 0): how much this delta changes `base`.
-  // Used to rank pending updates by importance.
+  // Sum over cells of |delta| / |base| (|delta| where base is 0): how much this delta changes
+  // `base`. Used to rank pending updates by importance.
   double RelativeMagnitude(const RowValues& base) const;
 
   friend bool operator==(const RowValues&, const RowValues&) = default;

@@ -15,19 +15,35 @@ std::string_view ValueTypeName(ValueType t);
 
 template <typename T>
 constexpr ValueType ValueTypeOf();
-template <> constexpr ValueType ValueTypeOf<float>() { return ValueType::kFloat32; }
-template <> constexpr ValueType ValueTypeOf<double>() { return ValueType::kFloat64; }
-template <> constexpr ValueType ValueTypeOf<int32_t>() { return ValueType::kInt32; }
-template <> constexpr ValueType ValueTypeOf<int64_t>() { return ValueType::kInt64; }
+template <>
+constexpr ValueType ValueTypeOf<float>() {
+  return ValueType::kFloat32;
+}
+template <>
+constexpr ValueType ValueTypeOf<double>() {
+  return ValueType::kFloat64;
+}
+template <>
+constexpr ValueType ValueTypeOf<int32_t>() {
+  return ValueType::kInt32;
+}
+template <>
+constexpr ValueType ValueTypeOf<int64_t>() {
+  return ValueType::kInt64;
+}
 
 // Calls f(std::type_identity<T>{}) with the C++ type of `t`.
 template <typename F>
 decltype(auto) VisitValueType(ValueType t, F&& f) {
   switch (t) {
-    case ValueType::kFloat32: return f(std::type_identity<float>{});
-    case ValueType::kFloat64: return f(std::type_identity<double>{});
-    case ValueType::kInt32: return f(std::type_identity<int32_t>{});
-    case ValueType::kInt64: break;
+    case ValueType::kFloat32:
+      return f(std::type_identity<float>{});
+    case ValueType::kFloat64:
+      return f(std::type_identity<double>{});
+    case ValueType::kInt32:
+      return f(std::type_identity<int32_t>{});
+    case ValueType::kInt64:
+      break;
   }
   return f(std::type_identity<int64_t>{});
 }
@@ -36,13 +52,13 @@ using TableId = uint32_t;
 using RowId = uint64_t;
 
 struct TableSpec {
-  TableId id = 0;            // chosen by the program; the same id names the same table everywhere
-  std::string name;          // for messages and logs
+  TableId id = 0;    // chosen by the program; the same id names the same table everywhere
+  std::string name;  // for messages and logs
   ValueType value_type = ValueType::kFloat32;
-  uint64_t num_rows = 0;     // rows 0 .. num_rows-1 exist, initially zero
-  uint32_t width = 0;        // columns per row; for sparse rows the bound on column ids
-  bool sparse = false;       // sparse rows (column -> value), for count tables
-  uint32_t staleness = 0;    // SSP bound s. Default: 0 (bulk-synchronous)
+  uint64_t num_rows = 0;   // rows 0 .. num_rows-1 exist, initially zero
+  uint32_t width = 0;      // columns per row; for sparse rows the bound on column ids
+  bool sparse = false;     // sparse rows (column -> value), for count tables
+  uint32_t staleness = 0;  // SSP bound s. Default: 0 (bulk-synchronous)
 
   // InvalidArgument unless num_rows and width are positive and the name is not empty.
   Status Validate() const;
