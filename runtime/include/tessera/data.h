@@ -1,6 +1,8 @@
 // Readers that turn input files into sparse DistArrays.
 //
-//   auto data = tessera::load_triples<float>(ctx, "ml-100k/u.data", {.test_fraction = 0.1});
+//   tessera::TripleOptions options;
+//   options.test_fraction = 0.1;
+//   auto data = tessera::load_triples<float>(ctx, "ml-100k/u.data", options);
 //   if (!data.ok()) { fmt::print(stderr, "{}\n", data.status().ToString()); return 1; }
 //   DistArray<float, 2>& ratings = data->train;   // key (user, item), value rating
 //
