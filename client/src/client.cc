@@ -359,15 +359,16 @@ class Client::Impl {
     return Status::Ok();
   }
 
-  // Adds an update to the row's pending delta and to its cached value. `importance(base)` is the
-  // update's sum |delta / value| against the cached value (`base`, null when not cached); it is
-  // only evaluated under the relative-magnitude policy.
-  template <typename Apply, typename Importance>
-  Status Update(TableId id, ValueType type, RowId row, Apply apply, Importance importance) {
+  // Adds an update to the row's pending delta and to its cached value. `check(spec)` validates
+  // the update against the table; `importance(base)` is the update's sum |delta / value| against
+  // the cached value (`base`, null when not cached), evaluated only under kRelativeMagnitude.
+  template <typename Check, typename Apply, typename Importance>
+  Status Update(TableId id, ValueType type, RowId row, Check check, Apply apply, Importance importance) {
     auto t = Table(id, type);
     if (!t.ok()) return t.status();
     ClientTable& table = **t;
     TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    TESSERA_RETURN_IF_ERROR(check(table.spec));
     Stripe& stripe = table.StripeOf(row);
     std::lock_guard lock(stripe.mu);
     auto [it, inserted] = stripe.oplog.try_emplace(row);
@@ -393,25 +394,6 @@ class Client::Impl {
       pending.importance += importance(cached ? &c->second.value : nullptr);
     }
     if (cached) apply(c->second.value);
-    return Status::Ok();
-  }
-
-  Status CheckColumn(TableId id, uint32_t column) {
-    const TableSpec* spec = FindTableSpec(id);
-    if (spec != nullptr && column >= spec->width) {
-      return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})",
-                                            column, spec->name, spec->width));
-    }
-    return Status::Ok();
-  }
-
-  Status CheckDenseWidth(TableId id, size_t size) {
-    const TableSpec* spec = FindTableSpec(id);
-    if (spec != nullptr && (spec->sparse || size != spec->width)) {
-      return Status::InvalidArgument(
-          fmt::format("IncRow on table '{}' needs a dense row of {} values, got {}", spec->name,
-                      spec->width, size));
-    }
     return Status::Ok();
   }
 
@@ -1006,9 +988,14 @@ Status Client::GetSparse(int thread, TableId table, RowId row,
 
 template <typename T>
 Status Client::Inc(TableId table, RowId row, uint32_t column, T delta) {
-  TESSERA_RETURN_IF_ERROR(impl_->CheckColumn(table, column));
   return impl_->Update(
-      table, ValueTypeOf<T>(), row, [&](RowValues& v) { v.AddCell<T>(column, delta); },
+      table, ValueTypeOf<T>(), row,
+      [&](const TableSpec& spec) {
+        if (column < spec.width) return Status::Ok();
+        return Status::OutOfRange(fmt::format("column {} out of range for table '{}' (width {})",
+                                              column, spec.name, spec.width));
+      },
+      [&](RowValues& v) { v.AddCell<T>(column, delta); },
       [&](const RowValues* base) {
         double d = std::abs(static_cast<double>(delta));
         double b = base == nullptr ? 0.0 : std::abs(base->CellAsDouble(column));
@@ -1018,9 +1005,14 @@ Status Client::Inc(TableId table, RowId row, uint32_t column, T delta) {
 
 template <typename T>
 Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
-  TESSERA_RETURN_IF_ERROR(impl_->CheckDenseWidth(table, delta.size()));
   return impl_->Update(
       table, ValueTypeOf<T>(), row,
+      [&](const TableSpec& spec) {
+        if (!spec.sparse && delta.size() == spec.width) return Status::Ok();
+        return Status::InvalidArgument(
+            fmt::format("IncRow on table '{}' needs a dense row of {} values, got {}", spec.name,
+                        spec.width, delta.size()));
+      },
       [&](RowValues& v) {
         auto cells = v.mutable_dense<T>();
         for (size_t i = 0; i < cells.size(); ++i) cells[i] += delta[i];
