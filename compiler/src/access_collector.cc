@@ -143,11 +143,12 @@ class BodyWalker {
       : ctx_(ctx), sm_(ctx.getSourceManager()), calls_(calls), out_(out),
         model_(out->result.model) {}
 
-  void Run(const CallExpr* call, const LambdaExpr* lambda, const ValueDecl* space_decl,
+  // `op`: the lambda's call operator as instantiated for this loop (for a generic lambda, the
+  // specialization, whose body is not type-dependent).
+  void Run(const CallExpr* call, const CXXMethodDecl* op, const ValueDecl* space_decl,
            int space_array, const FunctionDecl* enclosing) {
     enclosing_ = enclosing;
-    lambda_body_ = lambda->getBody();
-    const CXXMethodDecl* op = lambda->getCallOperator();
+    lambda_body_ = op->getBody();
     frames_.emplace_back();
     const int n = model_.key_rank;
     if (op->getNumParams() >= 1) {
@@ -1082,7 +1083,15 @@ class BodyWalker {
   }
 
   void WalkCallback(const CXXMethodDecl* op) {
-    const Stmt* body = op != nullptr ? op->getBody() : nullptr;
+    if (op == nullptr) return;
+    if (const FunctionTemplateDecl* ft = op->getDescribedFunctionTemplate()) {
+      // A generic lambda: its instantiations are what runs.
+      for (const FunctionDecl* spec : ft->specializations()) {
+        if (const auto* m = dyn_cast<CXXMethodDecl>(spec)) WalkCallback(m);
+      }
+      return;
+    }
+    const Stmt* body = op->getBody();
     if (body == nullptr || inline_stack_.count(op) != 0) return;
     inline_stack_.insert(op);
     frames_.emplace_back();
@@ -1246,8 +1255,26 @@ CollectedSite CollectSite(ASTContext& ctx, const CallExpr* call, const FunctionD
     }
   }
   const LambdaExpr* lambda = FindLambda(call->getArg(1));
-  if (lambda == nullptr || lambda->getCallOperator()->getBody() == nullptr) {
+  if (lambda == nullptr) {
     out.why_not = "the loop body is not a lambda tessc can see";
+    return out;
+  }
+  const CXXMethodDecl* op = lambda->getCallOperator();
+  if (lambda->isGenericLambda()) {
+    // `[&](const auto& key, auto& v)`: walk the instantiation parallel_for made, not the
+    // type-dependent pattern.
+    op = nullptr;
+    if (const FunctionTemplateDecl* ft = lambda->getDependentCallOperator()) {
+      for (const FunctionDecl* spec : ft->specializations()) {
+        if (spec->getBody() != nullptr) {
+          op = cast<CXXMethodDecl>(spec);
+          break;
+        }
+      }
+    }
+  }
+  if (op == nullptr || op->getBody() == nullptr) {
+    out.why_not = "the loop body's instantiation is not available";
     return out;
   }
   BodyWalker walker(ctx, calls, &out);
@@ -1264,7 +1291,7 @@ CollectedSite CollectSite(ASTContext& ctx, const CallExpr* call, const FunctionD
   }
   space_array = walker.ResolveSpace(space, space_decl);
   r.model.space_array = r.model.arrays[space_array].name;
-  walker.Run(call, lambda, space_decl, space_array, enclosing);
+  walker.Run(call, op, space_decl, space_array, enclosing);
   out.analyzable = true;
   return out;
 }
