@@ -12,9 +12,10 @@ function(tessera_set_warnings target)
   endif()
 endfunction()
 
-# tessera_add_test(<name> SOURCES ... LIBS ...): a GoogleTest binary registered with CTest.
+# tessera_add_test(<name> SOURCES ... LIBS ... [RUN_SERIAL]): a GoogleTest binary registered with
+# CTest. RUN_SERIAL for tests that measure rates over time windows: ctest -j runs them alone.
 function(tessera_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "RUN_SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   tessera_set_warnings(${name})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
@@ -24,6 +25,6 @@ function(tessera_add_test name)
   endif()
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}"
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}" RUN_SERIAL ${ARG_RUN_SERIAL}
                ENVIRONMENT "TESSERA_BIN_DIR=${PROJECT_BINARY_DIR}/bin")
 endfunction()

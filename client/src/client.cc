@@ -724,8 +724,9 @@ class Client::Impl {
     for (auto& s : server_sockets_) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
     items.push_back(waker_.poll_item());
     const CommOptions& comm = options_.comm;
-    // A burst of 20 ms of budget (at least one full message) may build up while idle.
-    TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.02, 64.0 * 1024));
+    // Up to 100 ms of budget (at least one full message) may build up: enough to catch up after
+    // the thread was descheduled, little enough to keep any window within a few percent.
+    TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.1, 64.0 * 1024));
     bool stopping = false;
     while (!stopping) {
       auto timeout = std::chrono::milliseconds(-1);

@@ -133,7 +133,7 @@ class Server::Impl {
                                           {coordinator_.handle(), 0, ZMQ_POLLIN, 0},
                                           loop_.waker().poll_item()};
     const CommOptions& comm = options_.comm;
-    TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.02, 64.0 * 1024));
+    TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.1, 64.0 * 1024));
     while (!loop_.stopping() && !finished_) {
       auto timeout = std::chrono::milliseconds(-1);
       if (comm.early_sends() && HasChangedRows()) {
