@@ -23,8 +23,13 @@ function(tessera_add_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  gtest_discover_tests(${name}
-    DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}" RUN_SERIAL ${ARG_RUN_SERIAL}
-               ENVIRONMENT "TESSERA_BIN_DIR=${PROJECT_BINARY_DIR}/bin")
+  # Empty values would shift the property list, so only set what is given.
+  set(props TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "TESSERA_BIN_DIR=${PROJECT_BINARY_DIR}/bin")
+  if(ARG_LABELS)
+    list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_RUN_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
