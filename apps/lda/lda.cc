@@ -46,7 +46,9 @@ struct LdaOptions {
   double alpha = 0.1;      // document-topic Dirichlet prior
   double beta = 0.01;      // topic-word Dirichlet prior
   int iterations = 50;
-  int mh_steps = 2;        // MH steps per token, alternating doc and word proposals
+  // MH steps per token, alternating doc and word proposals. 4 gives the best log-likelihood per
+  // CPU-second on 20news (measured against 2 and 8 at K=100).
+  int mh_steps = 4;
   std::string sampler = "mh";  // mh | gibbs (the exact O(K) textbook sampler, as a reference)
   int64_t max_docs = 0;    // 0: all documents
   int staleness = 1;       // of the topic-totals table when distributed
