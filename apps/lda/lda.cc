@@ -442,10 +442,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--sampler", opt.sampler, "mh (alias + Metropolis-Hastings) or gibbs (exact, O(K))")
       ->capture_default_str()->check(CLI::IsMember({"mh", "gibbs"}));
-  app.add_option("--max-docs", opt.max_docs, "use only documents 1..N (0: all)")->capture_default_str();
+  app.add_option("--max-docs", opt.max_docs, "use only documents 1..N (0: all)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--staleness", opt.staleness, "staleness of the topic-totals table when distributed")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--eval-every", opt.eval_every, "log-likelihood every N iterations (0: only never)")
+  app.add_option("--eval-every", opt.eval_every, "log-likelihood every N iterations and at the last (0: never)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--seed", opt.seed)->capture_default_str();
   app.add_option("--metrics", opt.metrics_path, "write per-iteration metrics here (JSON lines)");
