@@ -39,8 +39,11 @@ void Normalize(Equation* e) {
 }  // namespace
 
 std::optional<DepVector> ComputeDependence(const std::vector<Affine>& a,
-                                           const std::vector<Affine>& b, int key_rank) {
+                                           const std::vector<Affine>& b, int key_rank,
+                                           std::vector<int64_t>* ray) {
   TESSERA_CHECK(a.size() == b.size());
+  if (ray != nullptr) ray->clear();
+  bool exact = true;  // no equation dropped: the system describes the dependence set exactly
   DepVector result(key_rank, DepComponent::Any());
   std::vector<Equation> equations;
 
@@ -51,9 +54,15 @@ std::optional<DepVector> ComputeDependence(const std::vector<Affine>& a,
   for (size_t m = 0; m < a.size(); ++m) {
     const Affine& x = a[m];
     const Affine& y = b[m];
-    if (!x.known() || !y.known()) continue;  // no constraint: may be any element
+    if (!x.known() || !y.known()) {
+      exact = false;
+      continue;  // no constraint: may be any element
+    }
     if (x.key_coeffs() == y.key_coeffs()) {
-      if (x.symbols() != y.symbols()) continue;  // A(key[0] + n) vs A(key[0] + m)
+      if (x.symbols() != y.symbols()) {  // A(key[0] + n) vs A(key[0] + m)
+        exact = false;
+        continue;
+      }
       Equation e;
       e.coeff.assign(x.key_coeffs().begin(), x.key_coeffs().end());
       e.rhs = static_cast<Int128>(x.constant()) - y.constant();
@@ -62,6 +71,7 @@ std::optional<DepVector> ComputeDependence(const std::vector<Affine>& a,
     }
     // Non-uniform pair. If neither depends on the key, it is a plain comparison of invariants.
     // (Both key-free with equal coefficients was handled above as a uniform equation 0 = c.)
+    exact = false;
   }
 
   // Gaussian elimination over the integers (fraction-free), then read off dims that are pinned to
@@ -106,6 +116,21 @@ std::optional<DepVector> ComputeDependence(const std::vector<Affine>& a,
     if (nonzero == 1) {
       if (e.rhs % e.coeff[which] != 0) return std::nullopt;  // no integer distance
       result[which] = DepComponent::Distance(static_cast<int64_t>(e.rhs / e.coeff[which]));
+    }
+  }
+  // The one case worth a ray: two key dims, both free, tied by a single homogeneous equation
+  // c0*d0 + c1*d1 = 0, so the dependences are exactly t * (c1, -c0) / g.
+  if (ray != nullptr && exact && n == 2 && result[0].any && result[1].any) {
+    const Equation* tie = nullptr;
+    int nonzero_rows = 0;
+    for (const Equation& e : equations) {
+      if (e.coeff[0] == 0 && e.coeff[1] == 0) continue;
+      ++nonzero_rows;
+      tie = &e;
+    }
+    if (nonzero_rows == 1 && tie->rhs == 0 && tie->coeff[0] != 0 && tie->coeff[1] != 0) {
+      const Int128 g = Gcd(tie->coeff[0], tie->coeff[1]);
+      *ray = {static_cast<int64_t>(tie->coeff[1] / g), static_cast<int64_t>(-tie->coeff[0] / g)};
     }
   }
   return result;

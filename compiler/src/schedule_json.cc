@@ -189,9 +189,11 @@ Json SiteToJson(const SiteResult& site) {
   j["arrays"] = arrays;
   Json deps = Json::array();
   for (const Dependence& d : s.dependences) {
-    deps.push_back({{"array", m.arrays[m.accesses[d.first].array].name},
-                    {"vector", DepJson(d.vector)},
-                    {"lines", {m.accesses[d.first].line, m.accesses[d.second].line}}});
+    Json dj = {{"array", m.arrays[m.accesses[d.first].array].name},
+               {"vector", DepJson(d.vector)},
+               {"lines", {m.accesses[d.first].line, m.accesses[d.second].line}}};
+    if (!d.ray.empty()) dj["ray"] = d.ray;
+    deps.push_back(dj);
   }
   j["dependences"] = deps;
   j["cost"] = s.cost;

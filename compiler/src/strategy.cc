@@ -106,7 +106,13 @@ std::optional<std::vector<std::vector<int64_t>>> FindSkew(const std::vector<Depe
   std::vector<bool> must_be_zero(n, false);
   std::vector<DepVector> oriented;
   for (const Dependence& d : deps) {
-    std::optional<DepVector> o = Oriented(d.vector);
+    DepVector exact = d.vector;
+    if (!d.ray.empty()) {
+      // Exactly t * ray: use the ray itself as a constant vector (Oriented() flips it to point
+      // from the earlier to the later iteration).
+      for (int i = 0; i < n; ++i) exact[i] = DepComponent::Distance(d.ray[i]);
+    }
+    std::optional<DepVector> o = Oriented(exact);
     if (!o) return std::nullopt;
     for (int i = 0; i < n; ++i) {
       if ((*o)[i].any) must_be_zero[i] = true;
@@ -277,7 +283,9 @@ ScheduleError PickBlocking(const std::vector<Dependence>& deps, const std::vecto
     }
     // Ties: prefer accesses the user wrote over alias copies and over the loop's implicit read
     // of its own element (access 0), which are poor places to point at.
-    score *= 4;
+    // A dependence with an exact ray could be carried by a wavefront on its own: less to blame.
+    score *= 8;
+    if (d.ray.empty()) score += 4;
     if (!accesses[d.first].alias_copy && !accesses[d.second].alias_copy) score += 2;
     if (d.first != 0 && d.second != 0) ++score;
     if (score > best_score) {
@@ -329,9 +337,11 @@ std::vector<Dependence> ComputeDependences(const SiteModel& site) {
     for (size_t j = i; j < site.accesses.size(); ++j) {
       const Access& b = site.accesses[j];
       if (b.array != a.array || !(a.write || b.write)) continue;
-      std::optional<DepVector> v = ComputeDependence(a.subscripts, b.subscripts, site.key_rank);
+      std::vector<int64_t> ray;
+      std::optional<DepVector> v =
+          ComputeDependence(a.subscripts, b.subscripts, site.key_rank, &ray);
       if (!v || IsZeroVector(*v)) continue;
-      deps.push_back({static_cast<int>(i), static_cast<int>(j), *v});
+      deps.push_back({static_cast<int>(i), static_cast<int>(j), *v, ray});
     }
   }
   return deps;

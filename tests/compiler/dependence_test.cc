@@ -11,6 +11,7 @@ namespace {
 Affine K(int rank, int dim) { return Affine::KeyComponent(rank, dim); }
 Affine C(int rank, int64_t c) { return Affine::Constant(rank, c); }
 Affine Sym(int rank, const char* id) { return Affine::Symbol(rank, id); }
+Affine U() { return Affine::Unknown(); }
 
 TEST(AffineTest, ArithmeticKeepsCoefficientsSignsAndConstants) {
   Affine a = Sym(2, "n@1") - K(2, 0) + C(2, 3);
@@ -129,6 +130,30 @@ TEST(DependenceTest, CoupledSubscriptsAreSolvedTogether) {
   auto w = ComputeDependence({K(2, 0) + K(2, 1)}, {K(2, 0) + K(2, 1)}, 2);
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(ToString(*w), "(*, *)");
+}
+
+TEST(DependenceTest, HomogeneousCoupledSubscriptGivesARay) {
+  // A(key[0] + key[1]) with itself: d0 + d1 = 0, exactly t * (1, -1).
+  std::vector<int64_t> ray;
+  auto v = ComputeDependence({K(2, 0) + K(2, 1)}, {K(2, 0) + K(2, 1)}, 2, &ray);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(ToString(*v), "(*, *)");
+  EXPECT_EQ(ray, (std::vector<int64_t>{1, -1}));
+  // 2*key[0] + 3*key[1]: t * (3, -2).
+  auto w = ComputeDependence({K(2, 0).Scaled(2) + K(2, 1).Scaled(3)},
+                             {K(2, 0).Scaled(2) + K(2, 1).Scaled(3)}, 2, &ray);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(ray, (std::vector<int64_t>{3, -2}));
+}
+
+TEST(DependenceTest, NoRayWhenAConstraintWasDroppedOrInhomogeneous) {
+  std::vector<int64_t> ray;
+  // Unknown second subscript: the set is bigger than the line.
+  ComputeDependence({K(2, 0) + K(2, 1), U()}, {K(2, 0) + K(2, 1), U()}, 2, &ray);
+  EXPECT_TRUE(ray.empty());
+  // d0 + d1 = 1 is a shifted line whose orientation flips along it.
+  ComputeDependence({K(2, 0) + K(2, 1)}, {K(2, 0) + K(2, 1) - C(2, 1)}, 2, &ray);
+  EXPECT_TRUE(ray.empty());
 }
 
 TEST(DependenceTest, TransposedSubscriptsAreStar) {

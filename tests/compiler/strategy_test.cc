@@ -235,6 +235,28 @@ TEST(StrategyTest, ConstantDistanceAcrossRotationIsNot2D) {
   EXPECT_NE(d.schedule->strategy, Strategy::k2D);
 }
 
+TEST(StrategyTest, CoupledSubscriptGetsAWavefrontFromItsRay) {
+  // A(key[0] + key[1]) += ...: conflicts exactly along t * (1, -1); each row key[0] = const is a
+  // conflict-free wavefront.
+  SiteBuilder b(2);
+  int a = b.Array("A", 1);
+  b.AddTo(a, {K(2, 0) + K(2, 1)});
+  Decision d = ChooseSchedule(b.site());
+  ASSERT_TRUE(d.schedule);
+  ASSERT_EQ(d.schedule->strategy, Strategy::kUnimodular);
+  EXPECT_EQ(d.schedule->skew[0], (std::vector<int64_t>{1, 0}));
+}
+
+TEST(StrategyTest, ShiftedCoupledSubscriptStaysAnError) {
+  // A(key[0] + key[1]) written, A(key[0] + key[1] - 1) read: d0 + d1 = 1, e.g. (0, 1) and
+  // (1, -2) reversed; no row h carries them all.
+  SiteBuilder b(2);
+  int a = b.Array("A", 1);
+  b.Assign(a, {K(2, 0) + K(2, 1)}).Read(a, {K(2, 0) + K(2, 1) - C(2, 1)});
+  Decision d = ChooseSchedule(b.site());
+  EXPECT_FALSE(d.schedule);
+}
+
 TEST(StrategyTest, RelaxedAccessesAreExcluded) {
   SiteBuilder b(1);
   int t = b.Array("T", 1, /*relaxed=*/true);

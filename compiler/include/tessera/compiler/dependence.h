@@ -36,8 +36,14 @@ using DepVector = std::vector<DepComponent>;
 // count on both sides), or nullopt when they can never touch the same element (e.g. `A(key[0])`
 // vs `A(2 * key[0] + 1)` with no integer solution, or `A(0)` vs `A(1)`).
 // The zero vector means "only within the same iteration".
+//
+// `ray` (optional): set to a primitive vector v when the dependence set is exactly {t * v} over the
+// integers (two key dims, one homogeneous coupled equation such as key[0] + key[1] on both sides,
+// no constraint dropped), cleared otherwise. The per-dim vector of such a dependence is (*, *);
+// the ray tells the unimodular search which way the dependence really points.
 std::optional<DepVector> ComputeDependence(const std::vector<Affine>& a,
-                                           const std::vector<Affine>& b, int key_rank);
+                                           const std::vector<Affine>& b, int key_rank,
+                                           std::vector<int64_t>* ray = nullptr);
 
 // True when every component is a known 0 (the accesses only meet inside one iteration).
 bool IsZeroVector(const DepVector& v);

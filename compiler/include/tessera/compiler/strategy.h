@@ -66,6 +66,7 @@ const char* PlacementName(Placement p);  // "local", "rotating", "servers", "rep
 struct Dependence {
   int first = 0, second = 0;  // access indices; first <= second
   DepVector vector;           // iteration(second) - iteration(first)
+  std::vector<int64_t> ray;   // non-empty: the dependences are exactly t * ray (see ComputeDependence)
 };
 
 struct ArrayPlacement {
