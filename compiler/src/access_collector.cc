@@ -304,9 +304,21 @@ class BodyWalker {
 
   bool IsMutatedInScope(const VarDecl* vd) {
     for (const Stmt* scope : mutation_scopes_) {
-      if (Mutations(scope).isMutated(vd)) return true;
+      if (MutatedIn(scope, vd)) return true;
     }
     return false;
+  }
+
+  bool MutatedIn(const Stmt* scope, const VarDecl* vd) {
+    auto key = std::make_pair(scope, vd);
+    auto it = mutated_.find(key);
+    if (it == mutated_.end()) {
+      // Fast path: a variable whose every use is a plain read is not mutated; only the others
+      // (passed by reference, bound to one, assigned...) need Clang's full analysis.
+      const bool m = IsReassigned(vd, scope) && Mutations(scope).isMutated(vd);
+      it = mutated_.emplace(key, m).first;
+    }
+    return it->second;
   }
 
   // One analyzer per scope: it memoizes its (matcher-based, not cheap) answers.
@@ -1140,7 +1152,7 @@ class BodyWalker {
     }
     // Parameters the helper modifies are not stable values.
     for (auto& [decl, value] : frame) {
-      if (value.kind == Value::Kind::kInt && Mutations(body).isMutated(decl)) value = Value();
+      if (value.kind == Value::Kind::kInt && MutatedIn(body, cast<VarDecl>(decl))) value = Value();
     }
     inline_stack_.insert(fd);
     call_stack_.push_back(call->getBeginLoc());
@@ -1163,6 +1175,7 @@ class BodyWalker {
   std::vector<Frame> frames_;
   std::vector<const Stmt*> mutation_scopes_;
   std::map<const Stmt*, std::unique_ptr<ExprMutationAnalyzer>> mutation_analyzers_;
+  std::map<std::pair<const Stmt*, const VarDecl*>, bool> mutated_;
   std::set<const FunctionDecl*> inline_stack_;
   std::vector<SourceLocation> call_stack_;  // calls being walked, outermost first
   std::map<const ValueDecl*, int> array_ids_;
