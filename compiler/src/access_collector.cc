@@ -309,13 +309,53 @@ class BodyWalker {
     return false;
   }
 
+  // How a variable is used in a statement: only read, certainly written (assigned, ++/--), or
+  // something in between (passed or bound by reference, ...), which needs Clang's analysis.
+  enum class Uses { kReadOnly, kWritten, kUnclear };
+
+  static Uses ClassifyUses(const VarDecl* vd, const Stmt* s, const Stmt* parent = nullptr) {
+    if (s == nullptr) return Uses::kReadOnly;
+    if (const auto* dre = dyn_cast<DeclRefExpr>(s); dre != nullptr && dre->getDecl() == vd) {
+      if (parent == nullptr) return Uses::kUnclear;
+      if (isa<LambdaExpr>(parent)) return Uses::kReadOnly;  // a capture; the body is walked too
+      if (const auto* ice = dyn_cast<ImplicitCastExpr>(parent)) {
+        return ice->getCastKind() == CK_LValueToRValue ? Uses::kReadOnly : Uses::kUnclear;
+      }
+      if (const auto* bo = dyn_cast<BinaryOperator>(parent)) {
+        if (bo->isAssignmentOp() && bo->getLHS() == s) return Uses::kWritten;
+      }
+      if (const auto* uo = dyn_cast<UnaryOperator>(parent)) {
+        if (uo->isIncrementDecrementOp()) return Uses::kWritten;
+      }
+      return Uses::kUnclear;
+    }
+    Uses result = Uses::kReadOnly;
+    for (const Stmt* c : s->children()) {
+      Uses u = ClassifyUses(vd, c, s);
+      if (u == Uses::kWritten) return u;
+      if (u == Uses::kUnclear) result = u;
+    }
+    return result;
+  }
+
   bool MutatedIn(const Stmt* scope, const VarDecl* vd) {
     auto key = std::make_pair(scope, vd);
     auto it = mutated_.find(key);
     if (it == mutated_.end()) {
-      // Fast path: a variable whose every use is a plain read is not mutated; only the others
-      // (passed by reference, bound to one, assigned...) need Clang's full analysis.
-      const bool m = IsReassigned(vd, scope) && Mutations(scope).isMutated(vd);
+      // Fast paths: plain reads only, or an assignment / ++ somewhere; only the cases in between
+      // (passed by reference, bound to one, ...) need Clang's matcher-based analysis.
+      bool m = false;
+      switch (ClassifyUses(vd, scope)) {
+        case Uses::kReadOnly:
+          m = false;
+          break;
+        case Uses::kWritten:
+          m = true;
+          break;
+        case Uses::kUnclear:
+          m = Mutations(scope).isMutated(vd);
+          break;
+      }
       it = mutated_.emplace(key, m).first;
     }
     return it->second;
