@@ -53,10 +53,12 @@ struct CacheEntry {
   Status error;  // a failed request for this row, reported to the next reader
 };
 
-// A row's coalesced updates not sent yet.
+// A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
+// pending) until the next one, so a row updated every clock reuses its storage.
 struct PendingRow {
   RowValues delta;
-  size_t slot = 0;        // its index in Stripe::pending
+  bool pending = false;   // delta holds updates not sent yet
+  size_t slot = 0;        // its index in Stripe::pending while pending
   double importance = 0;  // accumulated sum |delta / value|, kept under kRelativeMagnitude
 };
 
@@ -65,7 +67,7 @@ struct Stripe {
   std::condition_variable cv;
   std::unordered_map<RowId, CacheEntry> cache;
   std::unordered_map<RowId, PendingRow> oplog;
-  std::vector<RowId> pending;  // the oplog's rows, for sampling in O(1)
+  std::vector<RowId> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
 };
 
 struct ClientTable {
@@ -373,8 +375,9 @@ class Client::Impl {
     std::lock_guard lock(stripe.mu);
     auto [it, inserted] = stripe.oplog.try_emplace(row);
     PendingRow& pending = it->second;
-    if (inserted) {
-      pending.delta = RowValues::Zero(table.spec);
+    if (inserted) pending.delta = RowValues::Zero(table.spec);
+    if (!pending.pending) {
+      pending.pending = true;
       pending.slot = stripe.pending.size();
       stripe.pending.push_back(row);
       int64_t was_pending = pending_rows_.fetch_add(1, std::memory_order_relaxed);
@@ -564,76 +567,127 @@ class Client::Impl {
     } else {
       for (auto [table, row] : *chosen) open_batch(ServerOfRow(table->spec.id, row, num_servers));
     }
-    std::vector<std::vector<std::pair<RowKey, RowValues>>> outgoing(num_servers);
-    auto take = [&](TableId id, Stripe& stripe, RowId row, PendingRow& p) {
-      uint32_t s = ServerOfRow(id, row, num_servers);
-      if (stripe.cache.count(row) != 0) {
-        std::lock_guard ch_lock(channels_[s]->mu);
-        batches[s]->deltas.emplace(RowKey{id, row}, p.delta);
-      }
-      outgoing[s].emplace_back(RowKey{id, row}, std::move(p.delta));
+    // The in-flight copy of a row's delta (kept only for rows this process caches).
+    auto keep = [&](TableId id, Stripe& stripe, RowId row, uint32_t s, const RowValues& delta) {
+      if (stripe.cache.count(row) == 0) return;
+      std::lock_guard ch_lock(channels_[s]->mu);
+      batches[s]->deltas.emplace(RowKey{id, row}, delta);
+    };
+    // Only this thread (holding clock_mu_) adds to the batches, so `seq` is read without locks.
+    std::vector<std::unique_ptr<OutgoingMessage>> messages(num_servers);
+    std::vector<capnp::List<proto::Row>::Builder> wire_rows;
+    std::vector<unsigned> filled(num_servers, 0);
+    auto start_message = [&](uint32_t s, size_t rows, size_t payload_bytes) {
+      // Per row: a Row struct, a Values struct and list headers, about 8 words.
+      messages[s] = std::make_unique<OutgoingMessage>(
+          options_.rank, 0,
+          static_cast<unsigned>(payload_bytes / sizeof(capnp::word) + rows * 8 + 16));
+      auto update = messages[s]->envelope().getBody().initUpdate();
+      update.setSeq(batches[s]->seq);
+      update.setClock(clock);
+      return update.initRows(static_cast<unsigned>(rows));
+    };
+    auto write_row = [&](uint32_t s, TableId id, RowId row, const RowValues& delta) {
+      auto out = wire_rows[s][filled[s]++];
+      out.setTable(id);
+      out.setRow(row);
+      delta.ToProto(out.initValues());
     };
     uint64_t taken = 0;
     if (!early) {
+      // Two passes over the stripes: count the rows per server, then write them straight from
+      // the update log into the messages. Rows that become pending in between (updates of a
+      // thread already in the next clock) stay for the next flush: the first `counted` entries
+      // of each stripe's pending list are the ones counted, since only a flush (under
+      // clock_mu_) removes entries and new ones are appended.
       std::shared_lock tables_lock(tables_mu_);
+      struct Counted {
+        TableId id;
+        Stripe* stripe;
+        size_t rows;
+      };
+      std::vector<Counted> counted;
+      std::vector<size_t> rows_per_server(num_servers, 0), bytes_per_server(num_servers, 0);
       for (auto& [id, table] : tables_) {
         for (Stripe& stripe : table->stripes) {
           std::lock_guard lock(stripe.mu);
-          for (auto& [row, p] : stripe.oplog) take(id, stripe, row, p);
-          taken += stripe.oplog.size();
-          stripe.oplog.clear();
-          stripe.pending.clear();
+          // Entries not updated since the last flush go: only rows updated clock after clock
+          // keep their storage, so memory follows the working set, not every row ever touched.
+          std::erase_if(stripe.oplog, [](const auto& e) { return !e.second.pending; });
+          if (stripe.pending.empty()) continue;
+          counted.push_back({id, &stripe, stripe.pending.size()});
+          for (RowId row : stripe.pending) {
+            uint32_t s = ServerOfRow(id, row, num_servers);
+            ++rows_per_server[s];
+            bytes_per_server[s] += stripe.oplog[row].delta.payload_bytes();
+          }
         }
       }
+      for (uint32_t s = 0; s < num_servers; ++s) {
+        wire_rows.push_back(start_message(s, rows_per_server[s], bytes_per_server[s]));
+      }
+      for (const Counted& c : counted) {
+        Stripe& stripe = *c.stripe;
+        std::lock_guard lock(stripe.mu);
+        for (size_t i = 0; i < c.rows; ++i) {
+          RowId row = stripe.pending[i];
+          PendingRow& p = stripe.oplog[row];
+          uint32_t s = ServerOfRow(c.id, row, num_servers);
+          keep(c.id, stripe, row, s, p.delta);
+          write_row(s, c.id, row, p.delta);
+          p.delta.SetZero();
+          p.pending = false;
+          p.importance = 0;
+        }
+        // Entries appended meanwhile move to the front, with their slots.
+        stripe.pending.erase(stripe.pending.begin(), stripe.pending.begin() + static_cast<ptrdiff_t>(c.rows));
+        for (size_t i = 0; i < stripe.pending.size(); ++i) stripe.oplog[stripe.pending[i]].slot = i;
+        taken += c.rows;
+      }
     } else {
+      // Early: few rows; move them out, then write.
+      std::vector<std::vector<std::pair<RowKey, RowValues>>> outgoing(num_servers);
       for (auto [table, row] : *chosen) {
         Stripe& stripe = table->StripeOf(row);
         std::lock_guard lock(stripe.mu);
         auto it = stripe.oplog.find(row);
-        if (it == stripe.oplog.end()) continue;  // sent meanwhile, or chosen twice
-        take(table->spec.id, stripe, row, it->second);
+        if (it == stripe.oplog.end() || !it->second.pending) continue;  // sent meanwhile, or chosen twice
+        uint32_t s = ServerOfRow(table->spec.id, row, num_servers);
+        keep(table->spec.id, stripe, row, s, it->second.delta);
+        outgoing[s].emplace_back(RowKey{table->spec.id, row}, it->second.delta);
         ErasePending(stripe, it);
         ++taken;
       }
+      for (uint32_t s = 0; s < num_servers; ++s) {
+        size_t payload = 0;
+        for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
+        wire_rows.push_back(batches[s] == nullptr ? capnp::List<proto::Row>::Builder(nullptr)
+                                                  : start_message(s, outgoing[s].size(), payload));
+        for (const auto& [key, delta] : outgoing[s]) write_row(s, key.table, key.row, delta);
+      }
     }
     pending_rows_.fetch_sub(static_cast<int64_t>(taken), std::memory_order_relaxed);
-    // Only this thread (holding clock_mu_) adds to the batches, so they are read without locks.
     uint64_t rows_sent = 0;
     for (uint32_t s = 0; s < num_servers; ++s) {
-      if (batches[s] == nullptr) continue;
-      size_t payload = 0;
-      for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
-      // Per row: a Row struct, a Values struct and list headers, about 8 words.
-      OutgoingMessage msg(
-          options_.rank, 0,
-          static_cast<unsigned>(payload / sizeof(capnp::word) + outgoing[s].size() * 8 + 16));
-      auto update = msg.envelope().getBody().initUpdate();
-      update.setSeq(batches[s]->seq);
-      update.setClock(clock);
-      auto rows = update.initRows(static_cast<unsigned>(outgoing[s].size()));
-      unsigned i = 0;
-      for (const auto& [key, delta] : outgoing[s]) {
-        rows[i].setTable(key.table);
-        rows[i].setRow(key.row);
-        delta.ToProto(rows[i].initValues());
-        ++i;
-      }
-      rows_sent += i;
-      outbound_.push(Outbound{static_cast<int>(s), msg.ToFrame(), false, early});
+      if (messages[s] == nullptr) continue;
+      rows_sent += filled[s];
+      outbound_.push(Outbound{static_cast<int>(s), messages[s]->ToFrame(), false, early});
     }
     waker_.Notify();
     Count(kUpdateRowsSent, rows_sent);
     if (early) Count(kEarlyRows, rows_sent);
   }
 
-  // REQUIRES: stripe.mu.
+  // Takes a row off the pending list (its delta sent). REQUIRES: stripe.mu.
   void ErasePending(Stripe& stripe, std::unordered_map<RowId, PendingRow>::iterator it) {
     size_t slot = it->second.slot;
     RowId last = stripe.pending.back();
     stripe.pending[slot] = last;
     stripe.oplog[last].slot = slot;
     stripe.pending.pop_back();
-    stripe.oplog.erase(it);
+    it->second.pending = false;
+    it->second.importance = 0;
+    it->second.delta.SetZero();
   }
 
   // Picks up to rows_per_message pending rows by the policy. Sampling keeps this independent of
@@ -668,7 +722,7 @@ class Client::Impl {
       for (ClientTable* t : tables) {
         for (Stripe& stripe : t->stripes) {
           std::lock_guard lock(stripe.mu);
-          for (auto& [row, p] : stripe.oplog) candidates.push_back({p.importance, t, row});
+          for (RowId row : stripe.pending) candidates.push_back({stripe.oplog[row].importance, t, row});
         }
       }
     } else {
@@ -894,7 +948,9 @@ class Client::Impl {
             values->Add(d->second);
         }
       }
-      if (auto o = stripe.oplog.find(row); o != stripe.oplog.end()) values->Add(o->second.delta);
+      if (auto o = stripe.oplog.find(row); o != stripe.oplog.end() && o->second.pending) {
+        values->Add(o->second.delta);
+      }
       CacheEntry& entry = stripe.cache[row];
       entry.value = std::move(*values);
       entry.valid = true;

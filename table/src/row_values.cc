@@ -193,6 +193,20 @@ void RowValues::ToProto(proto::Values::Builder out) const {
       values_);
 }
 
+void RowValues::SetZero() {
+  columns_.clear();
+  std::visit(
+      [&](auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if (sparse_) {
+          v.clear();
+        } else {
+          std::fill(v.begin(), v.end(), T{});
+        }
+      },
+      values_);
+}
+
 void RowValues::Add(const RowValues& delta) {
   TESSERA_CHECK(sparse_ == delta.sparse_ && values_.index() == delta.values_.index());
   std::visit(

@@ -43,6 +43,9 @@ class RowValues {
   size_t payload_bytes() const;
   bool IsZero() const;
 
+  // Sets every cell to zero, keeping the storage (sparse rows drop their cells).
+  void SetZero();
+
   // REQUIRES: same value type and layout as this row.
   void Add(const RowValues& delta);
   // REQUIRES: T is the row's value type; col < width for dense rows.
