@@ -66,7 +66,11 @@ int main(int argc, char** argv) {
   spdlog::info("tessc: {} site(s), {} scheduled", result->sites_total, result->sites.size());
   // Never emit a partial schedule, except under -Xclang -verify (golden tests of diagnostics),
   // where failing sites are expected and the JSON of the others is still checked.
-  if (!result->ok) return 1;
+  if (!result->ok) {
+    // A schedule file left over from an earlier, successful run must not outlive the error.
+    if (!output.empty()) std::remove(output.c_str());
+    return 1;
+  }
 
   std::string text;
   if (emit == "json") {
