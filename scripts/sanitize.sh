@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-TARGETS=(table_test transport_test ps_basic_test ps_ssp_test ps_bad_input_test ps_job_environment_test)
+TARGETS=(table_test transport_test ps_basic_test ps_ssp_test ps_bad_input_test ps_job_environment_test
+         ps_managed_comm_test)
 for san in ${SANITIZERS:-thread address,undefined}; do
   dir="build-san-${san//,/-}"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE="$san" \
@@ -15,6 +16,9 @@ for san in ${SANITIZERS:-thread address,undefined}; do
   export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"
   for t in "${TARGETS[@]}"; do
     echo "== $san: $t"
-    "$dir/tests/$t" --gtest_brief=1
+    filter="*"
+    # Rates over time windows mean nothing at sanitizer speed; the rest of the suite still runs.
+    [[ $t == ps_managed_comm_test ]] && filter="-*Budget*"
+    "$dir/tests/$t" --gtest_brief=1 --gtest_filter="$filter"
   done
 done
