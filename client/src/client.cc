@@ -788,7 +788,7 @@ class Client::Impl {
         budget.Refill(TokenBucket::Clock::now());
         timeout = budget.TimeUntilPositive();
       }
-      zmq::poll(items.data(), items.size(), timeout);
+      PollItems(items.data(), items.size(), timeout);
       if (items.back().revents & ZMQ_POLLIN) waker_.Drain();
       if (comm.early_sends()) {
         budget.Refill(TokenBucket::Clock::now());

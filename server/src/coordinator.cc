@@ -51,7 +51,7 @@ class Coordinator::Impl {
     std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                           loop_.waker().poll_item()};
     while (!loop_.stopping() && !finished_) {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+      PollItems(items.data(), items.size(), std::chrono::milliseconds(-1));
       if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
       while (!loop_.stopping() && !finished_) {
         auto frame = TryReceiveRouted(socket_);

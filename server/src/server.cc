@@ -140,7 +140,7 @@ class Server::Impl {
         budget.Refill(TokenBucket::Clock::now());
         timeout = budget.TimeUntilPositive();
       }
-      zmq::poll(items.data(), items.size(), timeout);
+      PollItems(items.data(), items.size(), timeout);
       if (items[2].revents & ZMQ_POLLIN) loop_.waker().Drain();
       if (comm.early_sends()) {
         budget.Refill(TokenBucket::Clock::now());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tessera/transport/message.h"
+#include "tessera/transport/waker.h"
 
 namespace tessera {
 
@@ -17,7 +18,13 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
   coordinator.send(reg.ToFrame(), zmq::send_flags::none);
 
   zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, timeout) == 0) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  int ready = 0;
+  while (ready == 0 && std::chrono::steady_clock::now() < deadline) {  // a signal ends a poll early
+    ready = PollItems(&item, 1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now()));
+  }
+  if (ready == 0) {
     return Status::Unavailable(
         fmt::format("no membership from the coordinator within {} ms", timeout.count()));
   }

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 
 #include "tessera/common/check.h"
@@ -24,6 +25,16 @@ void Waker::Notify() {
 void Waker::Drain() {
   uint64_t value;
   [[maybe_unused]] ssize_t n = read(fd_, &value, sizeof(value));
+}
+
+int PollItems(zmq::pollitem_t* items, size_t count, std::chrono::milliseconds timeout) {
+  try {
+    return zmq::poll(items, count, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+    for (size_t i = 0; i < count; ++i) items[i].revents = 0;
+    return 0;
+  }
 }
 
 }  // namespace tessera

@@ -6,6 +6,8 @@
 #ifndef TESSERA_TRANSPORT_WAKER_H_
 #define TESSERA_TRANSPORT_WAKER_H_
 
+#include <chrono>
+#include <cstddef>
 #include <zmq.hpp>
 
 namespace tessera {
@@ -26,6 +28,11 @@ class Waker {
  private:
   int fd_;
 };
+
+// zmq::poll that treats a signal's interruption (EINTR) as "nothing ready yet" instead of
+// throwing: a profiler, a debugger or SIGCHLD must not take a node's event loop down. Other
+// errors still throw zmq::error_t.
+int PollItems(zmq::pollitem_t* items, size_t count, std::chrono::milliseconds timeout);
 
 }  // namespace tessera
 
