@@ -61,6 +61,20 @@ int ReadPipeReport(int fd, Report* r) {
   return std::sscanf(buf, "%lu %lf", &r->rows, &r->seconds) == 2 ? 0 : -1;
 }
 
+// Sums the clients' rows; the job took as long as its slowest client. Closes the pipes.
+Report CollectReports(const std::vector<int>& pipes) {
+  Report total;
+  for (int fd : pipes) {
+    Report r;
+    if (ReadPipeReport(fd, &r) == 0) {
+      total.rows += r.rows;
+      total.seconds = std::max(total.seconds, r.seconds);
+    }
+    close(fd);
+  }
+  return total;
+}
+
 void WriteReport(int fd, uint64_t rows, double seconds) {
   std::string s = fmt::format("{} {}\n", rows, seconds);
   [[maybe_unused]] ssize_t n = write(fd, s.data(), s.size());
@@ -207,15 +221,7 @@ Report RunTessera(const Config& cfg) {
     }));
     close(fds[1]);
   }
-  Report total;
-  for (int fd : pipes) {
-    Report r;
-    if (ReadPipeReport(fd, &r) == 0) {
-      total.rows += r.rows;
-      total.seconds = std::max(total.seconds, r.seconds);
-    }
-    close(fd);
-  }
+  Report total = CollectReports(pipes);
   WaitAll(clients);
   WaitAll(nodes);
   std::remove(coord_file.c_str());
@@ -321,15 +327,7 @@ Report RunCeiling(const Config& cfg) {
     }));
     close(fds[1]);
   }
-  Report total;
-  for (int fd : pipes) {
-    Report r;
-    if (ReadPipeReport(fd, &r) == 0) {
-      total.rows += r.rows;
-      total.seconds = std::max(total.seconds, r.seconds);
-    }
-    close(fd);
-  }
+  Report total = CollectReports(pipes);
   WaitAll(clients);
   WaitAll(servers);
   for (auto& f : files) std::remove(f.c_str());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "in_process_cluster.h"
+#include "raw_peer.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/message.h"
 
@@ -10,6 +11,7 @@ namespace tessera {
 namespace {
 
 using testing::InProcessCluster;
+using testing::RawPeer;
 
 constexpr TableId kTable = 1;
 
@@ -22,48 +24,6 @@ TableSpec Counters(uint64_t rows = 4) {
   spec.width = 2;
   return spec;
 }
-
-// A hand-driven peer that talks to server 0 with whatever bytes a test wants.
-class RawPeer {
- public:
-  RawPeer(InProcessCluster& cluster, const std::string& endpoint)
-      : socket_(cluster.context(), zmq::socket_type::dealer) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.connect(endpoint);
-  }
-  void SendBytes(const std::string& bytes) {
-    socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
-  }
-  void Send(std::unique_ptr<OutgoingMessage>& msg) { Send(*msg); }
-  void Send(OutgoingMessage& msg) { socket_.send(msg.ToFrame(), zmq::send_flags::none); }
-  // The next message, or nullptr if none arrives in 10 s (a failure bound, not a sync point).
-  std::unique_ptr<IncomingMessage> Receive() {
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, std::chrono::seconds(10)) == 0) return nullptr;
-    zmq::message_t frame;
-    (void)socket_.recv(frame, zmq::recv_flags::none);
-    auto msg = IncomingMessage::Parse(std::move(frame));
-    return msg.ok() ? std::move(*msg) : nullptr;
-  }
-  proto::ErrorCode ExpectError() {
-    auto msg = Receive();
-    EXPECT_NE(msg, nullptr);
-    if (msg == nullptr) return proto::ErrorCode::DATA_LOSS;
-    EXPECT_TRUE(msg->envelope().getBody().isError());
-    return msg->envelope().getBody().getError().getCode();
-  }
-  void Register(uint32_t rank, const std::string& secret) {
-    OutgoingMessage reg(rank, 7);
-    auto r = reg.envelope().getBody().initRegister();
-    r.setRole(proto::Role::WORKER);
-    r.setRank(rank);
-    r.setSecret(secret);
-    Send(reg);
-  }
-
- private:
-  zmq::socket_t socket_;
-};
 
 // The real client of worker 0 still works: its table answers and counts are exact.
 void ExpectClientStillServed(Client& c, int64_t expected) {

@@ -8,12 +8,14 @@
 #include <thread>
 
 #include "in_process_cluster.h"
+#include "raw_peer.h"
 #include "tessera/transport/message.h"
 
 namespace tessera {
 namespace {
 
 using testing::InProcessCluster;
+using testing::RawPeer;
 using Clock = std::chrono::steady_clock;
 
 constexpr TableId kTable = 1;
@@ -98,16 +100,9 @@ TEST(ClientBudgetTest, PolicyOffSendsNothingEarly) {
 class RawReader {
  public:
   RawReader(InProcessCluster& cluster, uint32_t rank)
-      : rank_(rank), socket_(cluster.context(), zmq::socket_type::dealer) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.connect(cluster.server(0).endpoint());
-    OutgoingMessage reg(rank, 1);
-    auto r = reg.envelope().getBody().initRegister();
-    r.setRole(proto::Role::WORKER);
-    r.setRank(rank);
-    r.setSecret(cluster.options().secret);
-    socket_.send(reg.ToFrame(), zmq::send_flags::none);
-    EXPECT_NE(Receive(), nullptr);
+      : rank_(rank), peer_(cluster, cluster.server(0).endpoint()) {
+    peer_.Register(rank, cluster.options().secret);
+    EXPECT_NE(peer_.Receive(), nullptr);
   }
   // Column 0 of rows 0..n-1.
   std::vector<float> ReadAll(uint64_t n) {
@@ -116,26 +111,19 @@ class RawReader {
     g.setTable(kTable);
     auto rows = g.initRows(static_cast<unsigned>(n));
     for (unsigned i = 0; i < n; ++i) rows.set(i, i);
-    socket_.send(get.ToFrame(), zmq::send_flags::none);
-    auto reply = Receive();
+    peer_.Send(get);
+    auto reply = peer_.Receive();
     std::vector<float> values(n, -1);
     if (reply == nullptr || !reply->envelope().getBody().isRows()) return values;
-    for (auto row : reply->envelope().getBody().getRows().getRows())
+    for (auto row : reply->envelope().getBody().getRows().getRows()) {
       values[row.getRow()] = row.getValues().getF32()[0];
+    }
     return values;
   }
 
  private:
-  std::unique_ptr<IncomingMessage> Receive() {
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, std::chrono::seconds(10)) == 0) return nullptr;
-    zmq::message_t frame;
-    (void)socket_.recv(frame, zmq::recv_flags::none);
-    auto msg = IncomingMessage::Parse(std::move(frame));
-    return msg.ok() ? std::move(*msg) : nullptr;
-  }
   uint32_t rank_;
-  zmq::socket_t socket_;
+  RawPeer peer_;
 };
 
 // Under relative magnitude the rows leave in order of importance: at every moment the rows that

@@ -1,0 +1,61 @@
+// RawPeer: a hand-driven DEALER that talks to a server with whatever bytes a test wants, for
+// tests that must see exactly what reaches the server or send what no Client would.
+#ifndef TESSERA_TESTS_PS_RAW_PEER_H_
+#define TESSERA_TESTS_PS_RAW_PEER_H_
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "in_process_cluster.h"
+#include "tessera/transport/message.h"
+
+namespace tessera::testing {
+
+class RawPeer {
+ public:
+  RawPeer(InProcessCluster& cluster, const std::string& endpoint)
+      : socket_(cluster.context(), zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+  }
+  void SendBytes(const std::string& bytes) {
+    socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
+  }
+  void Send(std::unique_ptr<OutgoingMessage>& msg) { Send(*msg); }
+  void Send(OutgoingMessage& msg) { socket_.send(msg.ToFrame(), zmq::send_flags::none); }
+  // The next message, or nullptr if none arrives in 10 s (a failure bound, not a sync point).
+  std::unique_ptr<IncomingMessage> Receive() {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::seconds(10)) == 0) return nullptr;
+    zmq::message_t frame;
+    (void)socket_.recv(frame, zmq::recv_flags::none);
+    auto msg = IncomingMessage::Parse(std::move(frame));
+    return msg.ok() ? std::move(*msg) : nullptr;
+  }
+  proto::ErrorCode ExpectError() {
+    auto msg = Receive();
+    EXPECT_NE(msg, nullptr);
+    if (msg == nullptr) return proto::ErrorCode::DATA_LOSS;
+    EXPECT_TRUE(msg->envelope().getBody().isError());
+    return msg->envelope().getBody().getError().getCode();
+  }
+  void Register(uint32_t rank, const std::string& secret) {
+    OutgoingMessage reg(rank, 7);
+    auto r = reg.envelope().getBody().initRegister();
+    r.setRole(proto::Role::WORKER);
+    r.setRank(rank);
+    r.setSecret(secret);
+    Send(reg);
+  }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+}  // namespace tessera::testing
+
+#endif  // TESSERA_TESTS_PS_RAW_PEER_H_
