@@ -213,18 +213,22 @@ class Server::Impl {
 
   void Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
               const std::string& text) {
-    log_->error("rejected message: {}", text);
-    CountStat([](ServerStats& s) { ++s.rejected_messages; });
-    OutgoingMessage reply(options_.rank, request_id);
-    FillError(code, text, reply.envelope().getBody().initError());
-    Send(identity, reply);
+    Reject(identity, request_id, text, [&](proto::Error::Builder e) { FillError(code, text, e); });
   }
 
   void Reject(const std::string& identity, uint64_t request_id, const Status& status) {
-    log_->error("rejected message: {}", status.ToString());
+    Reject(identity, request_id, status.ToString(),
+           [&](proto::Error::Builder e) { FillError(status, e); });
+  }
+
+  // Logs, counts and answers a rejected message; `fill` writes the wire error.
+  template <typename Fill>
+  void Reject(const std::string& identity, uint64_t request_id, const std::string& logged,
+              Fill fill) {
+    log_->error("rejected message: {}", logged);
     CountStat([](ServerStats& s) { ++s.rejected_messages; });
     OutgoingMessage reply(options_.rank, request_id);
-    FillError(status, reply.envelope().getBody().initError());
+    fill(reply.envelope().getBody().initError());
     Send(identity, reply);
   }
 
