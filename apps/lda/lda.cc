@@ -287,7 +287,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   for (int iter = 1; iter <= opt.iterations; ++iter) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
-    tessera::Accumulator<int64_t> accepted;
+    tessera::Accumulator<int64_t> accepted(ctx);
     if (opt.sampler == "gibbs") {
       // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
       tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
@@ -361,7 +361,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
       // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
       //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)].
-      tessera::Accumulator<double> ll(ll_const);
+      tessera::Accumulator<double> ll(ctx, ll_const);
       tessera::parallel_for(doc_topic, [&](const Key<2>&, int32_t& n) {
         if (n != 0) ll += lg_alpha[n];
       });

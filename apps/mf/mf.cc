@@ -114,7 +114,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   const float lambda = opt.lambda;
   const auto start = std::chrono::steady_clock::now();
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
-    tessera::Accumulator<double> train_sq;
+    tessera::Accumulator<double> train_sq(ctx);
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
     tessera::parallel_for(ratings, [&](const Key<2>& key, float& rating) {
@@ -144,7 +144,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     // per CPU-second is per executor thread when several run.
     const double train_cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
 
-    tessera::Accumulator<double> test_sq;
+    tessera::Accumulator<double> test_sq(ctx);
     if (test.nnz() > 0) {
       tessera::parallel_for(test, [&](const Key<2>& key, float& rating) {
         auto w = W.row(key[0]);

@@ -10,8 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/distributed_executor.h"
 #include "internal/parallel_executor.h"
 #include "internal/schedule_table.h"
+#include "tessera/client/job_environment.h"
+#include "tessera/common/check.h"
 #include "tessera/common/logging.h"
 
 namespace tessera {
@@ -35,7 +38,6 @@ int EnvIntOr(const char* name, int fallback) {
 struct Context::Impl {
   JobInfo job;
   ExecutionMode mode = ExecutionMode::kSerial;
-  std::unique_ptr<Executor> executor;
   std::shared_ptr<spdlog::logger> logger;
   std::vector<const EmbeddedSchedule*> schedules;  // snapshot of the static table
   // Sites already described, keyed by where they are; the schedule lookup and its log line
@@ -43,7 +45,46 @@ struct Context::Impl {
   std::map<std::tuple<std::string, unsigned, unsigned>, const EmbeddedSchedule*> sites;
   int64_t next_array_id = 0;
   bool in_loop = false;
+  std::map<int64_t, internal::ArrayBase*> arrays;
+  std::vector<internal::AccumulatorBase*> accumulators;
+  internal::DistributedExecutor* distributed = nullptr;  // owned by `executor` when set
+  // Declared last: destroyed first, while the registries it may look at still exist.
+  std::unique_ptr<Executor> owned_executor;
 };
+
+namespace {
+
+// The distributed executor for a launched worker, from the launcher's environment
+// (docs/operations.md); aborts with the reason when the job cannot be joined, because running
+// the program alone would silently compute something else.
+std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(Context& ctx, int threads,
+                                                                  std::shared_ptr<spdlog::logger> log) {
+  Result<std::optional<JobEnvironment>> env = JobEnvironmentFromEnv();
+  if (!env.ok()) {
+    internal::CheckFailed(__FILE__, __LINE__, "joining the job:", env.status().ToString().c_str());
+  }
+  TESSERA_CHECK_MSG(env->has_value(), "launched as a worker without TESSERA_COORDINATOR");
+  const JobEnvironment& job = **env;
+  internal::DistributedExecutorOptions o;
+  o.rank = job.rank;
+  o.num_workers = job.num_workers;
+  o.client = job.client;
+  o.peer_bind = "tcp://" + EnvOr("TESSERA_BIND_HOST", "127.0.0.1") + ":0";
+  o.threads = threads;
+  o.pipeline_depth = EnvIntOr("TESSERA_PIPELINE_DEPTH", o.pipeline_depth);
+  o.data_parallel_clocks = EnvIntOr("TESSERA_DATA_PARALLEL_CLOCKS", o.data_parallel_clocks);
+  o.min_parallel_wavefront = EnvIntOr("TESSERA_MIN_PARALLEL_WAVEFRONT", 4096);
+  Result<std::unique_ptr<internal::DistributedExecutor>> ex =
+      internal::DistributedExecutor::Start(o, ctx, std::move(log));
+  if (!ex.ok()) {
+    const std::string why = "worker " + std::to_string(job.rank) + " could not join the job at " +
+                            job.client.coordinator + ": " + ex.status().ToString();
+    internal::CheckFailed(__FILE__, __LINE__, "joining the job:", why.c_str());
+  }
+  return std::move(ex).value();
+}
+
+}  // namespace
 
 Context::Context(int argc, char** argv) : Context(argc, argv, ContextOptions{}) {}
 
@@ -64,38 +105,40 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
   impl_->schedules = internal::AllEmbeddedSchedules();
 
   const std::string program = (argc > 0 && argv != nullptr && argv[0] != nullptr) ? argv[0] : "";
+  int threads = options.threads > 0       ? options.threads
+                : options.read_environment ? EnvIntOr("TESSERA_THREADS", 1)
+                                           : 1;
+  if (threads < 1 || threads >= internal::kMaxExecutorSlots) {
+    impl_->logger->warn("{} executor threads requested; using {}", threads,
+                        std::clamp(threads, 1, internal::kMaxExecutorSlots - 1));
+    threads = std::clamp(threads, 1, internal::kMaxExecutorSlots - 1);
+  }
   if (options.executor != nullptr) {
-    impl_->executor = std::move(options.executor);
+    impl_->owned_executor = std::move(options.executor);
     impl_->mode = impl_->job.launched() ? ExecutionMode::kDistributed : ExecutionMode::kSerial;
+  } else if (impl_->job.launched() && impl_->job.role == "worker") {
+    auto ex = JoinDistributedJob(*this, threads, impl_->logger);
+    impl_->distributed = ex.get();
+    impl_->owned_executor = std::move(ex);
+    impl_->mode = ExecutionMode::kDistributed;
   } else {
-    int threads = options.threads > 0       ? options.threads
-                  : options.read_environment ? EnvIntOr("TESSERA_THREADS", 1)
-                                             : 1;
-    if (threads < 1 || threads >= internal::kMaxExecutorSlots) {
-      impl_->logger->warn("{} executor threads requested; using {}", threads,
-                          std::clamp(threads, 1, internal::kMaxExecutorSlots - 1));
-      threads = std::clamp(threads, 1, internal::kMaxExecutorSlots - 1);
-    }
-    impl_->executor = threads > 1 ? internal::MakeParallelExecutor({.threads = threads}, impl_->logger)
-                                  : MakeSerialExecutor();
+    impl_->owned_executor = threads > 1 ? internal::MakeParallelExecutor({.threads = threads}, impl_->logger)
+                                        : MakeSerialExecutor();
     if (impl_->job.launched()) {
-      // Not silently wrong: every worker would run the whole program; say so loudly.
-      impl_->logger->warn(
-          "{} was launched as '{}' (coordinator {}) but no distributed executor is linked in; "
-          "running serially",
-          program, impl_->job.role, impl_->job.coordinator);
+      impl_->logger->warn("{} was launched as '{}', which runs no program; running serially",
+                          program, impl_->job.role);
     }
   }
   impl_->logger->debug("context: mode={}, executor={}, {} embedded schedule(s)",
                        impl_->mode == ExecutionMode::kSerial ? "serial" : "distributed",
-                       impl_->executor->name(), impl_->schedules.size());
+                       impl_->owned_executor->name(), impl_->schedules.size());
 }
 
 Context::~Context() = default;
 
 ExecutionMode Context::mode() const { return impl_->mode; }
 const JobInfo& Context::job() const { return impl_->job; }
-Executor& Context::executor() { return *impl_->executor; }
+Executor& Context::executor() { return *impl_->owned_executor; }
 spdlog::logger& Context::logger() { return *impl_->logger; }
 
 const EmbeddedSchedule* Context::FindSchedule(const std::source_location& loc) const {
@@ -117,13 +160,13 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
     if (m.schedule != nullptr) {
       impl_->logger->debug("parallel_for at {}:{}: embedded schedule {}; executor '{}'",
                            loc.file_name(), loc.line(), m.schedule->json,
-                           impl_->executor->name());
+                           impl_->owned_executor->name());
     } else if (m.count > 1) {
       impl_->logger->warn("parallel_for at {}:{}: {} embedded schedules match (ambiguous); ignoring them",
                           loc.file_name(), loc.line(), m.count);
     } else {
       impl_->logger->debug("parallel_for at {}:{}: no embedded schedule; executor '{}'",
-                           loc.file_name(), loc.line(), impl_->executor->name());
+                           loc.file_name(), loc.line(), impl_->owned_executor->name());
     }
     it = impl_->sites.emplace(std::move(key), m.schedule).first;
   }
@@ -140,5 +183,30 @@ bool Context::EnterLoop() {
 }
 
 void Context::ExitLoop() { impl_->in_loop = false; }
+
+void Context::AttachArray(internal::ArrayBase* array) { impl_->arrays[array->id()] = array; }
+
+void Context::DetachArray(internal::ArrayBase* array) {
+  auto it = impl_->arrays.find(array->id());
+  if (it != impl_->arrays.end() && it->second == array) impl_->arrays.erase(it);
+}
+
+void Context::AttachAccumulator(internal::AccumulatorBase* acc) { impl_->accumulators.push_back(acc); }
+
+void Context::DetachAccumulator(internal::AccumulatorBase* acc) {
+  auto& v = impl_->accumulators;
+  v.erase(std::remove(v.begin(), v.end(), acc), v.end());
+}
+
+const std::map<int64_t, internal::ArrayBase*>& Context::arrays() const { return impl_->arrays; }
+
+const std::vector<internal::AccumulatorBase*>& Context::accumulators() const {
+  return impl_->accumulators;
+}
+
+Result<std::vector<std::string>> Context::AllGather(std::string bytes) {
+  if (impl_->distributed == nullptr) return std::vector<std::string>{std::move(bytes)};
+  return impl_->distributed->AllGather(std::move(bytes));
+}
 
 }  // namespace tessera

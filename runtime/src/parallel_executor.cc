@@ -29,32 +29,12 @@
 #include <utility>
 #include <vector>
 
+#include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
 #include "tessera/common/check.h"
 
 namespace tessera::internal {
 namespace {
-
-// Positions grouped into blocks, CSR: block b is positions[offsets[b], offsets[b + 1]).
-struct Blocks {
-  int64_t array_id = -1;
-  uint64_t layout_version = 0;
-  int64_t size = -1;
-  std::vector<int64_t> positions;
-  std::vector<int64_t> offsets{0};
-  // contiguous[b]: the block's positions are consecutive, so it can run as one range (no
-  // per-position key lookup; dense arrays split along dim 0 always are).
-  std::vector<uint8_t> contiguous;
-  // unimodular only: wavefront w is blocks [waves[w], waves[w + 1]).
-  std::vector<int64_t> waves{0};
-
-  int64_t num_blocks() const { return static_cast<int64_t>(offsets.size()) - 1; }
-  int64_t block_size(int64_t b) const { return offsets[b + 1] - offsets[b]; }
-  bool Matches(const ArrayBase& space) const {
-    return array_id == space.id() && layout_version == space.layout_version() &&
-           size == space.size();
-  }
-};
 
 // Everything cached about one call site.
 struct SiteState {
@@ -65,70 +45,6 @@ struct SiteState {
 // Sites rarely iterate over more than a couple of arrays (train/test); beyond this many the cache
 // of a site is dropped rather than grow without bound in a program that makes arrays in a loop.
 constexpr size_t kMaxCachedArraysPerSite = 8;
-
-std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim) {
-  std::vector<int64_t> c(static_cast<size_t>(space.size()));
-  for (int64_t p = 0; p < space.size(); ++p) c[p] = space.key_component(p, dim);
-  return c;
-}
-
-// P - 1 cut values splitting `values` into P key ranges of about equal count; a key's block is
-// the number of cuts <= it. Equal keys always share a block (the partition is by key, which is
-// what makes blocks of different key ranges independent). Keys are indices below `extent`, so a
-// histogram finds the cuts in linear time; the sort is for keys outside it (never for DistArrays).
-std::vector<int64_t> EqualCountCuts(const std::vector<int64_t>& values, int64_t extent, int parts) {
-  std::vector<int64_t> cuts;
-  if (values.empty()) return cuts;
-  const size_t n = values.size();
-  const bool histogram = extent > 0 && static_cast<size_t>(extent) <= 4 * n + 1024 &&
-                         std::all_of(values.begin(), values.end(),
-                                     [extent](int64_t v) { return v >= 0 && v < extent; });
-  if (!histogram) {
-    std::vector<int64_t> sorted = values;
-    std::sort(sorted.begin(), sorted.end());
-    for (int k = 1; k < parts; ++k) cuts.push_back(sorted[n * static_cast<size_t>(k) / parts]);
-    return cuts;
-  }
-  std::vector<int64_t> count(static_cast<size_t>(extent), 0);
-  for (int64_t v : values) ++count[v];
-  // The k-th cut is the key holding the element of rank n*k/P in sorted order (as with a sort).
-  size_t below = 0;  // elements with key < v
-  int k = 1;
-  for (int64_t v = 0; v < extent && k < parts; ++v) {
-    below += count[v];
-    while (k < parts && n * static_cast<size_t>(k) / parts < below) {
-      cuts.push_back(v);
-      ++k;
-    }
-  }
-  return cuts;
-}
-
-int BlockOf(const std::vector<int64_t>& cuts, int64_t v) {
-  return static_cast<int>(std::upper_bound(cuts.begin(), cuts.end(), v) - cuts.begin());
-}
-
-// Counting sort of positions by block id, positions increasing inside each block.
-void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b) {
-  b->offsets.assign(static_cast<size_t>(num_blocks) + 1, 0);
-  for (int id : block_of) ++b->offsets[id + 1];
-  for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
-  std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
-  b->positions.resize(block_of.size());
-  for (size_t p = 0; p < block_of.size(); ++p) b->positions[fill[block_of[p]]++] = static_cast<int64_t>(p);
-}
-
-void MarkContiguous(Blocks* b) {
-  b->contiguous.assign(static_cast<size_t>(b->num_blocks()), 1);
-  for (int64_t blk = 0; blk < b->num_blocks(); ++blk) {
-    for (int64_t i = b->offsets[blk] + 1; i < b->offsets[blk + 1]; ++i) {
-      if (b->positions[i] != b->positions[i - 1] + 1) {
-        b->contiguous[blk] = 0;
-        break;
-      }
-    }
-  }
-}
 
 Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, int threads) {
   Blocks b;
@@ -242,17 +158,6 @@ class ParallelExecutor final : public Executor {
   }
 
  private:
-  static void RunBlock(const Blocks& b, int64_t block, const LoopTask& task) {
-    const int64_t begin = b.offsets[block];
-    const int64_t count = b.block_size(block);
-    if (count == 0) return;
-    if (b.contiguous[block]) {
-      task.RunRange(b.positions[begin], b.positions[begin] + count);
-    } else {
-      task.RunPositions(b.positions.data() + begin, static_cast<size_t>(count));
-    }
-  }
-
   // Blocks [0, P): thread p runs block p.
   void RunAllAtOnce(const Blocks& b, const LoopTask& task) {
     const int threads = options_.threads;

@@ -97,6 +97,9 @@ class Coordinator::Impl {
         case proto::Envelope::Body::LEAVE:
           OnLeave(identity, body.getLeave().getRank());
           break;
+        case proto::Envelope::Body::ANNOUNCE_PEER:
+          OnAnnouncePeer(identity, env.getRequestId(), body.getAnnouncePeer());
+          break;
         default:
           SendError(identity, env.getRequestId(), proto::ErrorCode::INVALID_ARGUMENT,
                     "the coordinator does not handle this message");
@@ -160,6 +163,43 @@ class Coordinator::Impl {
     Send(identity, msg);
   }
 
+  // The runtime's peer mesh: workers learn each other's endpoints here. A worker may announce
+  // again (same rank, new endpoint) only before everyone has; answers go out when all have.
+  void OnAnnouncePeer(const std::string& identity, uint64_t request_id,
+                      proto::AnnouncePeer::Reader a) {
+    if (a.getSecret() != options_.secret) {
+      SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
+      return;
+    }
+    const uint32_t rank = a.getRank();
+    if (rank >= static_cast<uint32_t>(options_.num_workers)) {
+      SendError(identity, request_id, proto::ErrorCode::OUT_OF_RANGE,
+                fmt::format("peer rank {} but the job has {} workers", rank, options_.num_workers));
+      return;
+    }
+    if (peer_endpoints_.empty()) peer_endpoints_.resize(options_.num_workers);
+    if (peers_complete_) {
+      SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                fmt::format("worker {} announced its peer endpoint after the mesh was complete",
+                            rank));
+      return;
+    }
+    if (peer_endpoints_[rank].empty()) ++peers_announced_;
+    peer_endpoints_[rank] = a.getEndpoint();
+    peer_waiting_.push_back({identity, request_id});
+    if (peers_announced_ < static_cast<size_t>(options_.num_workers)) return;
+    peers_complete_ = true;
+    for (const auto& w : peer_waiting_) {
+      OutgoingMessage msg(0, w.request_id);
+      auto list = msg.envelope().getBody().initPeerList().initEndpoints(
+          static_cast<unsigned>(peer_endpoints_.size()));
+      for (unsigned i = 0; i < peer_endpoints_.size(); ++i) list.set(i, peer_endpoints_[i]);
+      Send(w.identity, msg);
+    }
+    peer_waiting_.clear();
+    log_->info("peer mesh of {} workers complete", options_.num_workers);
+  }
+
   void OnBarrier(const std::string& identity, uint64_t request_id, uint64_t id) {
     auto& arrivals = barriers_[id];
     arrivals.push_back({identity, request_id});
@@ -203,6 +243,10 @@ class Coordinator::Impl {
 
   // Loop-thread state.
   std::vector<std::string> server_endpoints_;
+  std::vector<std::string> peer_endpoints_;  // by worker rank; see OnAnnouncePeer
+  size_t peers_announced_ = 0;
+  bool peers_complete_ = false;
+  std::vector<Waiter> peer_waiting_;
   std::vector<std::string> server_ids_;
   size_t servers_registered_ = 0;
   std::map<uint32_t, std::string> worker_ids_;

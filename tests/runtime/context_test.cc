@@ -41,7 +41,8 @@ TEST(ContextTest, AloneIsSerial) {
 }
 
 TEST(ContextTest, ReadsTheLaunchersVariables) {
-  ScopedEnv role("TESSERA_ROLE", "worker");
+  // A role that runs no program (not a worker) reads the variables but stays serial.
+  ScopedEnv role("TESSERA_ROLE", "server");
   ScopedEnv coord("TESSERA_COORDINATOR", "tcp://127.0.0.1:4242");
   ScopedEnv rank("TESSERA_RANK", "3");
   ScopedEnv workers("TESSERA_NUM_WORKERS", "4");
@@ -50,15 +51,25 @@ TEST(ContextTest, ReadsTheLaunchersVariables) {
   char* argv[] = {arg0, nullptr};
   Context ctx(1, argv);
   EXPECT_TRUE(ctx.job().launched());
-  EXPECT_EQ(ctx.job().role, "worker");
+  EXPECT_EQ(ctx.job().role, "server");
   EXPECT_EQ(ctx.job().coordinator, "tcp://127.0.0.1:4242");
   EXPECT_EQ(ctx.job().rank, 3);
   EXPECT_EQ(ctx.job().num_workers, 4);
-  // No distributed executor passed in: serial, and a loop still runs every element once.
   EXPECT_EQ(ctx.mode(), ExecutionMode::kSerial);
   auto a = DistArray<int, 1>::dense(ctx, {10});
   parallel_for(a, [](const Key<1>& k, int& v) { v += static_cast<int>(k[0]); });
   for (int i = 0; i < 10; ++i) EXPECT_EQ(a(i), i);
+}
+
+TEST(ContextDeathTest, AWorkerThatCannotJoinItsJobSaysWhy) {
+  // Running alone instead would silently compute something else: the worker stops, naming why.
+  ScopedEnv role("TESSERA_ROLE", "worker");
+  ScopedEnv coord("TESSERA_COORDINATOR", "tcp://127.0.0.1:4242");
+  ScopedEnv rank("TESSERA_RANK", "4");
+  ScopedEnv workers("TESSERA_NUM_WORKERS", "4");
+  char arg0[] = "context_test";
+  char* argv[] = {arg0, nullptr};
+  EXPECT_DEATH({ Context ctx(1, argv); }, "joining the job");
 }
 
 TEST(ContextTest, ArrayIdsAreCreationNumbers) {

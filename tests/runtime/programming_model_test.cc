@@ -161,7 +161,7 @@ TEST(ParallelForTest, KeyOnlyBodyAndDataParallelPermission) {
   for (int i = 0; i < 10; ++i) s.insert({{i, i}}, 1.0f);
   auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {10}, /*staleness=*/2);
   EXPECT_EQ(totals.staleness(), 2);
-  Accumulator<int64_t> count;
+  Accumulator<int64_t> count(ctx);
   parallel_for(s, [&](const Key<2>& k) {
     totals.add(k[0], 3);
     count += 1;
@@ -184,7 +184,8 @@ TEST(RelaxedArrayTest, RowViewReadsAndAdds) {
 }
 
 TEST(AccumulatorTest, SumsAcrossExecutorSlots) {
-  Accumulator<double> acc(1.0);
+  Context ctx(Hermetic());
+  Accumulator<double> acc(ctx, 1.0);
   acc += 2.0;
   {
     internal::ExecutorSlotScope scope(5);  // as a parallel executor's thread would
@@ -215,7 +216,7 @@ TEST(ProgrammingModelTest, MfStyleProgramRunsSeriallyAndConverges) {
   auto H = DistArray<float, 2>::random(ctx, {items, k}, 4, 0.0f, 0.5f);
   double first_loss = -1, loss = 0;
   for (int epoch = 0; epoch < 300; ++epoch) {
-    Accumulator<double> sq;
+    Accumulator<double> sq(ctx);
     parallel_for(ratings, [&](const Key<2>& key, float& rating) {
       auto w = W.row(key[0]);
       auto h = H.row(key[1]);
@@ -274,7 +275,7 @@ TEST(ProgrammingModelTest, SparseLogisticRegressionRunsSerially) {
   }
   auto w = DistArray<float, 1>::dense(ctx, {features});
   auto accuracy = [&] {
-    Accumulator<int64_t> correct;
+    Accumulator<int64_t> correct(ctx);
     parallel_for(y, [&](const Key<1>& key, float& label) {
       float margin = 0;
       for (auto [col, value] : X.sparse_row(key[0])) margin += value * w(col);

@@ -112,6 +112,41 @@ struct Error {
   message @1 :Text;
 }
 
+# --- worker-to-worker (the runtime's peer mesh) ---
+# A worker announces where its peers reach it; the coordinator answers with every worker's
+# endpoint once all have announced.
+struct AnnouncePeer {
+  rank @0 :UInt32;
+  endpoint @1 :Text;
+  secret @2 :Text;
+}
+
+struct PeerList {
+  endpoints @0 :List(Text);  # endpoint of worker i at index i
+}
+
+# Changed elements of one array: `runs` holds (begin, count) pairs of element positions (the
+# array's storage order), `values` the elements of those runs back to back in the array's native
+# element layout (the workers of a job share one architecture). `additive`: the values are
+# deltas to add rather than new values.
+struct ArrayPatch {
+  array @0 :Int64;           # creation number of the array (identical on every worker)
+  layoutVersion @1 :UInt64;  # the receiver's array must be at the same layout
+  additive @2 :Bool;
+  elementBytes @3 :UInt32;
+  runs @4 :List(UInt64);
+  values @5 :Data;
+}
+
+# One message of the runtime between the workers of a job. `tag` says which collective step it
+# belongs to (loop call and step), so messages that arrive early wait for their turn.
+struct PeerMessage {
+  tag @0 :UInt64;
+  step @1 :Int64;
+  patches @2 :List(ArrayPatch);
+  payload @3 :Data;          # opaque bytes of an all-gather (loading, reductions)
+}
+
 struct Envelope {
   version @0 :UInt32;
   sender @1 :UInt32;        # worker rank, or server rank for server-originated messages
@@ -129,5 +164,8 @@ struct Envelope {
     update @12 :UpdateBatch;
     clock @13 :ClockTick;
     error @14 :Error;
+    announcePeer @15 :AnnouncePeer;
+    peerList @16 :PeerList;
+    peer @17 :PeerMessage;
   }
 }

@@ -1,6 +1,6 @@
 // Accumulator<T>: a sum that parallel_for bodies add to and the program reads after the loop.
 //
-//   tessera::Accumulator<double> loss;
+//   tessera::Accumulator<double> loss(ctx);
 //   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) { loss += err * err; });
 //   double total = loss.value();
 //
@@ -8,25 +8,38 @@
 // reads happen after the loop. Each executor thread adds into its own cache-line-padded slot
 // (internal::CurrentExecutorSlot), so there is no lock or atomic in the loop; value() sums them.
 //
+// Distributed (SPMD) runs: what loop bodies add on every worker is summed across the workers at
+// the end of each parallel_for, so value() is the whole job's sum on every worker. Additions made
+// outside parallel_for run on every worker alike and count once, as in the serial program.
+//
+// Ownership: refers to the Context it was made from, which must outlive it.
 // Thread safety: operator+= may be called concurrently from distinct executor threads; value()
 // and reset() must not race with additions (call them outside parallel_for).
-// In serial mode value() is the whole sum. Reducing across the workers of a distributed job is the
-// distributed executor's part (not in serial mode).
 #ifndef TESSERA_ACCUMULATOR_H_
 #define TESSERA_ACCUMULATOR_H_
 
+#include <cstring>
 #include <memory>
+#include <type_traits>
 
+#include "tessera/context.h"
 #include "tessera/executor.h"
 
 namespace tessera {
 
 template <typename T>
-class Accumulator {
+class Accumulator final : private internal::AccumulatorBase {
  public:
-  explicit Accumulator(T initial = T{}) : slots_(new Slot[internal::kMaxExecutorSlots]) {
+  static_assert(std::is_trivially_copyable_v<T>, "Accumulator<T> needs a trivially copyable T");
+
+  explicit Accumulator(Context& ctx, T initial = T{})
+      : ctx_(&ctx), slots_(new Slot[internal::kMaxExecutorSlots]) {
     slots_[0].value = initial;
+    ctx_->AttachAccumulator(this);
   }
+  ~Accumulator() override { ctx_->DetachAccumulator(this); }
+  Accumulator(const Accumulator&) = delete;
+  Accumulator& operator=(const Accumulator&) = delete;
 
   Accumulator& operator+=(T v) {
     slots_[internal::CurrentExecutorSlot()].value += v;
@@ -35,18 +48,39 @@ class Accumulator {
   T value() const {
     T sum = slots_[0].value;
     for (int i = 1; i < internal::kMaxExecutorSlots; ++i) sum += slots_[i].value;
-    return sum;
+    return sum + remote_;
   }
   // Back to T{}.
   void reset() {
     for (int i = 0; i < internal::kMaxExecutorSlots; ++i) slots_[i].value = T{};
+    remote_ = T{};
+    reported_ = T{};
   }
 
  private:
+  // internal::AccumulatorBase: slot 0 is code outside loops (replicated on every worker, so it
+  // is not exchanged); slots 1.. are executor threads.
+  size_t value_bytes() const override { return sizeof(T); }
+  void TakeLoopContribution(void* out) override {
+    T loop_sum{};
+    for (int i = 1; i < internal::kMaxExecutorSlots; ++i) loop_sum += slots_[i].value;
+    const T delta = loop_sum - reported_;
+    reported_ = loop_sum;
+    std::memcpy(out, &delta, sizeof(T));
+  }
+  void AddRemote(const void* value) override {
+    T v;
+    std::memcpy(&v, value, sizeof(T));
+    remote_ += v;
+  }
+
   struct alignas(64) Slot {
     T value{};
   };
+  Context* ctx_;
   std::unique_ptr<Slot[]> slots_;
+  T remote_{};    // other workers' loop contributions
+  T reported_{};  // this worker's loop contributions already sent
 };
 
 }  // namespace tessera

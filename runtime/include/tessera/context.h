@@ -16,11 +16,13 @@
 #define TESSERA_CONTEXT_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <source_location>
 #include <string>
 
+#include "tessera/common/status.h"
 #include "tessera/executor.h"
 #include "tessera/schedule.h"
 
@@ -88,6 +90,20 @@ class Context {
   // Guards against parallel_for inside a parallel_for body (not part of the model).
   bool EnterLoop();
   void ExitLoop();
+  // Every live array and accumulator, so that a distributed executor can keep the workers'
+  // copies equal. Arrays and accumulators attach themselves on construction and detach on
+  // destruction.
+  void AttachArray(internal::ArrayBase* array);
+  void DetachArray(internal::ArrayBase* array);
+  void AttachAccumulator(internal::AccumulatorBase* acc);
+  void DetachAccumulator(internal::AccumulatorBase* acc);
+  // Live arrays by creation number (identical on every worker of an SPMD job) and live
+  // accumulators in creation order.
+  const std::map<int64_t, internal::ArrayBase*>& arrays() const;
+  const std::vector<internal::AccumulatorBase*>& accumulators() const;
+  // All-gather of one byte string per worker, in rank order: every worker calls it at the same
+  // point of the program. Alone (serial mode) it returns {bytes}. Used by the data loaders.
+  Result<std::vector<std::string>> AllGather(std::string bytes);
 
  private:
   struct Impl;

@@ -46,6 +46,37 @@ class ArrayBase {
   // Changes whenever positions change meaning (a sparse insert, shuffle or sort), so that
   // executors may cache per-position data (blocks of a schedule) across calls.
   virtual uint64_t layout_version() const = 0;
+
+  // --- Raw element access for distributed executors, which keep the workers' copies equal. ---
+  // The elements in storage order (dense: row-major; sparse: position order), value_count() of
+  // them, element_bytes() each. Valid until the array changes layout.
+  virtual void* value_data() = 0;
+  virtual int64_t value_count() const = 0;
+  virtual size_t element_bytes() const = 0;
+  // Whether the elements are arithmetic, so that AddValues/SubtractValues may be used.
+  virtual bool arithmetic() const = 0;
+  // out[i] = a[i] - b[i] and dst[i] += delta[i] over `count` elements of the array's type.
+  // REQUIRES: arithmetic().
+  virtual void SubtractValues(const void* a, const void* b, void* out, int64_t count) const = 0;
+  virtual void AddValues(void* dst, const void* delta, int64_t count) const = 0;
+  // A RelaxedArray (a parameter-server table when distributed) and its staleness bound.
+  virtual bool relaxed() const = 0;
+  virtual int staleness() const = 0;
+  // The table's element type, when it is one a parameter-server table can hold: 0 float,
+  // 1 double, 2 int32, 3 int64; -1 otherwise.
+  virtual int table_value_type() const = 0;
+};
+
+// A sum that loop bodies add to (tessera::Accumulator): what a distributed executor reduces
+// across workers at the end of each parallel_for.
+class AccumulatorBase {
+ public:
+  virtual ~AccumulatorBase() = default;
+  virtual size_t value_bytes() const = 0;
+  // Writes (into `out`, value_bytes() long) what executor threads added since the previous call.
+  virtual void TakeLoopContribution(void* out) = 0;
+  // Adds other workers' contributions (value_bytes() long).
+  virtual void AddRemote(const void* value) = 0;
 };
 
 // Index of the executor thread running the current code: 0 outside parallel_for and in serial

@@ -88,6 +88,8 @@ class RelaxedArray {
     a.s_ = std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, false);
     a.data_ = a.s_->dense_.data();
     a.staleness_ = staleness;
+    a.s_->relaxed_ = true;
+    a.s_->staleness_ = staleness;
     return a;
   }
 

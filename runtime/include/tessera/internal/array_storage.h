@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "tessera/common/check.h"
+#include "tessera/context.h"
 #include "tessera/executor.h"
 #include "tessera/key.h"
-
-namespace tessera {
-class Context;
-}
 
 namespace tessera::internal {
 
@@ -55,7 +52,11 @@ class ArrayStorage final : public ArrayBase {
   ArrayStorage(Context* ctx, int64_t id, std::array<int64_t, N> shape, bool sparse)
       : ctx_(ctx), id_(id), shape_(shape), strides_(RowMajorStrides<N>(shape)), sparse_(sparse) {
     if (!sparse_) dense_.assign(static_cast<size_t>(ElementCount()), T{});
+    ctx_->AttachArray(this);
   }
+  ~ArrayStorage() override { ctx_->DetachArray(this); }
+  ArrayStorage(const ArrayStorage&) = delete;
+  ArrayStorage& operator=(const ArrayStorage&) = delete;
 
   // ArrayBase.
   int rank() const override { return N; }
@@ -70,6 +71,38 @@ class ArrayStorage final : public ArrayBase {
   }
   int64_t id() const override { return id_; }
   uint64_t layout_version() const override { return layout_version_; }
+  void* value_data() override { return sparse_ ? values_.data() : dense_.data(); }
+  int64_t value_count() const override { return size(); }
+  size_t element_bytes() const override { return sizeof(T); }
+  bool arithmetic() const override { return std::is_arithmetic_v<T>; }
+  void SubtractValues(const void* a, const void* b, void* out, int64_t count) const override {
+    if constexpr (std::is_arithmetic_v<T>) {
+      const T* x = static_cast<const T*>(a);
+      const T* y = static_cast<const T*>(b);
+      T* o = static_cast<T*>(out);
+      for (int64_t i = 0; i < count; ++i) o[i] = static_cast<T>(x[i] - y[i]);
+    } else {
+      TESSERA_CHECK_MSG(false, "SubtractValues on a non-arithmetic array");
+    }
+  }
+  void AddValues(void* dst, const void* delta, int64_t count) const override {
+    if constexpr (std::is_arithmetic_v<T>) {
+      T* d = static_cast<T*>(dst);
+      const T* x = static_cast<const T*>(delta);
+      for (int64_t i = 0; i < count; ++i) d[i] = static_cast<T>(d[i] + x[i]);
+    } else {
+      TESSERA_CHECK_MSG(false, "AddValues on a non-arithmetic array");
+    }
+  }
+  bool relaxed() const override { return relaxed_; }
+  int staleness() const override { return staleness_; }
+  int table_value_type() const override {
+    if constexpr (std::is_same_v<T, float>) return 0;
+    if constexpr (std::is_same_v<T, double>) return 1;
+    if constexpr (std::is_same_v<T, int32_t>) return 2;
+    if constexpr (std::is_same_v<T, int64_t>) return 3;
+    return -1;
+  }
 
   int64_t ElementCount() const {
     int64_t n = 1;
@@ -170,6 +203,8 @@ class ArrayStorage final : public ArrayBase {
   std::vector<T> values_;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
+  bool relaxed_ = false;  // set by RelaxedArray right after construction
+  int staleness_ = 0;
 
  private:
   void EnsureIndex() {

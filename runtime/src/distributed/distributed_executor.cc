@@ -1,0 +1,702 @@
+// The distributed executor (see distributed/distributed_executor.h and docs/runtime.md).
+#include "distributed/distributed_executor.h"
+
+#include <fmt/format.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "distributed/peer_mesh.h"
+#include "internal/loop_blocks.h"
+#include "internal/loop_schedule.h"
+#include "tessera/common/check.h"
+#include "tessera/context.h"
+#include "tessera/transport/message.h"
+
+namespace tessera::internal {
+namespace {
+
+// Aborts with a message naming the problem: the workers can no longer agree on the program's
+// state, and going on would compute something silently wrong.
+[[noreturn]] void Fatal(const std::string& what) {
+  CheckFailed(__FILE__, __LINE__, "distributed executor:", what.c_str());
+}
+
+void CheckOk(const Status& s, const char* doing) {
+  if (!s.ok()) Fatal(fmt::format("{}: {}", doing, s.ToString()));
+}
+
+// The blocks of one (site, space) for `parts` partitions (workers x threads).
+Blocks MakeDistributedBlocks(const LoopSchedule& s, const ArrayBase& space, int parts, int depth) {
+  Blocks b;
+  b.array_id = space.id();
+  b.layout_version = space.layout_version();
+  b.size = space.size();
+  const size_t n = static_cast<size_t>(space.size());
+  switch (s.strategy) {
+    case LoopStrategy::kIndependent:
+    case LoopStrategy::k1D:
+    case LoopStrategy::kDataParallel: {
+      const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
+      const std::vector<int64_t> cuts = EqualCountCuts(keys, space.extent(s.space_dim), parts);
+      std::vector<int> block_of(n);
+      for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
+      FillBlocks(block_of, parts, &b);
+      break;
+    }
+    case LoopStrategy::k2D: {
+      // parts space blocks x (parts * depth) time sub-blocks.
+      const int time_blocks = parts * depth;
+      const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
+      const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
+      const std::vector<int64_t> scuts = EqualCountCuts(sk, space.extent(s.space_dim), parts);
+      const std::vector<int64_t> tcuts = EqualCountCuts(tk, space.extent(s.time_dim), time_blocks);
+      std::vector<int> block_of(n);
+      for (size_t p = 0; p < n; ++p) {
+        block_of[p] = BlockOf(scuts, sk[p]) * time_blocks + BlockOf(tcuts, tk[p]);
+      }
+      FillBlocks(block_of, parts * time_blocks, &b);
+      break;
+    }
+    case LoopStrategy::kUnimodular: {
+      std::vector<int64_t> y0(n, 0), y1(n, 0);
+      for (int d = 0; d < s.rank; ++d) {
+        const int64_t h0 = s.skew[0][d];
+        const int64_t h1 = s.rank > 1 ? s.skew[1][d] : 0;
+        if (h0 == 0 && h1 == 0) continue;
+        const std::vector<int64_t> k = KeyComponents(space, d);
+        for (size_t p = 0; p < n; ++p) {
+          y0[p] += h0 * k[p];
+          y1[p] += h1 * k[p];
+        }
+      }
+      b.positions.resize(n);
+      std::iota(b.positions.begin(), b.positions.end(), 0);
+      std::sort(b.positions.begin(), b.positions.end(), [&](int64_t a, int64_t c) {
+        return std::tie(y0[a], y1[a], a) < std::tie(y0[c], y1[c], c);
+      });
+      // Every wavefront gets exactly `parts` blocks (some empty), so block w * parts + q is
+      // partition q's share of wavefront w.
+      b.offsets.assign(1, 0);
+      b.waves.assign(1, 0);
+      for (size_t begin = 0; begin < n;) {
+        size_t end = begin;
+        while (end < n && y0[b.positions[end]] == y0[b.positions[begin]]) ++end;
+        const size_t m = end - begin;
+        for (int k = 1; k <= parts; ++k) {
+          b.offsets.push_back(static_cast<int64_t>(begin + m * static_cast<size_t>(k) / parts));
+        }
+        b.waves.push_back(static_cast<int64_t>(b.offsets.size()) - 1);
+        begin = end;
+      }
+      break;
+    }
+  }
+  MarkContiguous(&b);
+  return b;
+}
+
+// Runs positions [from, to) of block `block` (indices into the block's own order).
+void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
+  if (to <= from) return;
+  const int64_t begin = b.offsets[block] + from;
+  if (b.contiguous[block]) {
+    task.RunRange(b.positions[begin], b.positions[begin] + (to - from));
+  } else {
+    task.RunPositions(b.positions.data() + begin, static_cast<size_t>(to - from));
+  }
+}
+
+// Calls f(typed pointer) for the four table value types.
+template <typename F>
+void WithTableType(int type, F&& f) {
+  switch (type) {
+    case 0: f(static_cast<float*>(nullptr)); break;
+    case 1: f(static_cast<double*>(nullptr)); break;
+    case 2: f(static_cast<int32_t*>(nullptr)); break;
+    case 3: f(static_cast<int64_t*>(nullptr)); break;
+    default: Fatal("a RelaxedArray's element type has no parameter-server table type");
+  }
+}
+
+constexpr int64_t kFlatRowWidth = 64;  // row width of tables for arrays that are not 2-D
+
+}  // namespace
+
+class DistributedExecutor::Impl {
+ public:
+  Impl(const DistributedExecutorOptions& options, Context& ctx, std::shared_ptr<spdlog::logger> logger)
+      : options_(options), ctx_(ctx), logger_(std::move(logger)), arena_(options.threads) {
+    if (options_.threads > static_cast<int>(tbb::info::default_concurrency())) {
+      parallelism_.emplace(tbb::global_control::max_allowed_parallelism,
+                           static_cast<size_t>(options_.threads));
+    }
+  }
+
+  Status Start() {
+    if (options_.threads < 1 || options_.threads >= kMaxExecutorSlots) {
+      return Status::InvalidArgument(fmt::format("{} executor threads per worker", options_.threads));
+    }
+    if (options_.pipeline_depth < 1 || options_.data_parallel_clocks < 1) {
+      return Status::InvalidArgument("pipeline depth and data-parallel clocks must be >= 1");
+    }
+    ClientOptions copts = options_.client;
+    copts.num_threads = 1;  // only the thread that owns the Context talks to the servers
+    client_ = std::make_unique<Client>(copts, zmq_);
+    if (Status s = client_->Start(); !s.ok()) return s;
+    PeerMeshOptions mo;
+    mo.rank = options_.rank;
+    mo.num_workers = options_.num_workers;
+    mo.coordinator = options_.client.coordinator;
+    mo.secret = options_.client.secret;
+    mo.bind = options_.peer_bind;
+    mo.timeout = options_.timeout;
+    Result<std::unique_ptr<PeerMesh>> mesh = PeerMesh::Connect(mo, zmq_);
+    if (!mesh.ok()) return mesh.status();
+    mesh_ = std::move(mesh).value();
+    logger_->info("distributed executor: worker {} of {}, {} thread(s) each, pipeline depth {}",
+                  options_.rank, options_.num_workers, options_.threads, options_.pipeline_depth);
+    return Status::Ok();
+  }
+
+  ~Impl() {
+    if (client_ == nullptr) return;
+    // Everyone finishes together: a worker that left early would make the others' last clocks
+    // wait on a peer that is gone.
+    if (Status s = client_->Barrier(); !s.ok()) logger_->warn("final barrier: {}", s.ToString());
+    if (Status s = client_->Leave(); !s.ok()) logger_->warn("leaving the job: {}", s.ToString());
+  }
+
+  int concurrency() const { return options_.threads; }
+  DistributedStats stats() const {
+    DistributedStats s = stats_;
+    s.mesh_bytes_sent = mesh_ == nullptr ? 0 : mesh_->bytes_sent();
+    return s;
+  }
+
+  Result<std::vector<std::string>> AllGather(std::string bytes) {
+    return mesh_->AllGather(++tag_, std::move(bytes));
+  }
+
+  void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
+    ++stats_.loops;
+    tag_++;
+    applied_step_ = -1;
+    if (site.schedule == nullptr) {
+      RunReplicated(site, space, task);
+      return;
+    }
+    SiteState& state = StateFor(site, space);
+    const Blocks& b = BlocksFor(&state, space);
+    const LoopSchedule& s = state.schedule;
+    const int T = options_.threads;
+    const int P = options_.num_workers * T;  // partitions; this worker's are rank*T .. rank*T+T-1
+    BeginLoop();
+    int64_t last_step = 0;
+    switch (s.strategy) {
+      case LoopStrategy::kIndependent:
+      case LoopStrategy::k1D:
+        RunMine([&](int q) { RunBlock(b, q, task); });
+        Publish(0, /*additive=*/false, /*replicated=*/false);
+        break;
+      case LoopStrategy::k2D: {
+        // Partition q runs time sub-block (q * S + r) mod (P * S) in step r; the sub-block's
+        // previous holder is partition q + 1, S steps earlier, so waiting for step r - S is
+        // enough and the S - 1 steps between let the hand-over travel while we compute.
+        const int S = options_.pipeline_depth;
+        const int time_blocks = P * S;
+        for (int r = 0; r < time_blocks; ++r) {
+          AwaitThrough(r - S, /*additive=*/false);
+          RunMine([&](int q) {
+            RunBlock(b, static_cast<int64_t>(q) * time_blocks + (q * S + r) % time_blocks, task);
+          });
+          Publish(r, false, false);
+        }
+        last_step = time_blocks - 1;
+        break;
+      }
+      case LoopStrategy::kUnimodular: {
+        const int64_t waves = static_cast<int64_t>(b.waves.size()) - 1;
+        for (int64_t w = 0; w < waves; ++w) {
+          AwaitThrough(w - 1, false);
+          const int64_t first_block = b.waves[w];
+          const int64_t count = b.offsets[b.waves[w + 1]] - b.offsets[first_block];
+          if (count < options_.min_parallel_wavefront) {
+            // Too small to split: every worker runs all of it (slot 0: replicated, like code
+            // outside loops), so there is nothing to hand over.
+            for (int q = 0; q < P; ++q) RunBlock(b, first_block + q, task);
+            Publish(w, false, /*replicated=*/true);
+          } else {
+            RunMine([&](int q) { RunBlock(b, first_block + q, task); });
+            Publish(w, false, false);
+          }
+        }
+        last_step = std::max<int64_t>(waves - 1, 0);
+        if (waves == 0) Publish(0, false, false);
+        break;
+      }
+      case LoopStrategy::kDataParallel: {
+        // Clock c runs the c-th slice of every partition; reads may miss the others' updates of
+        // the last `staleness` clocks (and of the clock in progress), as SSP allows.
+        const int C = options_.data_parallel_clocks;
+        for (int c = 0; c < C; ++c) {
+          AwaitThrough(c - 1 - site.staleness, /*additive=*/true);
+          RunMine([&](int q) {
+            const int64_t n = b.block_size(q);
+            RunBlockPart(b, q, n * c / C, n * (c + 1) / C, task);
+          });
+          Publish(c, /*additive=*/true, false);
+        }
+        last_step = C - 1;
+        break;
+      }
+    }
+    AwaitThrough(last_step, s.strategy == LoopStrategy::kDataParallel);
+    ReduceAccumulators();
+    EndLoop();
+  }
+
+ private:
+  struct SiteState {
+    LoopSchedule schedule;
+    std::map<int64_t, Blocks> blocks;  // by array id
+  };
+  // A non-relaxed array's copy as of the last patch sent or applied.
+  struct Tracked {
+    ArrayBase* array = nullptr;
+    uint64_t layout = 0;
+    std::vector<char> snapshot;
+  };
+  // A RelaxedArray's parameter-server table.
+  struct Mirror {
+    TableId table = 0;
+    int64_t rows = 0;
+    int64_t width = 0;
+    std::vector<char> base;  // the values as last read from (or pushed to) the servers
+  };
+
+  // Runs fn(q) for each of this worker's partitions, each on its own executor thread.
+  template <typename F>
+  void RunMine(F&& fn) {
+    const int T = options_.threads;
+    const int first = options_.rank * T;
+    if (T == 1) {
+      ExecutorSlotScope slot(1);
+      fn(first);
+      return;
+    }
+    arena_.execute([&] {
+      tbb::parallel_for(0, T, [&](int t) {
+        ExecutorSlotScope slot(t + 1);
+        fn(first + t);
+      });
+    });
+  }
+
+  void RunReplicated(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
+    auto key = std::make_tuple(std::string(site.location.file_name()), site.location.line(),
+                               site.location.column());
+    if (unscheduled_.insert(std::move(key)).second) {
+      logger_->info(
+          "parallel_for at {}:{} has no schedule from tessc (program not built with "
+          "tessera_add_program, or the lookup was ambiguous); every worker runs all of it",
+          site.location.file_name(), site.location.line());
+    }
+    AdoptSerialRelaxedChanges();
+    task.RunRange(0, space.size());  // slot 0: replicated, like code outside loops
+    Publish(0, false, /*replicated=*/true);
+  }
+
+  void BeginLoop() {
+    awaited_ = true;
+    AdoptSerialRelaxedChanges();
+    tracked_.clear();
+    for (auto& [id, a] : ctx_.arrays()) {
+      if (a->relaxed()) continue;
+      Tracked t;
+      t.array = a;
+      t.layout = a->layout_version();
+      const size_t bytes = static_cast<size_t>(a->value_count()) * a->element_bytes();
+      t.snapshot.assign(static_cast<const char*>(a->value_data()),
+                        static_cast<const char*>(a->value_data()) + bytes);
+      tracked_.emplace(id, std::move(t));
+    }
+  }
+
+  void EndLoop() {
+    tracked_.clear();
+    awaited_ = false;
+  }
+
+  // Sends what this worker changed in `step` to every peer (replicated steps: nothing, every
+  // worker made the same changes), then syncs the relaxed arrays, which makes the step a clock.
+  void Publish(int64_t step, bool additive, bool replicated) {
+    ++stats_.steps;
+    if (replicated) {
+      for (auto& [id, t] : tracked_) Absorb(t);
+    }
+    // Scheduled loops wait for every peer's message of every step, so replicated steps of them
+    // still send one, empty.
+    if ((!replicated || awaited_) && mesh_->size() > 1) {
+      OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0);
+      auto peer = msg.envelope().getBody().initPeer();
+      peer.setTag(tag_);
+      peer.setStep(step);
+      std::vector<PatchData> patches;
+      for (auto& [id, t] : tracked_) {
+        if (replicated) break;
+        PatchData p = Diff(t, additive);
+        if (!p.runs.empty()) patches.push_back(std::move(p));
+      }
+      auto list = peer.initPatches(static_cast<unsigned>(patches.size()));
+      for (size_t i = 0; i < patches.size(); ++i) {
+        auto out = list[static_cast<unsigned>(i)];
+        out.setArray(patches[i].array);
+        out.setLayoutVersion(patches[i].layout);
+        out.setAdditive(patches[i].additive);
+        out.setElementBytes(static_cast<uint32_t>(patches[i].element_bytes));
+        auto runs = out.initRuns(static_cast<unsigned>(patches[i].runs.size()));
+        for (size_t r = 0; r < patches[i].runs.size(); ++r) runs.set(static_cast<unsigned>(r), patches[i].runs[r]);
+        out.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(patches[i].values.data()),
+                                   patches[i].values.size()));
+        stats_.patch_bytes_sent += patches[i].values.size() * static_cast<uint64_t>(mesh_->size() - 1);
+      }
+      zmq::message_t frame = msg.ToFrame();
+      for (int r = 0; r < mesh_->size(); ++r) {
+        if (r == options_.rank) continue;
+        CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
+      }
+    }
+    SyncRelaxed(replicated);
+  }
+
+  struct PatchData {
+    int64_t array = 0;
+    uint64_t layout = 0;
+    bool additive = false;
+    size_t element_bytes = 0;
+    std::vector<uint64_t> runs;  // begin, count pairs
+    std::vector<char> values;
+  };
+
+  // The elements that differ from the snapshot, as runs; the snapshot catches up.
+  PatchData Diff(Tracked& t, bool additive) {
+    ArrayBase* a = t.array;
+    CheckLayout(t);
+    PatchData p;
+    p.array = a->id();
+    p.layout = t.layout;
+    p.additive = additive && a->arithmetic();
+    const size_t e = a->element_bytes();
+    p.element_bytes = e;
+    const int64_t n = a->value_count();
+    char* cur = static_cast<char*>(a->value_data());
+    char* snap = t.snapshot.data();
+    // Whole 256-byte chunks compare with memcmp first; only chunks that differ are walked.
+    const int64_t chunk = std::max<int64_t>(1, 256 / static_cast<int64_t>(e));
+    int64_t run_begin = -1;
+    auto close_run = [&](int64_t end) {
+      if (run_begin < 0) return;
+      const int64_t count = end - run_begin;
+      p.runs.push_back(static_cast<uint64_t>(run_begin));
+      p.runs.push_back(static_cast<uint64_t>(count));
+      const size_t at = p.values.size();
+      p.values.resize(at + static_cast<size_t>(count) * e);
+      if (p.additive) {
+        a->SubtractValues(cur + run_begin * e, snap + run_begin * e, p.values.data() + at, count);
+      } else {
+        std::memcpy(p.values.data() + at, cur + run_begin * e, static_cast<size_t>(count) * e);
+      }
+      std::memcpy(snap + run_begin * e, cur + run_begin * e, static_cast<size_t>(count) * e);
+      run_begin = -1;
+    };
+    for (int64_t c = 0; c < n; c += chunk) {
+      const int64_t end = std::min(n, c + chunk);
+      if (std::memcmp(cur + c * e, snap + c * e, static_cast<size_t>(end - c) * e) == 0) {
+        close_run(c);
+        continue;
+      }
+      for (int64_t i = c; i < end; ++i) {
+        const bool same = std::memcmp(cur + i * e, snap + i * e, e) == 0;
+        if (!same && run_begin < 0) run_begin = i;
+        if (same) close_run(i);
+      }
+    }
+    close_run(n);
+    return p;
+  }
+
+  // After a replicated step: the changes are everyone's already; the snapshot catches up.
+  void Absorb(Tracked& t) {
+    CheckLayout(t);
+    const size_t bytes = t.snapshot.size();
+    std::memcpy(t.snapshot.data(), t.array->value_data(), bytes);
+  }
+
+  void CheckLayout(const Tracked& t) {
+    const size_t bytes = static_cast<size_t>(t.array->value_count()) * t.array->element_bytes();
+    if (t.array->layout_version() != t.layout || bytes != t.snapshot.size()) {
+      Fatal(fmt::format("array #{} changed its layout (inserted into, shuffled or sorted) inside a "
+                        "parallel_for; that is not part of the model",
+                        t.array->id()));
+    }
+  }
+
+  // Applies every peer's patches of steps up to `step`, in step order.
+  void AwaitThrough(int64_t step, bool additive) {
+    (void)additive;  // each patch says how it applies
+    for (int64_t s = applied_step_ + 1; s <= step; ++s) {
+      for (int r = 0; r < mesh_->size(); ++r) {
+        if (r == options_.rank) continue;
+        Result<std::unique_ptr<IncomingMessage>> msg = mesh_->Receive(r, tag_, s);
+        CheckOk(msg.status(), "waiting for a peer's changes");
+        Apply(r, **msg);
+      }
+      applied_step_ = s;
+    }
+  }
+
+  void Apply(int from, const IncomingMessage& msg) {
+    try {
+      for (auto patch : msg.envelope().getBody().getPeer().getPatches()) {
+        auto it = tracked_.find(patch.getArray());
+        if (it == tracked_.end()) {
+          Fatal(fmt::format("worker {} changed array #{}, which this worker does not have; code "
+                            "outside parallel_for must create the same arrays on every worker",
+                            from, patch.getArray()));
+        }
+        Tracked& t = it->second;
+        ArrayBase* a = t.array;
+        const size_t e = a->element_bytes();
+        if (patch.getLayoutVersion() != t.layout || patch.getElementBytes() != e) {
+          Fatal(fmt::format("array #{} differs between workers {} and {} (layout {} vs {}); code "
+                            "outside parallel_for must compute the same on every worker",
+                            a->id(), from, options_.rank, patch.getLayoutVersion(), t.layout));
+        }
+        auto runs = patch.getRuns();
+        auto values = patch.getValues();
+        if (runs.size() % 2 != 0) Fatal("malformed patch (odd run list)");
+        const uint64_t n = static_cast<uint64_t>(a->value_count());
+        char* cur = static_cast<char*>(a->value_data());
+        char* snap = t.snapshot.data();
+        size_t at = 0;
+        for (unsigned i = 0; i < runs.size(); i += 2) {
+          const uint64_t begin = runs[i], count = runs[i + 1];
+          if (begin > n || count > n - begin || at + count * e > values.size()) {
+            Fatal(fmt::format("malformed patch for array #{} from worker {}", a->id(), from));
+          }
+          const char* src = reinterpret_cast<const char*>(values.begin()) + at;
+          if (patch.getAdditive()) {
+            a->AddValues(cur + begin * e, src, static_cast<int64_t>(count));
+            a->AddValues(snap + begin * e, src, static_cast<int64_t>(count));
+          } else {
+            std::memcpy(cur + begin * e, src, count * e);
+            std::memcpy(snap + begin * e, src, count * e);
+          }
+          at += count * e;
+        }
+      }
+    } catch (const kj::Exception& e) {
+      Fatal(fmt::format("malformed patch from worker {}: {}", from, e.getDescription().cStr()));
+    }
+  }
+
+  // Relaxed arrays: push what this worker added since the last sync, clock, and read the tables
+  // back within their staleness. Replicated steps: only worker 0 pushes (everyone made the same
+  // additions).
+  void SyncRelaxed(bool replicated) {
+    bool any = false;
+    for (auto& [id, a] : ctx_.arrays()) {
+      if (!a->relaxed()) continue;
+      any = true;
+      Mirror& m = MirrorFor(a);
+      if (replicated && options_.rank != 0) continue;
+      WithTableType(a->table_value_type(), [&]<typename V>(V*) {
+        const V* cur = static_cast<const V*>(a->value_data());
+        const V* base = reinterpret_cast<const V*>(m.base.data());
+        const int64_t n = a->value_count();
+        std::vector<V> delta(static_cast<size_t>(m.width));
+        for (int64_t r = 0; r < m.rows; ++r) {
+          bool nonzero = false;
+          for (int64_t j = 0; j < m.width; ++j) {
+            const int64_t i = r * m.width + j;
+            delta[j] = i < n ? static_cast<V>(cur[i] - base[i]) : V{};
+            nonzero |= delta[j] != V{};
+          }
+          if (nonzero) {
+            CheckOk(client_->IncRow<V>(m.table, static_cast<RowId>(r), std::span<const V>(delta)),
+                    "sending relaxed updates");
+          }
+        }
+      });
+    }
+    if (!any) return;
+    ++stats_.relaxed_syncs;
+    CheckOk(client_->Clock(0), "clock");
+    for (auto& [id, a] : ctx_.arrays()) {
+      if (!a->relaxed()) continue;
+      Mirror& m = mirrors_.at(id);
+      std::vector<RowId> rows(static_cast<size_t>(m.rows));
+      std::iota(rows.begin(), rows.end(), RowId{0});
+      CheckOk(client_->Prefetch(0, m.table, rows), "reading a relaxed array");
+      WithTableType(a->table_value_type(), [&]<typename V>(V*) {
+        V* cur = static_cast<V*>(a->value_data());
+        const int64_t n = a->value_count();
+        std::vector<V> row;
+        for (int64_t r = 0; r < m.rows; ++r) {
+          CheckOk(client_->Get<V>(0, m.table, static_cast<RowId>(r), &row), "reading a relaxed array");
+          for (int64_t j = 0; j < m.width && r * m.width + j < n; ++j) cur[r * m.width + j] = row[j];
+        }
+      });
+      std::memcpy(m.base.data(), a->value_data(), m.base.size());
+    }
+  }
+
+  Mirror& MirrorFor(ArrayBase* a) {
+    auto it = mirrors_.find(a->id());
+    if (it != mirrors_.end()) return it->second;
+    Mirror m;
+    m.table = static_cast<TableId>(a->id());
+    const int64_t n = a->value_count();
+    if (a->rank() == 2 && a->extent(1) > 0) {
+      m.rows = a->extent(0);
+      m.width = a->extent(1);
+    } else {
+      m.width = kFlatRowWidth;
+      m.rows = (n + kFlatRowWidth - 1) / kFlatRowWidth;
+    }
+    TableSpec spec;
+    spec.id = m.table;
+    spec.name = fmt::format("relaxed-array-{}", a->id());
+    spec.value_type = static_cast<ValueType>(a->table_value_type());
+    spec.num_rows = static_cast<uint64_t>(std::max<int64_t>(m.rows, 1));
+    spec.width = static_cast<uint32_t>(m.width);
+    spec.sparse = false;
+    spec.staleness = static_cast<uint32_t>(a->staleness());
+    CheckOk(client_->CreateTable(spec), "creating a relaxed array's table");
+    // The table starts at zero; so does the base, so the first sync pushes whatever was added.
+    m.base.assign(static_cast<size_t>(n) * a->element_bytes(), 0);
+    return mirrors_.emplace(a->id(), std::move(m)).first->second;
+  }
+
+  // Sums the accumulators' loop contributions (executor slots 1..) over the workers. What
+  // replicated code added (slot 0) is the same everywhere and stays local.
+  void ReduceAccumulators() {
+    const auto& accs = ctx_.accumulators();
+    if (accs.empty() || mesh_->size() == 1) return;
+    std::string mine;
+    for (AccumulatorBase* acc : accs) {
+      std::string v(acc->value_bytes(), '\0');
+      acc->TakeLoopContribution(v.data());
+      mine += v;
+    }
+    Result<std::vector<std::string>> all = mesh_->AllGather(++tag_, std::move(mine));
+    CheckOk(all.status(), "reducing accumulators");
+    for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+      if (r == options_.rank) continue;
+      const std::string& part = (*all)[r];
+      size_t at = 0;
+      for (AccumulatorBase* acc : accs) {
+        const size_t len = acc->value_bytes();
+        if (at + len > part.size()) Fatal("workers disagree on the accumulators they have");
+        acc->AddRemote(part.data() + at);
+        at += len;
+      }
+    }
+  }
+
+  // Additions to relaxed arrays made outside loops ran on every worker alike; only worker 0
+  // sends them, so they count once.
+  void AdoptSerialRelaxedChanges() {
+    for (auto& [id, a] : ctx_.arrays()) {
+      if (!a->relaxed()) continue;
+      Mirror& m = MirrorFor(a);
+      if (options_.rank != 0) std::memcpy(m.base.data(), a->value_data(), m.base.size());
+    }
+  }
+
+  SiteState& StateFor(const LoopSite& site, const ArrayBase& space) {
+    auto it = sites_.find(site.schedule);
+    if (it != sites_.end()) return it->second;
+    Result<LoopSchedule> parsed = ParseLoopSchedule(site.schedule->json);
+    if (!parsed.ok()) Mismatch(site, parsed.status());
+    Status fits = CheckScheduleFitsSite(*parsed, site, space);
+    if (!fits.ok()) Mismatch(site, fits);
+    logger_->info("parallel_for at {}:{}: {} schedule over {} workers x {} threads",
+                  site.location.file_name(), site.location.line(),
+                  LoopStrategyName(parsed->strategy), options_.num_workers, options_.threads);
+    SiteState state;
+    state.schedule = std::move(parsed).value();
+    return sites_.emplace(site.schedule, std::move(state)).first->second;
+  }
+
+  const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
+    auto it = state->blocks.find(space.id());
+    if (it != state->blocks.end() && it->second.Matches(space)) return it->second;
+    if (it == state->blocks.end() && state->blocks.size() >= 8) state->blocks.clear();
+    Blocks fresh = MakeDistributedBlocks(state->schedule, space, options_.num_workers * options_.threads,
+                                         options_.pipeline_depth);
+    return state->blocks.insert_or_assign(space.id(), std::move(fresh)).first->second;
+  }
+
+  [[noreturn]] void Mismatch(const LoopSite& site, const Status& why) {
+    const std::string msg =
+        "the schedule tessc embedded for this parallel_for does not fit the call (" + why.message() +
+        "); the binary's schedules are out of date with its source: rebuild it. Schedule: " +
+        std::string(site.schedule->json);
+    CheckFailed(site.location.file_name(), static_cast<int>(site.location.line()),
+                "embedded schedule fits its parallel_for:", msg.c_str());
+  }
+
+  const DistributedExecutorOptions options_;
+  Context& ctx_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::optional<tbb::global_control> parallelism_;
+  tbb::task_arena arena_;
+  zmq::context_t zmq_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<PeerMesh> mesh_;
+  uint64_t tag_ = 0;           // exchanges so far; identical on every worker
+  int64_t applied_step_ = -1;  // peers' steps of the current loop applied here
+  bool awaited_ = false;       // inside a scheduled loop, whose every step peers wait for
+  std::map<int64_t, Tracked> tracked_;
+  std::map<int64_t, Mirror> mirrors_;
+  std::map<const EmbeddedSchedule*, SiteState> sites_;
+  std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
+  DistributedStats stats_;
+};
+
+DistributedExecutor::DistributedExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DistributedExecutor::~DistributedExecutor() = default;
+
+Result<std::unique_ptr<DistributedExecutor>> DistributedExecutor::Start(
+    const DistributedExecutorOptions& options, Context& ctx, std::shared_ptr<spdlog::logger> logger) {
+  auto impl = std::make_unique<Impl>(options, ctx, std::move(logger));
+  if (Status s = impl->Start(); !s.ok()) return s;
+  return std::unique_ptr<DistributedExecutor>(new DistributedExecutor(std::move(impl)));
+}
+
+std::string_view DistributedExecutor::name() const { return "distributed"; }
+int DistributedExecutor::concurrency() const { return impl_->concurrency(); }
+void DistributedExecutor::Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
+  impl_->Run(site, space, task);
+}
+Result<std::vector<std::string>> DistributedExecutor::AllGather(std::string bytes) {
+  return impl_->AllGather(std::move(bytes));
+}
+DistributedStats DistributedExecutor::stats() const { return impl_->stats(); }
+
+}  // namespace tessera::internal

@@ -1,0 +1,201 @@
+#include "distributed/peer_mesh.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "tessera/common/check.h"
+
+#include "tessera/transport/endpoint.h"
+#include "tessera/transport/waker.h"
+
+namespace tessera::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Waits for `socket` to become readable until `deadline`; false on time-out.
+bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  while (Clock::now() < deadline) {  // a signal ends a poll early
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (PollItems(&item, 1, std::max(left, std::chrono::milliseconds(1))) > 0) return true;
+  }
+  return false;
+}
+
+// Announces `endpoint` to the coordinator and returns every worker's endpoint.
+Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq::context_t& ctx,
+                                                   const std::string& endpoint) {
+  zmq::socket_t coordinator(ctx, zmq::socket_type::dealer);
+  ConfigureSocket(coordinator);
+  try {
+    coordinator.connect(o.coordinator);
+  } catch (const zmq::error_t& e) {
+    return Status::InvalidArgument(
+        fmt::format("peer mesh: cannot connect to coordinator {}: {}", o.coordinator, e.what()));
+  }
+  OutgoingMessage msg(static_cast<uint32_t>(o.rank), 1);
+  auto a = msg.envelope().getBody().initAnnouncePeer();
+  a.setRank(static_cast<uint32_t>(o.rank));
+  a.setEndpoint(endpoint);
+  a.setSecret(o.secret);
+  coordinator.send(msg.ToFrame(), zmq::send_flags::none);
+  if (!WaitReadable(coordinator, Clock::now() + o.timeout)) {
+    return Status::Unavailable(fmt::format(
+        "peer mesh: not every worker announced itself to {} within {} ms", o.coordinator,
+        o.timeout.count()));
+  }
+  zmq::message_t frame;
+  (void)coordinator.recv(frame, zmq::recv_flags::none);
+  auto reply = IncomingMessage::Parse(std::move(frame));
+  if (!reply.ok()) return reply.status();
+  try {
+    auto body = (*reply)->envelope().getBody();
+    if (body.isError()) return StatusFromError(body.getError());
+    if (!body.isPeerList()) return Status::Internal("peer mesh: unexpected reply from the coordinator");
+    std::vector<std::string> endpoints;
+    for (auto ep : body.getPeerList().getEndpoints()) endpoints.emplace_back(ep);
+    if (endpoints.size() != static_cast<size_t>(o.num_workers)) {
+      return Status::Internal(fmt::format("peer mesh: the coordinator listed {} workers, expected {}",
+                                          endpoints.size(), o.num_workers));
+    }
+    return endpoints;
+  } catch (const kj::Exception& e) {
+    return Status::DataLoss(fmt::format("peer mesh: malformed peer list: {}", e.getDescription().cStr()));
+  }
+}
+
+}  // namespace
+
+PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
+    : options_(options), inbox_(context, zmq::socket_type::pull) {
+  ConfigureSocket(inbox_);
+}
+
+PeerMesh::~PeerMesh() = default;
+
+Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& options,
+                                                    zmq::context_t& context) {
+  if (options.num_workers < 1 || options.rank < 0 || options.rank >= options.num_workers) {
+    return Status::InvalidArgument(fmt::format("peer mesh: rank {} of {} workers", options.rank,
+                                               options.num_workers));
+  }
+  std::unique_ptr<PeerMesh> mesh(new PeerMesh(options, context));
+  if (options.num_workers == 1) return mesh;
+  if (options.coordinator.empty()) return Status::InvalidArgument("peer mesh: no coordinator");
+  Result<std::string> bound = BindSocket(mesh->inbox_, options.bind);
+  if (!bound.ok()) {
+    return Status(bound.status().code(),
+                  fmt::format("peer mesh: binding {}: {}", options.bind, bound.status().message()));
+  }
+  Result<std::vector<std::string>> endpoints = ExchangeEndpoints(options, context, *bound);
+  if (!endpoints.ok()) return endpoints.status();
+  mesh->outboxes_.reserve(endpoints->size());
+  for (int r = 0; r < options.num_workers; ++r) {
+    mesh->outboxes_.emplace_back();
+    if (r == options.rank) continue;
+    zmq::socket_t out(context, zmq::socket_type::push);
+    ConfigureSocket(out);
+    out.set(zmq::sockopt::linger, 10000);  // a worker's last hand-over must reach its peers
+    try {
+      out.connect((*endpoints)[r]);
+    } catch (const zmq::error_t& e) {
+      return Status::Unavailable(
+          fmt::format("peer mesh: cannot connect to worker {} at {}: {}", r, (*endpoints)[r], e.what()));
+    }
+    mesh->outboxes_.back() = std::move(out);
+  }
+  return mesh;
+}
+
+Status PeerMesh::Send(int to, OutgoingMessage& msg) {
+  TESSERA_CHECK(to != options_.rank && to >= 0 && to < options_.num_workers);
+  zmq::message_t frame = msg.ToFrame();
+  bytes_sent_ += frame.size();
+  try {
+    outboxes_[to].send(std::move(frame), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(fmt::format("peer mesh: send to worker {}: {}", to, e.what()));
+  }
+  return Status::Ok();
+}
+
+Status PeerMesh::SendCopy(int to, const zmq::message_t& frame) {
+  TESSERA_CHECK(to != options_.rank && to >= 0 && to < options_.num_workers);
+  zmq::message_t copy(frame.data(), frame.size());
+  bytes_sent_ += copy.size();
+  try {
+    outboxes_[to].send(std::move(copy), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(fmt::format("peer mesh: send to worker {}: {}", to, e.what()));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t tag, int64_t step) {
+  TESSERA_CHECK(from != options_.rank && from >= 0 && from < options_.num_workers);
+  const auto key = std::make_tuple(from, tag, step);
+  const auto deadline = Clock::now() + options_.timeout;
+  while (true) {
+    if (auto it = held_.find(key); it != held_.end()) {
+      auto msg = std::move(it->second);
+      held_.erase(it);
+      return msg;
+    }
+    if (!WaitReadable(inbox_, deadline)) {
+      return Status::Unavailable(fmt::format(
+          "peer mesh: worker {} sent nothing for step {} of exchange {} within {} ms (is it alive?)",
+          from, step, tag, options_.timeout.count()));
+    }
+    zmq::message_t frame;
+    (void)inbox_.recv(frame, zmq::recv_flags::none);
+    auto parsed = IncomingMessage::Parse(std::move(frame));
+    if (!parsed.ok()) {
+      return Status(parsed.status().code(),
+                    fmt::format("peer mesh: bad message: {}", parsed.status().message()));
+    }
+    try {
+      auto env = (*parsed)->envelope();
+      if (!env.getBody().isPeer()) return Status::DataLoss("peer mesh: a message that is not a PeerMessage");
+      const int sender = static_cast<int>(env.getSender());
+      if (sender < 0 || sender >= options_.num_workers || sender == options_.rank) {
+        return Status::DataLoss(fmt::format("peer mesh: message from unknown worker {}", sender));
+      }
+      auto peer = env.getBody().getPeer();
+      held_[std::make_tuple(sender, peer.getTag(), peer.getStep())] = std::move(*parsed);
+    } catch (const kj::Exception& e) {
+      return Status::DataLoss(fmt::format("peer mesh: malformed message: {}", e.getDescription().cStr()));
+    }
+  }
+}
+
+Result<std::vector<std::string>> PeerMesh::AllGather(uint64_t tag, std::string bytes) {
+  std::vector<std::string> all(static_cast<size_t>(options_.num_workers));
+  for (int r = 0; r < options_.num_workers; ++r) {
+    if (r == options_.rank) continue;
+    OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0,
+                        static_cast<unsigned>(bytes.size() / sizeof(capnp::word) + 16));
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(tag);
+    peer.setStep(0);
+    peer.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size()));
+    if (Status s = Send(r, msg); !s.ok()) return s;
+  }
+  for (int r = 0; r < options_.num_workers; ++r) {
+    if (r == options_.rank) continue;
+    auto msg = Receive(r, tag, 0);
+    if (!msg.ok()) return msg.status();
+    try {
+      auto payload = (*msg)->envelope().getBody().getPeer().getPayload();
+      all[r].assign(reinterpret_cast<const char*>(payload.begin()), payload.size());
+    } catch (const kj::Exception& e) {
+      return Status::DataLoss(fmt::format("peer mesh: malformed all-gather part from worker {}: {}", r,
+                                          e.getDescription().cStr()));
+    }
+  }
+  all[options_.rank] = std::move(bytes);
+  return all;
+}
+
+}  // namespace tessera::internal

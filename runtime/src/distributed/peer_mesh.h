@@ -1,0 +1,80 @@
+// PeerMesh: point-to-point messages between the workers of one job, for the distributed
+// executor (array hand-overs, all-gathers) -- traffic that does not belong on the parameter
+// servers because it goes from one worker to another.
+//
+// Each worker binds one PULL socket and connects one PUSH socket to every other worker; the
+// coordinator introduces them (AnnouncePeer / PeerList). Messages are PeerMessage envelopes.
+// ZeroMQ keeps the order of messages from one sender; Receive() matches on (sender, tag, step)
+// and holds messages that arrive before they are asked for.
+//
+// Thread safety: none; one thread (the one running the Context) uses a mesh.
+#ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_PEER_MESH_H_
+#define TESSERA_RUNTIME_SRC_DISTRIBUTED_PEER_MESH_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+#include <zmq.hpp>
+
+#include "tessera/common/status.h"
+#include "tessera/transport/message.h"
+
+namespace tessera::internal {
+
+struct PeerMeshOptions {
+  int rank = 0;         // this worker, 0 .. num_workers-1
+  int num_workers = 1;
+  std::string coordinator;  // REQUIRES: not empty when num_workers > 1
+  std::string secret;
+  // Where this worker listens, e.g. "tcp://10.0.0.5:0" (port 0: ephemeral) or "inproc://w1".
+  // Default: loopback with an ephemeral port.
+  std::string bind = "tcp://127.0.0.1:0";
+  // How long Connect and Receive wait for a peer before failing with Unavailable. Default: 10
+  // minutes: a peer may legitimately be busy with a long step of its own.
+  std::chrono::milliseconds timeout{600000};
+};
+
+class PeerMesh {
+ public:
+  // Binds, announces this worker to the coordinator, waits for every worker's endpoint and
+  // connects to them. `context` must outlive the mesh.
+  static Result<std::unique_ptr<PeerMesh>> Connect(const PeerMeshOptions& options,
+                                                   zmq::context_t& context);
+  ~PeerMesh();
+  PeerMesh(const PeerMesh&) = delete;
+  PeerMesh& operator=(const PeerMesh&) = delete;
+
+  int rank() const { return options_.rank; }
+  int size() const { return options_.num_workers; }
+
+  // Sends a message built on `msg` (whose body must be a PeerMessage) to worker `to`.
+  // REQUIRES: to != rank(). The message may not be used afterwards.
+  Status Send(int to, OutgoingMessage& msg);
+  // Sends a copy of an encoded envelope (to send one message to several peers).
+  Status SendCopy(int to, const zmq::message_t& frame);
+  // The message from worker `from` with this tag and step; waits up to the timeout.
+  // REQUIRES: from != rank().
+  Result<std::unique_ptr<IncomingMessage>> Receive(int from, uint64_t tag, int64_t step);
+
+  // All-gather of one byte string per worker (rank order), tagged `tag`.
+  Result<std::vector<std::string>> AllGather(uint64_t tag, std::string bytes);
+
+  uint64_t bytes_sent() const { return bytes_sent_; }
+
+ private:
+  PeerMesh(const PeerMeshOptions& options, zmq::context_t& context);
+
+  PeerMeshOptions options_;
+  zmq::socket_t inbox_;
+  std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
+  std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
+  uint64_t bytes_sent_ = 0;
+};
+
+}  // namespace tessera::internal
+
+#endif  // TESSERA_RUNTIME_SRC_DISTRIBUTED_PEER_MESH_H_

@@ -1,0 +1,58 @@
+// Blocks of an iteration space: its positions grouped by key ranges, shared by the executors.
+//
+// Thread safety: pure functions over an ArrayBase that must not change while they run.
+#ifndef TESSERA_RUNTIME_SRC_INTERNAL_LOOP_BLOCKS_H_
+#define TESSERA_RUNTIME_SRC_INTERNAL_LOOP_BLOCKS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "tessera/executor.h"
+
+namespace tessera::internal {
+
+// Positions grouped into blocks, CSR: block b is positions[offsets[b], offsets[b + 1]).
+struct Blocks {
+  int64_t array_id = -1;
+  uint64_t layout_version = 0;
+  int64_t size = -1;
+  std::vector<int64_t> positions;
+  std::vector<int64_t> offsets{0};
+  // contiguous[b]: the block's positions are consecutive, so it can run as one range (no
+  // per-position key lookup; dense arrays split along dim 0 always are).
+  std::vector<uint8_t> contiguous;
+  // unimodular only: wavefront w is blocks [waves[w], waves[w + 1]).
+  std::vector<int64_t> waves{0};
+
+  int64_t num_blocks() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t block_size(int64_t b) const { return offsets[b + 1] - offsets[b]; }
+  bool Matches(const ArrayBase& space) const {
+    return array_id == space.id() && layout_version == space.layout_version() &&
+           size == space.size();
+  }
+};
+
+// Component `dim` of every position's key.
+std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim);
+
+// P - 1 cut values splitting `values` into P key ranges of about equal count; a key's block is
+// the number of cuts <= it. Equal keys always share a block (the partition is by key, which is
+// what makes blocks of different key ranges independent).
+std::vector<int64_t> EqualCountCuts(const std::vector<int64_t>& values, int64_t extent, int parts);
+
+// The block of key value `v` under `cuts`.
+int BlockOf(const std::vector<int64_t>& cuts, int64_t v);
+
+// Counting sort of positions by block id (block_of[p] for position p), positions increasing
+// inside each block.
+void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b);
+
+// Sets b->contiguous.
+void MarkContiguous(Blocks* b);
+
+// Runs block `block` of `b`: as one range when contiguous, else position by position.
+void RunBlock(const Blocks& b, int64_t block, const LoopTask& task);
+
+}  // namespace tessera::internal
+
+#endif  // TESSERA_RUNTIME_SRC_INTERNAL_LOOP_BLOCKS_H_

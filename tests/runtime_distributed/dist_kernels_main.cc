@@ -1,0 +1,63 @@
+// The runtime_parallel kernels as one SPMD program: run alone it is the serial reference; under
+// `tessera run -w W` every worker runs it with the distributed executor. Each process writes one
+// line per kernel -- name, element count, FNV-1a hash of the values -- to OUT.<rank>, so a test
+// compares every worker's results with the serial run's exactly.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <tessera/tessera.h>
+
+#include "kernels.h"
+
+namespace {
+
+uint64_t Fnv1a(const std::vector<int64_t>& values) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int64_t v : values) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= static_cast<uint64_t>(v >> (8 * b)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_PREFIX\n", argv[0]);
+    return 2;
+  }
+  tessera::Context ctx(argc, argv);
+  std::ofstream out(std::string(argv[1]) + "." + std::to_string(ctx.job().rank));
+  auto emit = [&out](const char* name, const tessera::testing::KernelRun& run) {
+    out << name << " " << run.values.size() << " " << Fnv1a(run.values) << "\n";
+  };
+  using namespace tessera::testing;
+  emit("row_scaling", RowScaling(ctx, 37, 29));
+  emit("column_recurrence", ColumnRecurrence(ctx, 41, 23));
+  emit("sparse_row_fold", SparseRowFold(ctx, 53, 47, 900));
+  emit("sparse_row_fold_reshuffled", SparseRowFoldReshuffled(ctx, 31, 37, 500, 3));
+  emit("matrix_update_2d", MatrixUpdate2D(ctx, 61, 43, 1200));
+  emit("wavefront", Wavefront(ctx, 24));
+  emit("skewed_wavefront", SkewedWavefront(ctx, 21));
+  emit("data_parallel_sums", DataParallelSums(ctx, 40, 16));
+
+  // An accumulator summed over the workers, read after the loop; additions outside the loop
+  // count once.
+  auto v = tessera::DistArray<int64_t, 1>::random(ctx, {1000}, 9, 0, 100);
+  tessera::Accumulator<int64_t> total(ctx, 7);
+  std::atomic<int64_t> ran_here{0};  // not program state: how many iterations this process ran
+  tessera::parallel_for(v, [&](const tessera::Key<1>& key, int64_t& x) {
+    total += x * (key[0] % 3);
+    ran_here.fetch_add(1, std::memory_order_relaxed);
+  });
+  total += 5;
+  out << "accumulator 1 " << total.value() << "\n";
+  std::ofstream(std::string(argv[1]) + ".share." + std::to_string(ctx.job().rank)) << ran_here.load() << "\n";
+  return out.good() ? 0 : 1;
+}
