@@ -47,6 +47,26 @@ int main(int argc, char** argv) {
   emit("skewed_wavefront", SkewedWavefront(ctx, 21));
   emit("data_parallel_sums", DataParallelSums(ctx, 40, 16));
 
+  // Data-parallel additive updates of shared arrays (on the parameter servers when distributed)
+  // add up exactly once every worker's updates are in. Two threads of one process race on them
+  // by permission, so only single-threaded runs print them.
+  {
+    auto samples = tessera::DistArray<int64_t, 1>::random(ctx, {5000}, 10, 0, 1000);
+    auto hits = tessera::DistArray<int64_t, 1>::dense(ctx, {17});
+    auto weight = tessera::DistArray<double, 2>::dense(ctx, {17, 3});
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      tessera::parallel_for(samples, [&](const tessera::Key<1>&, int64_t& v) {
+        hits(v % 17) += 1;
+        weight(v % 17, v % 3) += 0.5;
+      }, tessera::DataParallel{.staleness = 1});
+    }
+    if (ctx.executor().concurrency() == 1) {
+      std::vector<int64_t> all(hits.data(), hits.data() + 17);
+      for (int64_t i = 0; i < 17 * 3; ++i) all.push_back(static_cast<int64_t>(weight.data()[i] * 2));
+      out << "data_parallel_shared " << all.size() << " " << Fnv1a(all) << "\n";
+    }
+  }
+
   // An accumulator summed over the workers, read after the loop; additions outside the loop
   // count once.
   auto v = tessera::DistArray<int64_t, 1>::random(ctx, {1000}, 9, 0, 100);

@@ -249,22 +249,31 @@ class DistributedExecutor::Impl {
         break;
       }
       case LoopStrategy::kDataParallel: {
-        // Clock c runs the c-th slice of every partition; reads may miss the others' updates of
-        // the last `staleness` clocks (and of the clock in progress), as SSP allows.
+        // Clock c runs the c-th slice of every partition, in F pieces with a flush between;
+        // reads may miss the others' updates of the last `staleness` clocks (and of the clock
+        // in progress), as SSP allows.
         const int C = options_.data_parallel_clocks;
+        const int F = options_.data_parallel_flushes;
+        BeginDataParallel(site.staleness);
         for (int c = 0; c < C; ++c) {
           AwaitThrough(c - 1 - site.staleness, /*additive=*/true);
-          RunMine([&](int q) {
-            const int64_t n = b.block_size(q);
-            RunBlockPart(b, q, n * c / C, n * (c + 1) / C, task);
-          });
+          for (int f = 0; f < F; ++f) {
+            const int64_t piece = static_cast<int64_t>(c) * F + f, pieces = static_cast<int64_t>(C) * F;
+            RunMine([&](int q) {
+              const int64_t n = b.block_size(q);
+              RunBlockPart(b, q, n * piece / pieces, n * (piece + 1) / pieces, task);
+            });
+            if (f + 1 < F) SyncServers(/*replicated=*/false, /*clock=*/false);
+          }
           Publish(c, /*additive=*/true, false);
         }
         last_step = C - 1;
+        AwaitThrough(last_step, true);
+        EndDataParallel(site.staleness);
         break;
       }
     }
-    AwaitThrough(last_step, s.strategy == LoopStrategy::kDataParallel);
+    AwaitThrough(last_step, /*additive=*/false);  // no-op after a data-parallel loop
     ReduceAccumulators();
     EndLoop();
   }
@@ -380,7 +389,7 @@ class DistributedExecutor::Impl {
         CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
       }
     }
-    SyncRelaxed(replicated);
+    SyncServers(replicated, /*clock=*/true);
   }
 
   struct PatchData {
@@ -514,55 +523,97 @@ class DistributedExecutor::Impl {
     }
   }
 
-  // Relaxed arrays: push what this worker added since the last sync, clock, and read the tables
-  // back within their staleness. Replicated steps: only worker 0 pushes (everyone made the same
-  // additions).
-  void SyncRelaxed(bool replicated) {
-    bool any = false;
+  // Rows x width of the table that holds array `a`: a 2-D array's rows, else runs of 64.
+  static std::pair<int64_t, int64_t> TableShape(const ArrayBase* a) {
+    if (a->rank() == 2 && a->extent(1) > 0) return {a->extent(0), a->extent(1)};
+    return {(a->value_count() + kFlatRowWidth - 1) / kFlatRowWidth, kFlatRowWidth};
+  }
+
+  void CreateArrayTable(const ArrayBase* a, TableId id, int staleness, const std::string& name) {
+    const auto [rows, width] = TableShape(a);
+    TableSpec spec;
+    spec.id = id;
+    spec.name = name;
+    spec.value_type = static_cast<ValueType>(a->table_value_type());
+    spec.num_rows = static_cast<uint64_t>(std::max<int64_t>(rows, 1));
+    spec.width = static_cast<uint32_t>(width);
+    spec.sparse = false;
+    spec.staleness = static_cast<uint32_t>(staleness);
+    CheckOk(client_->CreateTable(spec), "creating an array's parameter-server table");
+  }
+
+  // Adds cur - base to the table, row by row, skipping rows without change.
+  template <typename V>
+  void PushDeltas(TableId table, const ArrayBase* a, const V* cur, const V* base) {
+    const auto [rows, width] = TableShape(a);
+    const int64_t n = a->value_count();
+    std::vector<V> delta(static_cast<size_t>(width));
+    for (int64_t r = 0; r < rows; ++r) {
+      bool nonzero = false;
+      for (int64_t j = 0; j < width; ++j) {
+        const int64_t i = r * width + j;
+        delta[j] = i < n ? static_cast<V>(cur[i] - base[i]) : V{};
+        nonzero |= delta[j] != V{};
+      }
+      if (nonzero) {
+        CheckOk(client_->IncRow<V>(table, static_cast<RowId>(r), std::span<const V>(delta)),
+                "sending updates to the parameter servers");
+      }
+    }
+  }
+
+  // The table as this worker may see it (within its staleness), into out[0, value_count).
+  template <typename V>
+  void ReadTable(TableId table, const ArrayBase* a, V* out) {
+    const auto [rows, width] = TableShape(a);
+    const int64_t n = a->value_count();
+    std::vector<RowId> ids(static_cast<size_t>(rows));
+    std::iota(ids.begin(), ids.end(), RowId{0});
+    CheckOk(client_->Prefetch(0, table, ids), "reading from the parameter servers");
+    std::vector<V> row;
+    for (int64_t r = 0; r < rows; ++r) {
+      CheckOk(client_->Get<V>(0, table, static_cast<RowId>(r), &row), "reading from the parameter servers");
+      for (int64_t j = 0; j < width && r * width + j < n; ++j) out[r * width + j] = row[j];
+    }
+  }
+
+  // Relaxed arrays and data-parallel arrays on the servers: push what this worker changed since
+  // the last sync; at a clock boundary (`clock`), clock and read the tables back within their
+  // staleness; between boundaries, take what the servers have pushed already (no wait). That
+  // lets managed communication (ClientOptions::comm) send updates early and bring others' back.
+  // Replicated steps: only worker 0 pushes relaxed additions (everyone made the same).
+  void SyncServers(bool replicated, bool clock) {
+    bool any = !dp_.empty();
     for (auto& [id, a] : ctx_.arrays()) {
       if (!a->relaxed()) continue;
       any = true;
       Mirror& m = MirrorFor(a);
       if (replicated && options_.rank != 0) continue;
       WithTableType(a->table_value_type(), [&]<typename V>(V*) {
-        const V* cur = static_cast<const V*>(a->value_data());
-        const V* base = reinterpret_cast<const V*>(m.base.data());
-        const int64_t n = a->value_count();
-        std::vector<V> delta(static_cast<size_t>(m.width));
-        for (int64_t r = 0; r < m.rows; ++r) {
-          bool nonzero = false;
-          for (int64_t j = 0; j < m.width; ++j) {
-            const int64_t i = r * m.width + j;
-            delta[j] = i < n ? static_cast<V>(cur[i] - base[i]) : V{};
-            nonzero |= delta[j] != V{};
-          }
-          if (nonzero) {
-            CheckOk(client_->IncRow<V>(m.table, static_cast<RowId>(r), std::span<const V>(delta)),
-                    "sending relaxed updates");
-          }
-        }
+        PushDeltas<V>(m.table, a, static_cast<const V*>(a->value_data()),
+                      reinterpret_cast<const V*>(m.base.data()));
+      });
+    }
+    for (auto& [id, d] : dp_) {
+      WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
+        PushDeltas<V>(d.table, d.array, static_cast<const V*>(d.array->value_data()),
+                      reinterpret_cast<const V*>(d.synced.data()));
       });
     }
     if (!any) return;
-    ++stats_.relaxed_syncs;
-    CheckOk(client_->Clock(0), "clock");
+    if (clock) {
+      ++stats_.server_clocks;
+      CheckOk(client_->Clock(0), "clock");
+    }
     for (auto& [id, a] : ctx_.arrays()) {
-      if (!a->relaxed()) continue;
+      if (!a->relaxed() || !clock) continue;
       Mirror& m = mirrors_.at(id);
-      std::vector<RowId> rows(static_cast<size_t>(m.rows));
-      std::iota(rows.begin(), rows.end(), RowId{0});
-      CheckOk(client_->Prefetch(0, m.table, rows), "reading a relaxed array");
       WithTableType(a->table_value_type(), [&]<typename V>(V*) {
-        V* cur = static_cast<V*>(a->value_data());
-        const int64_t n = a->value_count();
-        std::vector<V> row;
-        for (int64_t r = 0; r < m.rows; ++r) {
-          CheckOk(client_->Get<V>(0, m.table, static_cast<RowId>(r), &row), "reading a relaxed array");
-          for (int64_t j = 0; j < m.width && r * m.width + j < n; ++j) cur[r * m.width + j] = row[j];
-        }
+        ReadTable<V>(m.table, a, static_cast<V*>(a->value_data()));
       });
       std::memcpy(m.base.data(), a->value_data(), m.base.size());
     }
+    for (auto& [id, d] : dp_) RefreshDataParallel(d);
   }
 
   Mirror& MirrorFor(ArrayBase* a) {
@@ -570,26 +621,106 @@ class DistributedExecutor::Impl {
     if (it != mirrors_.end()) return it->second;
     Mirror m;
     m.table = static_cast<TableId>(a->id());
-    const int64_t n = a->value_count();
-    if (a->rank() == 2 && a->extent(1) > 0) {
-      m.rows = a->extent(0);
-      m.width = a->extent(1);
-    } else {
-      m.width = kFlatRowWidth;
-      m.rows = (n + kFlatRowWidth - 1) / kFlatRowWidth;
-    }
-    TableSpec spec;
-    spec.id = m.table;
-    spec.name = fmt::format("relaxed-array-{}", a->id());
-    spec.value_type = static_cast<ValueType>(a->table_value_type());
-    spec.num_rows = static_cast<uint64_t>(std::max<int64_t>(m.rows, 1));
-    spec.width = static_cast<uint32_t>(m.width);
-    spec.sparse = false;
-    spec.staleness = static_cast<uint32_t>(a->staleness());
-    CheckOk(client_->CreateTable(spec), "creating a relaxed array's table");
+    CreateArrayTable(a, m.table, a->staleness(), fmt::format("relaxed-array-{}", a->id()));
     // The table starts at zero; so does the base, so the first sync pushes whatever was added.
-    m.base.assign(static_cast<size_t>(n) * a->element_bytes(), 0);
+    m.base.assign(static_cast<size_t>(a->value_count()) * a->element_bytes(), 0);
     return mirrors_.emplace(a->id(), std::move(m)).first->second;
+  }
+
+  // --- Data-parallel loops: dense arithmetic arrays go through the parameter servers. ---
+  // A table per (array, staleness) holds the sum of every worker's updates to the array in
+  // data-parallel loops. During a loop a worker's copy is its own value plus what the table
+  // gained since its previous read (its own pushes come back through read-my-writes, so they
+  // are subtracted via `synced`). At the end every worker sets start + (final table - table at
+  // start), the same arithmetic on the same inputs, so the copies agree exactly.
+  struct DataParallelArray {
+    ArrayBase* array = nullptr;
+    TableId table = 0;
+    std::vector<char> start;        // the array when the loop began
+    std::vector<char> synced;       // the array after the last sync
+    std::vector<char> table_prev;   // the table at the last read
+  };
+  struct DataParallelTable {
+    std::vector<char> table_at_rest;  // the table when no loop is running (equal on every worker)
+  };
+
+  void BeginDataParallel(int staleness) {
+    dp_.clear();
+    for (auto it = tracked_.begin(); it != tracked_.end();) {
+      ArrayBase* a = it->second.array;
+      if (a->is_sparse() || !a->arithmetic() || a->table_value_type() < 0 || a->value_count() == 0) {
+        ++it;
+        continue;
+      }
+      const TableId table = static_cast<TableId>((1u << 24) + static_cast<uint32_t>(a->id()) * 64u +
+                                                 static_cast<uint32_t>(std::min(staleness, 63)));
+      const size_t bytes = static_cast<size_t>(a->value_count()) * a->element_bytes();
+      auto [rest, fresh] = dp_tables_.try_emplace(table);
+      if (fresh) {
+        CreateArrayTable(a, table, staleness, fmt::format("data-parallel-array-{}-s{}", a->id(), staleness));
+        rest->second.table_at_rest.assign(bytes, 0);
+        // Cache every row now: the client applies a worker's own in-flight updates to cached
+        // rows only, and the refreshes below rely on seeing them.
+        std::vector<char> scratch(bytes);
+        WithTableType(a->table_value_type(), [&]<typename V>(V*) {
+          ReadTable<V>(table, a, reinterpret_cast<V*>(scratch.data()));
+        });
+      }
+      TESSERA_CHECK_MSG(rest->second.table_at_rest.size() == bytes, "array changed size between loops");
+      DataParallelArray d;
+      d.array = a;
+      d.table = table;
+      d.start.assign(static_cast<const char*>(a->value_data()), static_cast<const char*>(a->value_data()) + bytes);
+      d.synced = d.start;
+      d.table_prev = rest->second.table_at_rest;
+      dp_.emplace(it->first, std::move(d));
+      it = tracked_.erase(it);  // not patched over the mesh
+    }
+  }
+
+  // Between boundaries (no clock) the rows are cached and fresh enough already, so Get does not
+  // wait; it returns what server pushes have brought.
+  void RefreshDataParallel(DataParallelArray& d) {
+    WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
+      const int64_t n = d.array->value_count();
+      std::vector<V> now(static_cast<size_t>(n));
+      ReadTable<V>(d.table, d.array, now.data());
+      V* cur = static_cast<V*>(d.array->value_data());
+      V* prev = reinterpret_cast<V*>(d.table_prev.data());
+      for (int64_t i = 0; i < n; ++i) {
+        // What the table gained since the last read, less this worker's own pushes (already in
+        // cur): synced + gain.
+        cur[i] = static_cast<V>(reinterpret_cast<const V*>(d.synced.data())[i] + (now[i] - prev[i]));
+        prev[i] = now[i];
+      }
+      std::memcpy(d.synced.data(), cur, static_cast<size_t>(n) * sizeof(V));
+    });
+  }
+
+  // After the loop's last clock: `staleness` more clocks make a read wait for every worker's
+  // last updates; then every worker computes the same final values.
+  void EndDataParallel(int staleness) {
+    if (dp_.empty()) return;
+    for (int i = 0; i < staleness; ++i) {
+      ++stats_.server_clocks;
+      CheckOk(client_->Clock(0), "clock");
+    }
+    for (auto& [id, d] : dp_) {
+      auto& rest = dp_tables_.at(d.table).table_at_rest;
+      WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
+        const int64_t n = d.array->value_count();
+        std::vector<V> final_table(static_cast<size_t>(n));
+        ReadTable<V>(d.table, d.array, final_table.data());
+        V* cur = static_cast<V*>(d.array->value_data());
+        const V* start = reinterpret_cast<const V*>(d.start.data());
+        V* at_rest = reinterpret_cast<V*>(rest.data());
+        for (int64_t i = 0; i < n; ++i) {
+          cur[i] = static_cast<V>(start[i] + (final_table[i] - at_rest[i]));
+          at_rest[i] = final_table[i];
+        }
+      });
+    }
+    dp_.clear();
   }
 
   // Sums the accumulators' loop contributions (executor slots 1..) over the workers. What
@@ -674,6 +805,8 @@ class DistributedExecutor::Impl {
   bool awaited_ = false;       // inside a scheduled loop, whose every step peers wait for
   std::map<int64_t, Tracked> tracked_;
   std::map<int64_t, Mirror> mirrors_;
+  std::map<int64_t, DataParallelArray> dp_;           // by array id; during a data-parallel loop
+  std::map<TableId, DataParallelTable> dp_tables_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
   DistributedStats stats_;

@@ -13,6 +13,8 @@
 //     unimodular, independent) or the data-parallel sum of every worker's additive updates.
 // RelaxedArrays live on the parameter servers: additive deltas go through the Client at every
 // step, which is a clock, and reads refresh from the servers within the array's staleness.
+// In data-parallel loops, dense arithmetic arrays live on the servers too (SSP with the site's
+// staleness); sparse ones exchange additive patches over the mesh under the same bound.
 // Accumulators are summed across workers at the end of every loop.
 //
 // A site without a schedule runs whole on every worker (replicated), which is still the serial
@@ -58,6 +60,10 @@ struct DistributedExecutorOptions {
   // data_parallel: clocks per loop; after each, a worker's additive updates go to the others,
   // and its reads lag at most the site's staleness in clocks. Default: 4.
   int data_parallel_clocks = 4;
+  // data_parallel: times per clock a worker sends its updates to the servers and takes what
+  // they have pushed, without waiting (the last is the clock itself). Above 1 it gives managed
+  // communication something to send between clock boundaries. Default: 4.
+  int data_parallel_flushes = 4;
   // Unimodular: a wavefront with fewer positions than this runs whole on every worker instead
   // of being split (no hand-over needed). Default: 4096.
   int64_t min_parallel_wavefront = 4096;
@@ -71,7 +77,7 @@ struct DistributedStats {
   uint64_t steps = 0;
   uint64_t patch_bytes_sent = 0;  // element payload of patches sent to peers
   uint64_t mesh_bytes_sent = 0;   // every byte on the peer mesh, envelopes included
-  uint64_t relaxed_syncs = 0;
+  uint64_t server_clocks = 0;  // clocks of the parameter-server client
 };
 
 class DistributedExecutor final : public Executor {
