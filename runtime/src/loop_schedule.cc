@@ -244,11 +244,27 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
     }
   }
 
-  if (auto arrays = j.find("arrays"); arrays != j.end() && arrays->is_array()) {
+  if (auto arrays = j.find("arrays"); arrays != j.end() && arrays->is_array() && !arrays->empty()) {
+    auto conservative = j.find("conservative");
+    s.writes_unknown = conservative != j.end() && conservative->is_array() && !conservative->empty();
+    bool first = true;
     for (const Json& a : *arrays) {
-      if (!a.is_object()) continue;
-      const bool written = a.value("write", false);
-      const bool relaxed = a.value("kind", std::string()) == "relaxed";
+      if (!a.is_object()) {
+        s.writes_unknown = true;
+        continue;
+      }
+      const bool written = a.value("write", true);
+      const std::string kind = a.value("kind", std::string());
+      const bool relaxed = kind == "relaxed";
+      if (kind == "may_alias") s.writes_unknown = true;
+      if (first) s.space_written = written;
+      first = false;
+      if (written && !relaxed) {
+        const int bytes = a.value("element_bytes", 0);
+        const int rank = a.value("rank", 0);
+        if (bytes <= 0 || rank <= 0) s.writes_unknown = true;
+        s.written_shapes.emplace_back(bytes, rank);
+      }
       if (written && !relaxed && a.value("placement", std::string()) == "servers") {
         s.shared_written_arrays.push_back(a.value("name", std::string("?")));
       }

@@ -204,7 +204,7 @@ class DistributedExecutor::Impl {
     const LoopSchedule& s = state.schedule;
     const int T = options_.threads;
     const int P = options_.num_workers * T;  // partitions; this worker's are rank*T .. rank*T+T-1
-    BeginLoop();
+    BeginLoop(&s, &space);
     int64_t last_step = 0;
     switch (s.strategy) {
       case LoopStrategy::kIndependent:
@@ -329,12 +329,25 @@ class DistributedExecutor::Impl {
     Publish(0, false, /*replicated=*/true);
   }
 
-  void BeginLoop() {
+  // Whether the loop body may write `a`, by what tessc recorded: arrays of an element size and
+  // rank it never writes are left out of the snapshots and scans (names do not reach the runtime,
+  // so this is by shape; when tessc could not see everything, every array counts).
+  static bool MayWrite(const LoopSchedule& s, const ArrayBase& space, const ArrayBase* a) {
+    if (s.writes_unknown) return true;
+    if (a == &space) return s.space_written;
+    for (const auto& [bytes, rank] : s.written_shapes) {
+      if (static_cast<size_t>(bytes) == a->element_bytes() && rank == a->rank()) return true;
+    }
+    return false;
+  }
+
+  void BeginLoop(const LoopSchedule* s, const ArrayBase* space) {
     awaited_ = true;
     AdoptSerialRelaxedChanges();
     tracked_.clear();
     for (auto& [id, a] : ctx_.arrays()) {
       if (a->relaxed()) continue;
+      if (s != nullptr && !MayWrite(*s, *space, a)) continue;
       Tracked t;
       t.array = a;
       t.layout = a->layout_version();
@@ -483,8 +496,9 @@ class DistributedExecutor::Impl {
       for (auto patch : msg.envelope().getBody().getPeer().getPatches()) {
         auto it = tracked_.find(patch.getArray());
         if (it == tracked_.end()) {
-          Fatal(fmt::format("worker {} changed array #{}, which this worker does not have; code "
-                            "outside parallel_for must create the same arrays on every worker",
+          Fatal(fmt::format("worker {} changed array #{}, which this worker does not have or does "
+                            "not expect the loop to write; code outside parallel_for must create "
+                            "the same arrays on every worker",
                             from, patch.getArray()));
         }
         Tracked& t = it->second;

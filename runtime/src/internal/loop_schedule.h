@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessera/common/status.h"
@@ -44,6 +45,13 @@ struct LoopSchedule {
   // Names of non-relaxed arrays on the servers that the body writes: in shared memory these are
   // the plain DistArray writes a data-parallel site lets race (see docs/runtime.md).
   std::vector<std::string> shared_written_arrays;
+  // What the body may write, for executors that copy changes between workers: the (element
+  // bytes, rank) of every non-relaxed array it writes, and whether it writes the iteration space
+  // (arrays[0] of the JSON). `writes_unknown`: tessc could not see everything (conservative
+  // notes, may-alias names, unknown element sizes, no array list), so any array may be written.
+  std::vector<std::pair<int, int>> written_shapes;
+  bool space_written = true;
+  bool writes_unknown = true;
 };
 
 // REQUIRES: nothing; any text is accepted and judged.
