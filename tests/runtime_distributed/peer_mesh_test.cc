@@ -1,0 +1,178 @@
+// The peer mesh between workers (runtime/src/distributed/peer_mesh.h) with a real coordinator in
+// this process: introductions, matching of (sender, tag, step) whatever the arrival order,
+// all-gather, and clear errors for bad announcements, silent peers and garbage.
+#include "distributed/peer_mesh.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "tessera/server/coordinator.h"
+#include "tessera/transport/endpoint.h"
+#include "tessera/transport/message.h"
+
+namespace tessera::internal {
+namespace {
+
+class PeerMeshTest : public ::testing::Test {
+ protected:
+  void StartCoordinator(int workers) {
+    CoordinatorOptions co;
+    co.listen = "tcp://127.0.0.1:0";
+    co.num_servers = 1;  // none start: the mesh does not need the servers
+    co.num_workers = workers;
+    co.secret = "s3cret";
+    coordinator_ = std::make_unique<Coordinator>(co, zmq_);
+    ASSERT_TRUE(coordinator_->Start().ok());
+  }
+
+  PeerMeshOptions Options(int rank, int workers) {
+    PeerMeshOptions o;
+    o.rank = rank;
+    o.num_workers = workers;
+    o.coordinator = coordinator_->endpoint();
+    o.secret = "s3cret";
+    o.timeout = std::chrono::seconds(20);
+    return o;
+  }
+
+  // Connects `workers` meshes concurrently (each blocks until all have announced).
+  std::vector<std::unique_ptr<PeerMesh>> ConnectAll(int workers) {
+    std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;
+    for (int r = 0; r < workers; ++r) {
+      pending.push_back(std::async(std::launch::async, [this, r, workers] {
+        return PeerMesh::Connect(Options(r, workers), zmq_);
+      }));
+    }
+    std::vector<std::unique_ptr<PeerMesh>> meshes;
+    for (auto& p : pending) {
+      auto m = p.get();
+      EXPECT_TRUE(m.ok()) << m.status().ToString();
+      meshes.push_back(m.ok() ? std::move(m).value() : nullptr);
+    }
+    return meshes;
+  }
+
+  static void SendStep(PeerMesh& from, int to, uint64_t tag, int64_t step, const std::string& text) {
+    OutgoingMessage msg(static_cast<uint32_t>(from.rank()), 0);
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(tag);
+    peer.setStep(step);
+    peer.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+    ASSERT_TRUE(from.Send(to, msg).ok());
+  }
+
+  static std::string PayloadOf(const IncomingMessage& msg) {
+    auto p = msg.envelope().getBody().getPeer().getPayload();
+    return std::string(reinterpret_cast<const char*>(p.begin()), p.size());
+  }
+
+  zmq::context_t zmq_;
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+TEST_F(PeerMeshTest, MessagesMatchBySenderTagAndStepWhateverTheirOrder) {
+  StartCoordinator(3);
+  auto meshes = ConnectAll(3);
+  ASSERT_EQ(meshes.size(), 3u);
+  // Worker 1 and 2 send steps out of order and for two exchanges; worker 0 asks in its order.
+  SendStep(*meshes[2], 0, 7, 1, "w2-t7-s1");
+  SendStep(*meshes[1], 0, 8, 0, "w1-t8-s0");
+  SendStep(*meshes[2], 0, 7, 0, "w2-t7-s0");
+  SendStep(*meshes[1], 0, 7, 0, "w1-t7-s0");
+  for (auto [from, tag, step, want] : std::vector<std::tuple<int, uint64_t, int64_t, std::string>>{
+           {1, 7, 0, "w1-t7-s0"}, {2, 7, 0, "w2-t7-s0"}, {2, 7, 1, "w2-t7-s1"}, {1, 8, 0, "w1-t8-s0"}}) {
+    auto msg = meshes[0]->Receive(from, tag, step);
+    ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+    EXPECT_EQ(PayloadOf(**msg), want);
+  }
+}
+
+TEST_F(PeerMeshTest, AllGatherReturnsEveryWorkersBytesInRankOrder) {
+  StartCoordinator(3);
+  auto meshes = ConnectAll(3);
+  std::vector<std::future<Result<std::vector<std::string>>>> gathered;
+  for (int r = 0; r < 3; ++r) {
+    gathered.push_back(std::async(std::launch::async, [&meshes, r] {
+      return meshes[r]->AllGather(42, std::string(static_cast<size_t>(r) * 1000 + 1, static_cast<char>('a' + r)));
+    }));
+  }
+  for (auto& g : gathered) {
+    auto all = g.get();
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    ASSERT_EQ(all->size(), 3u);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ((*all)[r], std::string(static_cast<size_t>(r) * 1000 + 1, static_cast<char>('a' + r)));
+    }
+  }
+}
+
+TEST_F(PeerMeshTest, ASilentPeerIsReportedByRankAfterTheTimeout) {
+  StartCoordinator(2);
+  std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;
+  for (int r = 0; r < 2; ++r) {
+    pending.push_back(std::async(std::launch::async, [this, r] {
+      PeerMeshOptions po = Options(r, 2);
+      po.timeout = std::chrono::milliseconds(300);
+      return PeerMesh::Connect(po, zmq_);
+    }));
+  }
+  auto a = pending[0].get();
+  auto b = pending[1].get();
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto msg = (*a)->Receive(1, 1, 0);
+  ASSERT_FALSE(msg.ok());
+  EXPECT_EQ(msg.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(msg.status().message().find("worker 1"), std::string::npos) << msg.status().ToString();
+}
+
+TEST_F(PeerMeshTest, GarbageOnTheInboxIsAnErrorNotACrash) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  // A well-formed envelope that is not a PeerMessage, from a connected peer.
+  OutgoingMessage wrong(1, 0);
+  wrong.envelope().getBody().initBarrier().setId(3);
+  ASSERT_TRUE(meshes[1]->Send(0, wrong).ok());
+  auto msg = meshes[0]->Receive(1, 1, 0);
+  ASSERT_FALSE(msg.ok());
+  EXPECT_EQ(msg.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(msg.status().message().find("not a PeerMessage"), std::string::npos);
+}
+
+TEST_F(PeerMeshTest, TheCoordinatorRefusesBadAnnouncements) {
+  StartCoordinator(2);
+  zmq::socket_t raw(zmq_, zmq::socket_type::dealer);
+  ConfigureSocket(raw);
+  raw.connect(coordinator_->endpoint());
+  auto announce = [&raw](uint32_t rank, const std::string& secret) {
+    OutgoingMessage msg(rank, 9);
+    auto a = msg.envelope().getBody().initAnnouncePeer();
+    a.setRank(rank);
+    a.setEndpoint("tcp://127.0.0.1:1");
+    a.setSecret(secret);
+    raw.send(msg.ToFrame(), zmq::send_flags::none);
+    zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+    EXPECT_GT(zmq::poll(&item, 1, std::chrono::seconds(10)), 0);
+    zmq::message_t frame;
+    (void)raw.recv(frame, zmq::recv_flags::dontwait);
+    auto parsed = IncomingMessage::Parse(std::move(frame));
+    EXPECT_TRUE(parsed.ok());
+    EXPECT_TRUE((*parsed)->envelope().getBody().isError());
+    return (*parsed)->envelope().getBody().getError().getCode();
+  };
+  EXPECT_EQ(announce(0, "wrong"), proto::ErrorCode::UNAUTHENTICATED);
+  EXPECT_EQ(announce(2, "s3cret"), proto::ErrorCode::OUT_OF_RANGE);
+  // The refused announcements did not count: a real mesh of two still forms.
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  // Once complete, a late announcement is refused rather than silently changing the mesh.
+  EXPECT_EQ(announce(1, "s3cret"), proto::ErrorCode::FAILED_PRECONDITION);
+}
+
+}  // namespace
+}  // namespace tessera::internal
