@@ -16,6 +16,10 @@
 // invariant; the staleness of the tables only costs acceptance rate.
 //
 //   lda --docword docword.20news.txt --topics 100 --iterations 50 --metrics lda.jsonl
+//   tessera run -w 2 -s 1 -- lda --docword docword.20news.txt --topics 100 --iterations 50
+//
+// Under `tessera run` every worker runs this program (SPMD) and computes the same numbers (the
+// accumulators are summed across workers); only worker 0 prints progress, topics and --metrics.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -24,6 +28,8 @@
 #include <ctime>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <utility>
@@ -197,6 +203,23 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// This process's CPU seconds summed over the job's workers (every worker calls it at the same
+// point; alone it is just `seconds`), so that tokens per CPU-second count every worker's CPU.
+tessera::Result<double> JobCpuSeconds(tessera::Context& ctx, double seconds) {
+  if (ctx.mode() != tessera::ExecutionMode::kDistributed) return seconds;
+  std::string bytes(sizeof seconds, '\0');
+  std::memcpy(bytes.data(), &seconds, sizeof seconds);
+  auto all = ctx.AllGather(std::move(bytes));
+  if (!all.ok()) return all.status();
+  double total = 0;
+  for (const std::string& b : *all) {
+    double v = 0;
+    std::memcpy(&v, b.data(), std::min(b.size(), sizeof v));
+    total += v;
+  }
+  return total;
+}
+
 // lgamma(n + a) - lgamma(a) for n in [0, size), precomputed: the log-likelihood needs millions.
 std::vector<double> LgammaTable(double a, int64_t size) {
   std::vector<double> t(static_cast<size_t>(size));
@@ -234,8 +257,15 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     for (int32_t o = 0; o < n; ++o) tokens.append_unchecked({{dw[0], dw[1], o}}, 0);
     doc_length[dw[0]] += n;
   }
-  fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}\n", D, V,
-             tokens.nnz(), K, opt.alpha, opt.beta);
+  // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
+  const bool report = ctx.job().rank == 0;
+  const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
+  const std::string workers =
+      distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
+  if (report) {
+    fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}\n", D, V,
+               tokens.nnz(), K, opt.alpha, opt.beta);
+  }
 
   auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {D, K});
   auto word_topic = DistArray<int32_t, 2>::dense(ctx, {V, K});
@@ -263,7 +293,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   ll_const += K * std::lgamma(V * opt.beta);
 
   std::optional<tessera::MetricsLog> metrics;
-  if (!opt.metrics_path.empty()) {
+  if (report && !opt.metrics_path.empty()) {
     auto log = tessera::MetricsLog::Open(opt.metrics_path);
     if (!log.ok()) {
       fmt::print(stderr, "lda: {}\n", log.status().ToString());
@@ -353,8 +383,15 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     // Process CPU time as well: on a shared machine wall time measures the neighbours too, and
-    // per CPU-second is per executor thread when several run.
-    const double sample_cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    // per CPU-second is per executor thread when several run (and, distributed, counts every
+    // worker's CPU).
+    auto sample_cpu_seconds =
+        JobCpuSeconds(ctx, static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
+    if (!sample_cpu_seconds.ok()) {
+      fmt::print(stderr, "lda: {}\n", sample_cpu_seconds.status().ToString());
+      return 1;
+    }
+    const double tokens_per_cpu_s = static_cast<double>(tokens.nnz()) / *sample_cpu_seconds;
     const double tokens_per_s = static_cast<double>(tokens.nnz()) / sample_seconds;
 
     double ll_per_token = NAN;
@@ -375,26 +412,31 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     const double acceptance =
         static_cast<double>(accepted.value()) /
         static_cast<double>(tokens.nnz() * (opt.sampler == "gibbs" ? 1 : opt.mh_steps));
-    fmt::print("iter {:4d}  ll/token {:.5f}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s\n",
-               iter, ll_per_token, tokens_per_s,
-               static_cast<double>(tokens.nnz()) / sample_cpu_seconds, acceptance, elapsed);
+    if (report) {
+      fmt::print(
+          "iter {:4d}  ll/token {:.5f}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}\n",
+          iter, ll_per_token, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers);
+      std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
+    }
     if (metrics) {
-      tessera::Status s = metrics->Write(tessera::MetricsRecord()
-                                             .set("app", "lda")
-                                             .set("iteration", iter)
-                                             .set("loglik_per_token", ll_per_token)
-                                             .set("tokens_per_s", tokens_per_s)
-                                             .set("moved_fraction", acceptance)
-                                             .set("tokens_per_cpu_s", static_cast<double>(tokens.nnz()) / sample_cpu_seconds)
-                                             .set("iteration_s", sample_seconds)
-                                             .set("elapsed_s", elapsed));
+      tessera::MetricsRecord record;
+      record.set("app", "lda")
+          .set("iteration", iter)
+          .set("loglik_per_token", ll_per_token)
+          .set("tokens_per_s", tokens_per_s)
+          .set("moved_fraction", acceptance)
+          .set("tokens_per_cpu_s", tokens_per_cpu_s)
+          .set("iteration_s", sample_seconds)
+          .set("elapsed_s", elapsed);
+      if (distributed) record.set("workers", ctx.job().num_workers);
+      tessera::Status s = metrics->Write(record);
       if (!s.ok()) {
         fmt::print(stderr, "lda: {}\n", s.ToString());
         return 1;
       }
     }
   }
-  if (!opt.vocab_path.empty()) {
+  if (report && !opt.vocab_path.empty()) {
     std::ifstream in(opt.vocab_path);
     if (!in) {
       fmt::print(stderr, "lda: cannot open vocabulary '{}'\n", opt.vocab_path);

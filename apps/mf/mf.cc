@@ -7,6 +7,10 @@
 //
 //   mf --train u1.base --test u1.test -k 40 --epochs 20
 //   mf --train ratings.csv --test-fraction 0.1 --metrics mf.jsonl
+//   tessera run -w 2 -s 1 -- mf --train u1.base --test u1.test --metrics mf.jsonl
+//
+// Under `tessera run` every worker runs this program (SPMD) and computes the same numbers (the
+// accumulators are summed across workers); only worker 0 prints progress and writes --metrics.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,7 +20,10 @@
 #include <ctime>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
@@ -53,6 +60,23 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// This process's CPU seconds summed over the job's workers (every worker calls it at the same
+// point; alone it is just `seconds`), so that updates per CPU-second count every worker's CPU.
+tessera::Result<double> JobCpuSeconds(tessera::Context& ctx, double seconds) {
+  if (ctx.mode() != tessera::ExecutionMode::kDistributed) return seconds;
+  std::string bytes(sizeof seconds, '\0');
+  std::memcpy(bytes.data(), &seconds, sizeof seconds);
+  auto all = ctx.AllGather(std::move(bytes));
+  if (!all.ok()) return all.status();
+  double total = 0;
+  for (const std::string& b : *all) {
+    double v = 0;
+    std::memcpy(&v, b.data(), std::min(b.size(), sizeof v));
+    total += v;
+  }
+  return total;
+}
+
 int Run(tessera::Context& ctx, const MfOptions& opt) {
   using tessera::DistArray;
   using tessera::Key;
@@ -76,8 +100,15 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   DistArray<float, 2>& test = loaded->test;
   const int64_t users = ratings.extent(0), items = ratings.extent(1);
   const int k = opt.rank;
-  fmt::print("mf: {} users, {} items, {} training and {} test ratings, k={}\n", users, items,
-             ratings.nnz(), test.nnz(), k);
+  // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
+  const bool report = ctx.job().rank == 0;
+  const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
+  const std::string workers =
+      distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
+  if (report) {
+    fmt::print("mf: {} users, {} items, {} training and {} test ratings, k={}\n", users, items,
+               ratings.nnz(), test.nnz(), k);
+  }
 
   // SGD wants a random order (files are often sorted by user). Visiting a grid of blocks in random
   // order, each block sorted by (user, item) as LIBMF does, keeps SGD's convergence (measured on
@@ -101,7 +132,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   auto item_bias = DistArray<float, 1>::dense(ctx, {items});
 
   std::optional<tessera::MetricsLog> metrics;
-  if (!opt.metrics_path.empty()) {
+  if (report && !opt.metrics_path.empty()) {
     auto log = tessera::MetricsLog::Open(opt.metrics_path);
     if (!log.ok()) {
       fmt::print(stderr, "mf: {}\n", log.status().ToString());
@@ -141,8 +172,15 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     });
     const double train_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     // Process CPU time as well: on a shared machine wall time measures the neighbours too, and
-    // per CPU-second is per executor thread when several run.
-    const double train_cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    // per CPU-second is per executor thread when several run (and, distributed, counts every
+    // worker's CPU).
+    auto train_cpu_seconds =
+        JobCpuSeconds(ctx, static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
+    if (!train_cpu_seconds.ok()) {
+      fmt::print(stderr, "mf: {}\n", train_cpu_seconds.status().ToString());
+      return 1;
+    }
+    const double updates_per_cpu_s = static_cast<double>(ratings.nnz()) / *train_cpu_seconds;
 
     tessera::Accumulator<double> test_sq(ctx);
     if (test.nnz() > 0) {
@@ -160,21 +198,25 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
         test.nnz() > 0 ? std::sqrt(test_sq.value() / static_cast<double>(test.nnz())) : NAN;
     const double updates_per_s = static_cast<double>(ratings.nnz()) / train_seconds;
     const double elapsed = Seconds(std::chrono::steady_clock::now() - start);
-    fmt::print(
-        "epoch {:3d}  train_rmse {:.4f}  test_rmse {:.4f}  updates/s {:.3e} ({:.3e}/cpu-s)  lr {:.5f}  "
-        "{:.2f}s\n",
-        epoch, train_rmse, test_rmse, updates_per_s,
-        static_cast<double>(ratings.nnz()) / train_cpu_seconds, lr, elapsed);
+    if (report) {
+      fmt::print(
+          "epoch {:3d}  train_rmse {:.4f}  test_rmse {:.4f}  updates/s {:.3e} ({:.3e}/cpu-s)  "
+          "lr {:.5f}  {:.2f}s{}\n",
+          epoch, train_rmse, test_rmse, updates_per_s, updates_per_cpu_s, lr, elapsed, workers);
+      std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
+    }
     if (metrics) {
-      tessera::Status s = metrics->Write(tessera::MetricsRecord()
-                                             .set("app", "mf")
-                                             .set("epoch", epoch)
-                                             .set("train_rmse", train_rmse)
-                                             .set("test_rmse", test_rmse)
-                                             .set("updates_per_s", updates_per_s)
-                                             .set("updates_per_cpu_s", static_cast<double>(ratings.nnz()) / train_cpu_seconds)
-                                             .set("epoch_s", train_seconds)
-                                             .set("elapsed_s", elapsed));
+      tessera::MetricsRecord record;
+      record.set("app", "mf")
+          .set("epoch", epoch)
+          .set("train_rmse", train_rmse)
+          .set("test_rmse", test_rmse)
+          .set("updates_per_s", updates_per_s)
+          .set("updates_per_cpu_s", updates_per_cpu_s)
+          .set("epoch_s", train_seconds)
+          .set("elapsed_s", elapsed);
+      if (distributed) record.set("workers", ctx.job().num_workers);
+      tessera::Status s = metrics->Write(record);
       if (!s.ok()) {
         fmt::print(stderr, "mf: {}\n", s.ToString());
         return 1;

@@ -1,0 +1,186 @@
+// The apps under `tessera run -w 2 -s 1` (a real coordinator, server and two worker processes over
+// tcp loopback) reach the serial run's quality after the same epochs/iterations (issue 4: within
+// 1%), and only worker 0 reports: one progress line per epoch, one metrics file, with the worker
+// count in both.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+std::string Data(const std::string& rel) { return std::string(TESSERA_DATA_DIR) + "/" + rel; }
+std::string Bin(const std::string& name) { return std::string(TESSERA_APPS_BIN_DIR) + "/" + name; }
+
+// Counts the non-overlapping occurrences of `needle` in `haystack`.
+int Count(const std::string& haystack, const std::string& needle) {
+  int n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+class AppsDistributedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "tessera-apps-dist-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Runs `args` (argv[0] a path) with stdout and stderr to dir_/log.<name>, without the job
+  // variables of any launcher this test itself may run under; returns the exit code and output.
+  RunResult Run(const std::string& name, const std::vector<std::string>& args) {
+    const fs::path log = dir_ / ("log." + name);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      std::FILE* f = std::freopen(log.c_str(), "w", stdout);
+      if (f == nullptr || ::dup2(::fileno(stdout), 2) < 0) ::_exit(126);
+      for (const char* v :
+           {"TESSERA_ROLE", "TESSERA_COORDINATOR", "TESSERA_RANK", "TESSERA_NUM_WORKERS",
+            "TESSERA_NUM_SERVERS", "TESSERA_THREADS", "TESSERA_JOB_SECRET"}) {
+        ::unsetenv(v);
+      }
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    RunResult r;
+    int status = 0;
+    if (pid > 0 && ::waitpid(pid, &status, 0) == pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::ifstream in(log);
+    std::stringstream s;
+    s << in.rdbuf();
+    r.output = s.str();
+    return r;
+  }
+
+  // `tessera run -w 2 -s 1 -- program args`.
+  RunResult RunTwoWorkers(const std::string& name, const std::vector<std::string>& program) {
+    std::vector<std::string> args = {TESSERA_LAUNCHER_BINARY, "run", "-w", "2", "-s", "1", "--"};
+    args.insert(args.end(), program.begin(), program.end());
+    return Run(name, args);
+  }
+
+  static std::vector<nlohmann::json> ReadJsonLines(const fs::path& path) {
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  }
+
+  fs::path dir_;
+};
+
+// Measured (k=10, 10 epochs, u1.base/u1.test): test RMSE 0.9438 serial, 0.9433 with 2 workers.
+// 1% (0.0094) is about what the last three epochs gain (0.9536 at epoch 7 serially).
+TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
+  if (!fs::exists(Data("ml-100k/u1.base")) || !fs::exists(Data("ml-100k/u1.test"))) {
+    GTEST_SKIP() << "no MovieLens data (u1.base, u1.test) at " << Data("ml-100k");
+  }
+  auto mf = [&](const fs::path& metrics) {
+    std::vector<std::string> args = {Bin("mf"), "--train", Data("ml-100k/u1.base"), "--test",
+                                     Data("ml-100k/u1.test")};
+    for (const char* a : {"-k", "10", "--epochs", "10", "--metrics"}) args.push_back(a);
+    args.push_back(metrics.string());
+    return args;
+  };
+  const fs::path serial_metrics = dir_ / "serial.jsonl", dist_metrics = dir_ / "w2.jsonl";
+  const RunResult serial = Run("serial", mf(serial_metrics));
+  ASSERT_EQ(serial.exit_code, 0) << serial.output;
+  EXPECT_EQ(serial.output.find("workers"), std::string::npos) << "serial output unchanged\n"
+                                                              << serial.output;
+  const RunResult dist = RunTwoWorkers("w2", mf(dist_metrics));
+  ASSERT_EQ(dist.exit_code, 0) << dist.output;
+
+  // Only worker 0 reports, one line per epoch, naming the worker count.
+  EXPECT_EQ(Count(dist.output, "[worker 0] epoch "), 10) << dist.output;
+  EXPECT_EQ(Count(dist.output, "[worker 1] epoch "), 0) << dist.output;
+  EXPECT_EQ(Count(dist.output, "  workers 2\n"), 10) << dist.output;
+  EXPECT_EQ(Count(dist.output, "943 users, 1682 items"), 1) << dist.output;
+
+  const auto s = ReadJsonLines(serial_metrics), d = ReadJsonLines(dist_metrics);
+  ASSERT_EQ(s.size(), 10u);
+  ASSERT_EQ(d.size(), 10u) << "one writer: worker 0";
+  EXPECT_FALSE(s.back().contains("workers"));
+  for (size_t i = 0; i < d.size(); ++i) {
+    EXPECT_EQ(d[i]["epoch"], static_cast<int>(i) + 1);
+    EXPECT_EQ(d[i]["workers"], 2);
+  }
+  const double serial_rmse = s.back()["test_rmse"], dist_rmse = d.back()["test_rmse"];
+  RecordProperty("serial_test_rmse", std::to_string(serial_rmse));
+  RecordProperty("w2_test_rmse", std::to_string(dist_rmse));
+  EXPECT_LT(serial_rmse, 0.96);  // the serial run converged (see apps_test)
+  EXPECT_NEAR(dist_rmse, serial_rmse, 0.01 * serial_rmse)
+      << "test RMSE after 10 epochs: serial " << serial_rmse << ", 2 workers " << dist_rmse;
+}
+
+// Measured (first 2000 documents, K=20, 20 iterations): log-likelihood per token -8.785 serial,
+// -8.802 and -8.807 with 2 workers (topic totals on the server with staleness 1); iteration 10
+// is at -9.16, so 1% (0.088) is less than the last ten iterations gain.
+TEST_F(AppsDistributedTest, LdaWithTwoWorkersReachesTheSerialLogLikelihood) {
+  const std::string corpus = Data("20news/docword.20news.txt");
+  if (!fs::exists(corpus)) GTEST_SKIP() << "no 20news data at " << corpus;
+  auto lda = [&](const fs::path& metrics) {
+    std::vector<std::string> args = {Bin("lda"), "--docword", corpus};
+    for (const char* a :
+         {"--max-docs", "2000", "--topics", "20", "--iterations", "20", "--metrics"}) {
+      args.push_back(a);
+    }
+    args.push_back(metrics.string());
+    return args;
+  };
+  const fs::path serial_metrics = dir_ / "serial.jsonl", dist_metrics = dir_ / "w2.jsonl";
+  const RunResult serial = Run("serial", lda(serial_metrics));
+  ASSERT_EQ(serial.exit_code, 0) << serial.output;
+  EXPECT_EQ(serial.output.find("workers"), std::string::npos) << serial.output;
+  const RunResult dist = RunTwoWorkers("w2", lda(dist_metrics));
+  ASSERT_EQ(dist.exit_code, 0) << dist.output;
+
+  EXPECT_EQ(Count(dist.output, "[worker 0] iter "), 20) << dist.output;
+  EXPECT_EQ(Count(dist.output, "[worker 1] iter "), 0) << dist.output;
+  EXPECT_EQ(Count(dist.output, "  workers 2\n"), 20) << dist.output;
+
+  const auto s = ReadJsonLines(serial_metrics), d = ReadJsonLines(dist_metrics);
+  ASSERT_EQ(s.size(), 20u);
+  ASSERT_EQ(d.size(), 20u) << "one writer: worker 0";
+  for (size_t i = 0; i < d.size(); ++i) {
+    EXPECT_EQ(d[i]["iteration"], static_cast<int>(i) + 1);
+    EXPECT_EQ(d[i]["workers"], 2);
+  }
+  const double serial_ll = s.back()["loglik_per_token"], dist_ll = d.back()["loglik_per_token"];
+  RecordProperty("serial_loglik_per_token", std::to_string(serial_ll));
+  RecordProperty("w2_loglik_per_token", std::to_string(dist_ll));
+  EXPECT_GT(serial_ll, s[9]["loglik_per_token"].get<double>() + 0.1);  // still climbing
+  EXPECT_NEAR(dist_ll, serial_ll, 0.01 * std::fabs(serial_ll))
+      << "log-likelihood per token after 20 iterations: serial " << serial_ll << ", 2 workers "
+      << dist_ll;
+}
+
+}  // namespace
