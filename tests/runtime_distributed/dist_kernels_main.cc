@@ -54,12 +54,17 @@ int main(int argc, char** argv) {
     auto samples = tessera::DistArray<int64_t, 1>::random(ctx, {5000}, 10, 0, 1000);
     auto hits = tessera::DistArray<int64_t, 1>::dense(ctx, {17});
     auto weight = tessera::DistArray<double, 2>::dense(ctx, {17, 3});
+    auto counted = tessera::RelaxedArray<int64_t, 1>::dense(ctx, {5});  // atomic adds: exact
     for (int epoch = 0; epoch < 2; ++epoch) {
       tessera::parallel_for(samples, [&](const tessera::Key<1>&, int64_t& v) {
         hits(v % 17) += 1;
         weight(v % 17, v % 3) += 0.5;
+        counted.add(v % 5, v);
       }, tessera::DataParallel{.staleness = 1});
     }
+    std::vector<int64_t> relaxed;
+    for (int64_t i = 0; i < 5; ++i) relaxed.push_back(counted(i));
+    out << "data_parallel_relaxed " << relaxed.size() << " " << Fnv1a(relaxed) << "\n";
     if (ctx.executor().concurrency() == 1) {
       std::vector<int64_t> all(hits.data(), hits.data() + 17);
       for (int64_t i = 0; i < 17 * 3; ++i) all.push_back(static_cast<int64_t>(weight.data()[i] * 2));

@@ -219,7 +219,7 @@ class DistributedExecutor::Impl {
         const int S = options_.pipeline_depth;
         const int time_blocks = P * S;
         for (int r = 0; r < time_blocks; ++r) {
-          AwaitThrough(r - S, /*additive=*/false);
+          AwaitThrough(r - S);
           RunMine([&](int q) {
             RunBlock(b, static_cast<int64_t>(q) * time_blocks + (q * S + r) % time_blocks, task);
           });
@@ -231,7 +231,7 @@ class DistributedExecutor::Impl {
       case LoopStrategy::kUnimodular: {
         const int64_t waves = static_cast<int64_t>(b.waves.size()) - 1;
         for (int64_t w = 0; w < waves; ++w) {
-          AwaitThrough(w - 1, false);
+          AwaitThrough(w - 1);
           const int64_t first_block = b.waves[w];
           const int64_t count = b.offsets[b.waves[w + 1]] - b.offsets[first_block];
           if (count < options_.min_parallel_wavefront) {
@@ -256,7 +256,7 @@ class DistributedExecutor::Impl {
         const int F = options_.data_parallel_flushes;
         BeginDataParallel(site.staleness);
         for (int c = 0; c < C; ++c) {
-          AwaitThrough(c - 1 - site.staleness, /*additive=*/true);
+          AwaitThrough(c - 1 - site.staleness);
           for (int f = 0; f < F; ++f) {
             const int64_t piece = static_cast<int64_t>(c) * F + f, pieces = static_cast<int64_t>(C) * F;
             RunMine([&](int q) {
@@ -268,12 +268,12 @@ class DistributedExecutor::Impl {
           Publish(c, /*additive=*/true, false);
         }
         last_step = C - 1;
-        AwaitThrough(last_step, true);
+        AwaitThrough(last_step);
         EndDataParallel(site.staleness);
         break;
       }
     }
-    AwaitThrough(last_step, /*additive=*/false);  // no-op after a data-parallel loop
+    AwaitThrough(last_step);  // no-op after a data-parallel loop
     ReduceAccumulators();
     EndLoop();
   }
@@ -292,8 +292,6 @@ class DistributedExecutor::Impl {
   // A RelaxedArray's parameter-server table.
   struct Mirror {
     TableId table = 0;
-    int64_t rows = 0;
-    int64_t width = 0;
     std::vector<char> base;  // the values as last read from (or pushed to) the servers
   };
 
@@ -477,9 +475,9 @@ class DistributedExecutor::Impl {
     }
   }
 
-  // Applies every peer's patches of steps up to `step`, in step order.
-  void AwaitThrough(int64_t step, bool additive) {
-    (void)additive;  // each patch says how it applies
+  // Applies every peer's patches of steps up to `step`, in step order (each patch says whether
+  // it adds or overwrites).
+  void AwaitThrough(int64_t step) {
     for (int64_t s = applied_step_ + 1; s <= step; ++s) {
       for (int r = 0; r < mesh_->size(); ++r) {
         if (r == options_.rank) continue;
@@ -607,6 +605,8 @@ class DistributedExecutor::Impl {
         PushDeltas<V>(m.table, a, static_cast<const V*>(a->value_data()),
                       reinterpret_cast<const V*>(m.base.data()));
       });
+      // Sent: the next push starts from here (a clock below refreshes the base anyway).
+      std::memcpy(m.base.data(), a->value_data(), m.base.size());
     }
     for (auto& [id, d] : dp_) {
       WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
