@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -473,7 +474,9 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
 int main(int argc, char** argv) {
   CLI::App app{"Collapsed Gibbs LDA (alias/Metropolis-Hastings sampler) on Tessera DistArrays"};
   LdaOptions opt;
-  std::string log_level = "info";
+  // `tessera run --log-level L` passes L to every process as TESSERA_LOG_LEVEL.
+  const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
+  std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
   app.add_option("--docword", opt.docword_path, "UCI bag-of-words file (D, W, NNZ, then docID wordID count)")
       ->required();
   app.add_option("-K,--topics", opt.topics)->capture_default_str()->check(CLI::Range(2, 100000));
@@ -495,7 +498,8 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", opt.vocab_path, "vocabulary file: print the top words of the largest topics");
   app.add_option("--show-topics", opt.show_topics)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--top-words", opt.top_words)->capture_default_str()->check(CLI::Range(1, 100));
-  app.add_option("--log-level", log_level)->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
+                 "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
   if (tessera::Status s = tessera::SetLogLevel(log_level); !s.ok()) {
     fmt::print(stderr, "lda: {}\n", s.ToString());

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -236,7 +237,9 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
 int main(int argc, char** argv) {
   CLI::App app{"SGD matrix factorization on a Tessera DistArray of ratings"};
   MfOptions opt;
-  std::string log_level = "info";
+  // `tessera run --log-level L` passes L to every process as TESSERA_LOG_LEVEL.
+  const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
+  std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
   app.add_option("--train", opt.train_path, "ratings file (MovieLens tab, '::', CSV, or 'user item rating')")
       ->required();
   app.add_option("--test", opt.test_path, "held-out ratings file");
@@ -256,7 +259,8 @@ int main(int argc, char** argv) {
   app.add_option("--within-block", opt.within_block, "order inside a block: sorted or shuffled")
       ->capture_default_str()->check(CLI::IsMember({"sorted", "shuffled"}));
   app.add_option("--metrics", opt.metrics_path, "write per-epoch metrics here (JSON lines)");
-  app.add_option("--log-level", log_level)->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
+                 "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
   if (opt.test_fraction > 0 && !opt.test_path.empty()) {
     fmt::print(stderr, "mf: give --test or --test-fraction, not both\n");
