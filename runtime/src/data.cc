@@ -5,15 +5,23 @@
 #include <cmath>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "internal/line_reader.h"
+#include "internal/load_share.h"
 
 namespace tessera {
 namespace {
 
+using internal::DocwordEntry;
+using internal::DocwordShare;
 using internal::LineReader;
+using internal::LoadSplit;
+using internal::RatingShare;
+using Rating = internal::RatingRecord;
 
 constexpr int kMaxFields = 8;
 
@@ -101,12 +109,6 @@ void Split(TripleFormat f, std::string_view line, Fields* out) {
   }
 }
 
-struct Rating {
-  int64_t user;
-  int64_t item;
-  double value;
-};
-
 // Parses one ratings file (or its range) into `out`.
 Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range,
                    std::vector<Rating>* out) {
@@ -161,6 +163,43 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
   return Status::Ok();
 }
 
+// Reads worker split.rank's share of a ratings file. Under kAuto the format comes from the file's
+// first non-blank line, as in a whole-file read (not from the share's first line).
+Status ReadRatingsShare(const std::string& path, TripleFormat format, const LoadSplit& split,
+                        std::vector<Rating>* out) {
+  // A range that reads nothing, to learn the size (and open errors, worded as for a whole read).
+  auto probe = LineReader::Open(path, ReadRange{0, 0});
+  if (!probe.ok()) return probe.status();
+  if (format == TripleFormat::kAuto && split.rank > 0) {
+    auto head = LineReader::Open(path, ReadRange{0, 1 << 16});
+    if (!head.ok()) return head.status();
+    std::string_view line;
+    while (format == TripleFormat::kAuto && head->Next(&line)) {
+      if (!IsBlank(line)) format = Detect(line);
+    }
+  }
+  return ReadRatings(path, format, internal::WorkerRange(probe->file_size(), split.rank,
+                                                         split.num_workers),
+                     out);
+}
+
+// Concatenates every worker's share in rank order (file order); every worker gets the same result,
+// including the same error. Replaces *share with the whole.
+template <typename Share>
+Status GatherShares(const LoadSplit& split, Share* share, std::vector<size_t>* ends = nullptr) {
+  auto all = split.gather(internal::EncodeShare(*share));
+  if (!all.ok()) return all.status();
+  Share whole;
+  for (const std::string& part : *all) {
+    TESSERA_RETURN_IF_ERROR(internal::MergeShare(part, &whole));
+    if constexpr (std::is_same_v<Share, DocwordShare>) {
+      if (ends != nullptr) ends->push_back(whole.entries.size());
+    }
+  }
+  *share = std::move(whole);
+  return Status::Ok();
+}
+
 bool HeldOut(const Rating& r, double fraction, uint64_t seed) {
   if (fraction <= 0) return false;
   uint64_t state = seed ^ (static_cast<uint64_t>(r.user) * 0x9E3779B97F4A7C15ULL) ^
@@ -193,6 +232,104 @@ Status InsertAll(const std::string& path, const std::vector<Rating>& ratings, co
   return Status::Ok();
 }
 
+struct DocwordHeader {
+  int64_t docs = 0;     // D
+  int64_t vocab = 0;    // W
+  int64_t nnz = 0;      // NNZ
+  int64_t bytes = 0;    // offset of the first entry line
+  int64_t file_size = 0;
+};
+
+Status ReadDocwordHeader(const std::string& path, DocwordHeader* header) {
+  // Always from the start of the file; its three short lines start within the first bytes.
+  auto head = LineReader::Open(path, ReadRange{0, 256});
+  if (!head.ok()) return head.status();
+  int64_t values[3];
+  const char* names[3] = {"D (number of documents)", "W (vocabulary size)",
+                          "NNZ (number of entries)"};
+  std::string_view line;
+  for (int i = 0; i < 3; ++i) {
+    if (!head->Next(&line)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: missing header line {}, {}", path, i + 1, names[i]));
+    }
+    if (!ParseInt(Trim(line), &values[i]) || values[i] < (i == 2 ? 0 : 1)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: header line should be {}, a positive integer; found {}", head->Where(),
+                      names[i], Quote(line)));
+    }
+  }
+  header->docs = values[0];
+  header->vocab = values[1];
+  header->nnz = values[2];
+  header->bytes = head->offset();
+  header->file_size = head->file_size();
+  return Status::Ok();
+}
+
+// The entry lines of `range` (clipped to start after the header), and the 1-based line number of
+// the first (0: unknown). `whole`: the range is all of the entry lines.
+ReadRange EntryRange(const DocwordHeader& header, ReadRange range, bool whole,
+                     int64_t* first_line) {
+  range.begin = std::max(range.begin, header.bytes);
+  if (range.end >= 0 && range.end < range.begin) range.end = range.begin;  // only header bytes
+  *first_line = whole ? 4 : 0;
+  return range;
+}
+
+// Parses the entry lines of `range` into `out`, validating them against the header.
+Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, ReadRange range,
+                          int64_t first_line, std::vector<DocwordEntry>* out) {
+  auto opened = LineReader::Open(path, range, first_line);
+  if (!opened.ok()) return opened.status();
+  LineReader& reader = opened.value();
+  const int64_t D = header.docs, W = header.vocab;
+  std::string_view line;
+  Fields fields;
+  while (reader.Next(&line)) {
+    if (IsBlank(line)) continue;
+    SplitWhitespace(line, &fields);
+    if (fields.count != 3) {
+      return Status::InvalidArgument(fmt::format("{}: expected 3 fields (docID wordID count), found {}: {}",
+                                                 reader.Where(), fields.count, Quote(line)));
+    }
+    int64_t v[3];
+    const char* what[3] = {"docID", "wordID", "count"};
+    for (int i = 0; i < 3; ++i) {
+      if (!ParseInt(fields.f[i], &v[i])) {
+        return Status::InvalidArgument(fmt::format("{}: {} {} is not an integer", reader.Where(),
+                                                   what[i], Quote(fields.f[i])));
+      }
+    }
+    if (v[0] < 1 || v[0] > D) {
+      return Status::InvalidArgument(
+          fmt::format("{}: docID {} outside [1, {}] (D in the header)", reader.Where(), v[0], D));
+    }
+    if (v[1] < 1 || v[1] > W) {
+      return Status::InvalidArgument(
+          fmt::format("{}: wordID {} outside [1, {}] (W in the header)", reader.Where(), v[1], W));
+    }
+    if (v[2] < 1 || v[2] > INT32_MAX) {
+      return Status::InvalidArgument(fmt::format("{}: count {} must be in [1, 2^31)", reader.Where(), v[2]));
+    }
+    out->push_back({v[0], v[1], static_cast<int32_t>(v[2])});
+  }
+  return Status::Ok();
+}
+
+// "path:LINE" or "path:byte N" of the index-th entry line of `range`; `path` if not found.
+std::string EntryLocation(const std::string& path, ReadRange range, int64_t first_line,
+                          int64_t index) {
+  auto reader = LineReader::Open(path, range, first_line);
+  std::string_view line;
+  int64_t n = 0;
+  while (reader.ok() && reader->Next(&line)) {
+    if (IsBlank(line)) continue;
+    if (n++ == index) return reader->Where();
+  }
+  return path;
+}
+
 }  // namespace
 
 IdMap::IdMap(std::vector<int64_t> ids) : external_(std::move(ids)) {
@@ -207,9 +344,11 @@ int64_t IdMap::index(int64_t external_id) const {
   return it == index_.end() ? -1 : it->second;
 }
 
+namespace internal {
+
 template <typename T>
-Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
-                                   const TripleOptions& options) {
+Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
+                                  const TripleOptions& options, const LoadSplit* split) {
   if (!(options.test_fraction >= 0 && options.test_fraction < 1)) {
     return Status::InvalidArgument(
         fmt::format("test_fraction must be in [0, 1), got {}", options.test_fraction));
@@ -217,15 +356,37 @@ Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
   if (options.test_fraction > 0 && !options.test_path.empty()) {
     return Status::InvalidArgument("give either test_fraction or test_path, not both");
   }
-  std::vector<Rating> train;
-  std::vector<Rating> test;
-  TESSERA_RETURN_IF_ERROR(ReadRatings(path, options.format, options.range, &train));
+  // In a split load every worker reads its share of both files and takes part in the gather
+  // whatever happened, so that all of them return the same result.
+  RatingShare share;
+  if (split == nullptr) {
+    share.error = ReadRatings(path, options.format, options.range, &share.train);
+  } else {
+    share.error = ReadRatingsShare(path, options.format, *split, &share.train);
+  }
+  if (share.error.ok() && !options.test_path.empty()) {
+    share.error = split == nullptr
+                      ? ReadRatings(options.test_path, options.format, ReadRange{}, &share.test)
+                      : ReadRatingsShare(options.test_path, options.format, *split, &share.test);
+    share.error_in_test = true;
+  }
+  if (split != nullptr) {
+    const size_t parsed = share.train.size() + share.test.size();
+    TESSERA_RETURN_IF_ERROR(GatherShares(*split, &share));
+    if (share.error.ok()) {
+      ctx.logger().info("loaded {}: {} of {} records parsed by this worker (byte range {} of {})",
+                        path, parsed, share.train.size() + share.test.size(), split->rank,
+                        split->num_workers);
+    }
+  }
+  std::vector<Rating>& train = share.train;
+  std::vector<Rating>& test = share.test;
+  if (!share.error.ok() && !share.error_in_test) return share.error;
   // An empty file is an error; an empty share of one (a range holding no line start) is not.
-  const bool whole_file = options.range.begin == 0 && options.range.end < 0;
+  const bool whole_file = split != nullptr || (options.range.begin == 0 && options.range.end < 0);
   if (train.empty() && whole_file) return Status::InvalidArgument(fmt::format("{}: no ratings", path));
-  if (!options.test_path.empty()) {
-    TESSERA_RETURN_IF_ERROR(ReadRatings(options.test_path, options.format, ReadRange{}, &test));
-  } else if (options.test_fraction > 0) {
+  TESSERA_RETURN_IF_ERROR(share.error);
+  if (options.test_path.empty() && options.test_fraction > 0) {
     std::vector<Rating> kept;
     kept.reserve(train.size());
     for (const Rating& r : train) {
@@ -255,42 +416,47 @@ Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
   return data;
 }
 
-template Result<TripleData<float>> load_triples<float>(Context&, const std::string&,
-                                                       const TripleOptions&);
-template Result<TripleData<double>> load_triples<double>(Context&, const std::string&,
-                                                         const TripleOptions&);
+template Result<TripleData<float>> LoadTriples<float>(Context&, const std::string&,
+                                                      const TripleOptions&, const LoadSplit*);
+template Result<TripleData<double>> LoadTriples<double>(Context&, const std::string&,
+                                                        const TripleOptions&, const LoadSplit*);
 
-Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options) {
+Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordOptions& options,
+                           const LoadSplit* split) {
   if (options.max_docs < 0) return Status::InvalidArgument("max_docs must be >= 0");
-  // The header, always from the start of the file; its three short lines start within the
-  // first bytes.
-  auto head = internal::LineReader::Open(path, ReadRange{0, 256});
-  if (!head.ok()) return head.status();
-  int64_t header[3];
-  const char* names[3] = {"D (number of documents)", "W (vocabulary size)",
-                          "NNZ (number of entries)"};
-  std::string_view line;
-  for (int i = 0; i < 3; ++i) {
-    if (!head->Next(&line)) {
-      return Status::InvalidArgument(
-          fmt::format("{}: missing header line {}, {}", path, i + 1, names[i]));
+  DocwordHeader header;
+  DocwordShare share;
+  // This worker's range of entry lines; in a split load, worker r's.
+  auto range_of = [&](int rank, int64_t* first_line) {
+    if (split == nullptr) {
+      const bool whole = options.range.begin <= header.bytes && options.range.end < 0;
+      return EntryRange(header, options.range, whole, first_line);
     }
-    if (!ParseInt(Trim(line), &header[i]) || header[i] < (i == 2 ? 0 : 1)) {
-      return Status::InvalidArgument(
-          fmt::format("{}: header line should be {}, a positive integer; found {}", head->Where(),
-                      names[i], Quote(line)));
+    const ReadRange r = EntryRange(
+        header, WorkerRange(header.file_size, rank, split->num_workers), false, first_line);
+    if (r.begin == header.bytes) *first_line = 4;  // it starts at the first entry line
+    return r;
+  };
+  share.error = ReadDocwordHeader(path, &header);
+  if (share.error.ok()) {
+    int64_t first_line = 0;
+    const ReadRange range = range_of(split == nullptr ? 0 : split->rank, &first_line);
+    share.error = ReadDocwordEntries(path, header, range, first_line, &share.entries);
+  }
+  std::vector<size_t> ends;  // split: entries up to the end of worker r's share, at r
+  if (split != nullptr) {
+    const size_t parsed = share.entries.size();
+    TESSERA_RETURN_IF_ERROR(GatherShares(*split, &share, &ends));
+    if (share.error.ok()) {
+      ctx.logger().info("loaded {}: {} of {} records parsed by this worker (byte range {} of {})",
+                        path, parsed, share.entries.size(), split->rank, split->num_workers);
     }
   }
-  const int64_t header_bytes = head->offset();
-  const bool whole = options.range.begin <= header_bytes && options.range.end < 0;
-  ReadRange range = options.range;
-  range.begin = std::max(range.begin, header_bytes);
-  if (range.end >= 0 && range.end < range.begin) range.end = range.begin;  // only header bytes
-  auto opened = internal::LineReader::Open(path, range, whole ? /*first_line=*/4 : 0);
-  if (!opened.ok()) return opened.status();
-  internal::LineReader& reader = opened.value();
+  TESSERA_RETURN_IF_ERROR(share.error);
 
-  const int64_t D = header[0], W = header[1], nnz = header[2];
+  const bool whole =
+      split != nullptr || (options.range.begin <= header.bytes && options.range.end < 0);
+  const int64_t D = header.docs, W = header.vocab, nnz = header.nnz;
   const int64_t keep_docs = options.max_docs > 0 ? std::min(D, options.max_docs) : D;
   Corpus corpus;
   corpus.num_docs = keep_docs;
@@ -300,58 +466,33 @@ Result<Corpus> load_docword(Context& ctx, const std::string& path, const Docword
   // (doc, word) of every entry, to find duplicates by sorting afterwards: several times faster
   // than a hash set on million-entry corpora.
   std::vector<std::pair<int64_t, int64_t>> seen;  // (linear key, entry number)
-  seen.reserve(static_cast<size_t>(nnz));
-  int64_t entries = 0;
-  Fields fields;
-  while (reader.Next(&line)) {
-    if (IsBlank(line)) continue;
-    SplitWhitespace(line, &fields);
-    if (fields.count != 3) {
-      return Status::InvalidArgument(fmt::format("{}: expected 3 fields (docID wordID count), found {}: {}",
-                                                 reader.Where(), fields.count, Quote(line)));
-    }
-    int64_t v[3];
-    const char* what[3] = {"docID", "wordID", "count"};
-    for (int i = 0; i < 3; ++i) {
-      if (!ParseInt(fields.f[i], &v[i])) {
-        return Status::InvalidArgument(fmt::format("{}: {} {} is not an integer", reader.Where(),
-                                                   what[i], Quote(fields.f[i])));
-      }
-    }
-    if (v[0] < 1 || v[0] > D) {
-      return Status::InvalidArgument(
-          fmt::format("{}: docID {} outside [1, {}] (D in the header)", reader.Where(), v[0], D));
-    }
-    if (v[1] < 1 || v[1] > W) {
-      return Status::InvalidArgument(
-          fmt::format("{}: wordID {} outside [1, {}] (W in the header)", reader.Where(), v[1], W));
-    }
-    if (v[2] < 1 || v[2] > INT32_MAX) {
-      return Status::InvalidArgument(fmt::format("{}: count {} must be in [1, 2^31)", reader.Where(), v[2]));
-    }
-    seen.emplace_back((v[0] - 1) * W + (v[1] - 1), entries);
-    ++entries;
-    if (v[0] > keep_docs) continue;
-    corpus.counts.append_unchecked({{v[0] - 1, v[1] - 1}}, static_cast<int32_t>(v[2]));
-    corpus.num_tokens += v[2];
+  seen.reserve(share.entries.size());
+  const int64_t entries = static_cast<int64_t>(share.entries.size());
+  for (int64_t i = 0; i < entries; ++i) {
+    const DocwordEntry& e = share.entries[static_cast<size_t>(i)];
+    seen.emplace_back((e.doc - 1) * W + (e.word - 1), i);
+    if (e.doc > keep_docs) continue;
+    corpus.counts.append_unchecked({{e.doc - 1, e.word - 1}}, e.count);
+    corpus.num_tokens += e.count;
   }
   std::sort(seen.begin(), seen.end());
   const auto dup = std::adjacent_find(seen.begin(), seen.end(),
                                       [](const auto& a, const auto& b) { return a.first == b.first; });
   if (dup != seen.end()) {
-    // Rare: re-read to name the line of the second occurrence.
-    const int64_t target = std::max(dup->second, std::next(dup)->second);
-    auto again = internal::LineReader::Open(path, range, whole ? 4 : 0);
-    std::string where = path;
-    int64_t n = 0;
-    while (again.ok() && again->Next(&line)) {
-      if (IsBlank(line)) continue;
-      if (n++ == target) {
-        where = again->Where();
-        break;
+    // Rare: re-read the range holding the second occurrence to name its line.
+    int64_t target = std::max(dup->second, std::next(dup)->second);
+    int rank = 0;
+    if (split != nullptr) {
+      while (rank + 1 < static_cast<int>(ends.size()) &&
+             static_cast<int64_t>(ends[static_cast<size_t>(rank)]) <= target) {
+        ++rank;
       }
+      if (rank > 0) target -= static_cast<int64_t>(ends[static_cast<size_t>(rank) - 1]);
     }
-    return Status::InvalidArgument(fmt::format("{}: (docID {}, wordID {}) appears twice", where,
+    int64_t first_line = 0;
+    const ReadRange range = range_of(rank, &first_line);
+    return Status::InvalidArgument(fmt::format("{}: (docID {}, wordID {}) appears twice",
+                                               EntryLocation(path, range, first_line, target),
                                                dup->first / W + 1, dup->first % W + 1));
   }
   if (whole && entries != nnz) {
@@ -359,6 +500,41 @@ Result<Corpus> load_docword(Context& ctx, const std::string& path, const Docword
                                         path, nnz, entries));
   }
   return corpus;
+}
+
+}  // namespace internal
+
+namespace {
+
+// Distributed loads split the file between the workers unless the caller chose a range.
+bool SplitLoad(Context& ctx, const ReadRange& range, LoadSplit* split) {
+  if (ctx.mode() != ExecutionMode::kDistributed || ctx.job().num_workers <= 1) return false;
+  if (range.begin != 0 || range.end >= 0) return false;
+  split->rank = ctx.job().rank;
+  split->num_workers = ctx.job().num_workers;
+  split->gather = [&ctx](std::string bytes) { return ctx.AllGather(std::move(bytes)); };
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
+                                   const TripleOptions& options) {
+  LoadSplit split;
+  return internal::LoadTriples<T>(ctx, path, options,
+                                  SplitLoad(ctx, options.range, &split) ? &split : nullptr);
+}
+
+template Result<TripleData<float>> load_triples<float>(Context&, const std::string&,
+                                                       const TripleOptions&);
+template Result<TripleData<double>> load_triples<double>(Context&, const std::string&,
+                                                         const TripleOptions&);
+
+Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options) {
+  LoadSplit split;
+  return internal::LoadDocword(ctx, path, options,
+                               SplitLoad(ctx, options.range, &split) ? &split : nullptr);
 }
 
 }  // namespace tessera

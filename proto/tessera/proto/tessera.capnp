@@ -147,6 +147,35 @@ struct PeerMessage {
   payload @3 :Data;          # opaque bytes of an all-gather (loading, reductions)
 }
 
+# --- data loading (runtime/src/data.cc) ---
+# Under a distributed load every worker parses its byte range of the input file into one
+# LoadedShare; the shares are all-gathered (PeerMessage.payload) and concatenated in rank order,
+# which is file order, so that every worker builds the same arrays.
+struct RatingRecords {
+  users @0 :List(Int64);      # external ids as in the file, file order
+  items @1 :List(Int64);
+  values @2 :List(Float64);   # ratings as parsed (converted to the array type after the merge)
+}
+
+struct DocwordRecords {
+  docs @0 :List(Int64);       # 1-based ids as in the file (validated against the header), file order
+  words @1 :List(Int64);
+  counts @2 :List(Int32);     # in [1, 2^31)
+}
+
+struct LoadedShare {
+  error @0 :Text;             # empty: the share parsed; else its first error ("path:byte N: ...")
+  errorCode @1 :ErrorCode;
+  errorInTest @2 :Bool;       # the error is in load_triples' held-out file (the training share parsed)
+  union {
+    triples :group {
+      train @3 :RatingRecords;
+      test @4 :RatingRecords; # the share of load_triples' test_path file
+    }
+    docword @5 :DocwordRecords;  # entry lines only; every worker reads the header itself
+  }
+}
+
 struct Envelope {
   version @0 :UInt32;
   sender @1 :UInt32;        # worker rank, or server rank for server-originated messages

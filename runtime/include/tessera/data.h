@@ -9,16 +9,29 @@
 // Both readers report bad input as a Status naming the file and line (never abort, never skip a
 // malformed line silently). Blank lines are allowed and ignored.
 //
-// Byte ranges (how a worker will read only its share): every reader takes
-// ReadRange{begin, end}. A line belongs to the range that contains its first byte, so the ranges
-// [0, b1), [b1, b2), ..., [bk, size) of one file together read every line exactly once, whatever
-// the boundaries: a range that starts inside a line skips to the next line, and the last line of a
-// range is read to its end even past `end`. Error locations are "path:LINE" when the range starts
-// at byte 0 and "path:byte OFFSET" otherwise (a worker cannot know global line numbers).
-// Headers (the docword D/W/NNZ lines, a CSV header) are always read from the start of the file.
+// Distributed loading: in a distributed job (ctx.mode() == kDistributed, more than one worker)
+// a call that leaves `range` at its default (the whole file) is split between the workers: worker
+// r reads only the r-th of W near-equal byte ranges of the file (and of TripleOptions::test_path),
+// parses it, and the records go to EVERY worker through one Context::AllGather (a Cap'n Proto
+// LoadedShare message per worker, concatenated in rank order, which is file order). Every worker
+// therefore builds exactly the arrays, id maps and order a serial whole-file read builds: each
+// holds the whole iteration space, and the executor decides which part of a parallel_for each one
+// runs. Whole-file checks (no ratings, docword NNZ, duplicate keys) run on the gathered whole. A
+// worker whose share fails still takes part in the all-gather and sends its error instead, so that
+// every worker returns the same Status: the first failing worker's, i.e. the error a serial read
+// would find first (a training-file error before a test_path error), located "path:byte OFFSET"
+// (or "path:LINE" in worker 0's range). All workers must make the same load calls in the same
+// order (SPMD). An explicit `range` is read as given, by this process alone, with no all-gather.
+//
+// Byte ranges: every reader takes ReadRange{begin, end}. A line belongs to the range that contains
+// its first byte, so the ranges [0, b1), [b1, b2), ..., [bk, size) of one file together read every
+// line exactly once, whatever the boundaries: a range that starts inside a line skips to the next
+// line, and the last line of a range is read to its end even past `end`. Error locations are
+// "path:LINE" when the range starts at byte 0 and "path:byte OFFSET" otherwise (a worker cannot
+// know global line numbers). Headers (the docword D/W/NNZ lines, a CSV header) are always read from
+// the start of the file, and so is the line that TripleFormat::kAuto detects the format from.
 // Ids: load_triples maps external ids to dense 0-based indices in increasing id order, so a map
-// built from all ids is independent of how the file was split; a distributed loader merges the
-// workers' sorted id sets (one all-gather) before inserting. Within one call the map covers the
+// built from all ids is independent of how the file was split. Within one call the map covers the
 // ids seen in that call.
 //
 // Thread safety: the functions are reentrant; results are owned by the caller.
@@ -60,7 +73,8 @@ struct TripleOptions {
   // A separate file of held-out ratings (same format rules); ids are mapped together with the
   // training file's, so `train` and `test` have the same shape. Default: none.
   std::string test_path;
-  // The share of `path` to read. Default: the whole file.
+  // The share of `path` to read. Default: the whole file (split between the workers of a
+  // distributed job; see the top of this file).
   ReadRange range;
 };
 
@@ -92,7 +106,8 @@ struct TripleData {
 // Reads rating triples. T is float or double.
 // Errors: NotFound (cannot open), InvalidArgument (malformed line, wrong field count, non-numeric
 // or non-finite field, duplicate (user, item), no ratings in the whole file, bad options). A byte
-// range holding no line start gives empty arrays, not an error.
+// range holding no line start gives empty arrays, not an error. Distributed: also the all-gather's
+// error (e.g. Unavailable when a peer is gone), the same on every worker that gets one.
 template <typename T>
 Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
                                    const TripleOptions& options = {});
@@ -100,7 +115,8 @@ Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
 struct DocwordOptions {
   // Keep only documents with id <= max_docs (after validating the whole file). Default: 0 = all.
   int64_t max_docs = 0;
-  // The share of the file's entry lines to read (the header is always read). Default: all.
+  // The share of the file's entry lines to read (the header is always read). Default: all
+  // (split between the workers of a distributed job; see the top of this file).
   ReadRange range;
 };
 

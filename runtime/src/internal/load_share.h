@@ -1,0 +1,85 @@
+// How the data loaders (tessera/data.h) split a file between the workers of a distributed job:
+// worker `rank` of W parses the rank-th byte range of the file into a share of records, the shares
+// travel as proto::LoadedShare messages (tessera.capnp) through one all-gather, and every worker
+// concatenates them in rank order -- file order -- so that it builds the same arrays as a serial
+// read of the whole file. A share that fails to parse carries its first error instead of records;
+// merged, the first failing rank's error wins (for load_triples: a training-file error before any
+// held-out-file error, as in a serial read).
+//
+// The pieces are separate so that tests can run the split load with an in-memory gather.
+#ifndef TESSERA_RUNTIME_SRC_INTERNAL_LOAD_SHARE_H_
+#define TESSERA_RUNTIME_SRC_INTERNAL_LOAD_SHARE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/common/status.h"
+#include "tessera/context.h"
+#include "tessera/data.h"
+
+namespace tessera::internal {
+
+struct RatingRecord {
+  int64_t user;
+  int64_t item;
+  double value;
+};
+
+struct DocwordEntry {
+  int64_t doc;   // 1-based, as in the file
+  int64_t word;  // 1-based
+  int32_t count;
+};
+
+// One worker's records of load_triples' files (or, merged, the whole files').
+struct RatingShare {
+  Status error;                // the first error; records are meaningless when set
+  bool error_in_test = false;  // the error is in the held-out (test_path) file
+  std::vector<RatingRecord> train;
+  std::vector<RatingRecord> test;
+};
+
+// One worker's entry lines of a docword file (or, merged, the whole file's).
+struct DocwordShare {
+  Status error;
+  std::vector<DocwordEntry> entries;
+};
+
+// A proto::LoadedShare message, flat (capnp::messageToFlatArray). Records of a failed share are
+// not sent.
+std::string EncodeShare(const RatingShare& share);
+std::string EncodeShare(const DocwordShare& share);
+
+// Appends the share in `bytes` to `into` (records in order) and keeps the first error: `into`'s
+// own unless it has none (for ratings: unless it is a held-out-file error and the new one is a
+// training-file error). Errors: DataLoss when `bytes` is not a LoadedShare of that kind.
+Status MergeShare(std::string_view bytes, RatingShare* into);
+Status MergeShare(std::string_view bytes, DocwordShare* into);
+
+// The byte range worker `rank` of `num_workers` reads of a file of `size` bytes: near-equal
+// consecutive ranges; the last one runs to the end of the file.
+ReadRange WorkerRange(int64_t size, int rank, int num_workers);
+
+// Where this process stands in a split load. `gather` is an all-gather of one byte string per
+// worker in rank order (Context::AllGather); every worker calls it exactly once per file load.
+struct LoadSplit {
+  int rank = 0;
+  int num_workers = 1;
+  std::function<Result<std::vector<std::string>>(std::string)> gather;
+};
+
+// The loaders behind load_triples and load_docword: `split` null reads `options.range` alone
+// (serial); otherwise this worker reads WorkerRange of each file and the shares are merged
+// through split->gather (options.range is ignored).
+template <typename T>
+Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
+                                  const TripleOptions& options, const LoadSplit* split);
+Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordOptions& options,
+                           const LoadSplit* split);
+
+}  // namespace tessera::internal
+
+#endif  // TESSERA_RUNTIME_SRC_INTERNAL_LOAD_SHARE_H_

@@ -1,0 +1,179 @@
+#include "internal/load_share.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+
+#include "tessera/proto/tessera.capnp.h"
+
+namespace tessera::internal {
+namespace {
+
+proto::ErrorCode ToProto(StatusCode code) {
+  switch (code) {
+    case StatusCode::kNotFound: return proto::ErrorCode::NOT_FOUND;
+    case StatusCode::kOutOfRange: return proto::ErrorCode::OUT_OF_RANGE;
+    case StatusCode::kFailedPrecondition: return proto::ErrorCode::FAILED_PRECONDITION;
+    case StatusCode::kDataLoss: return proto::ErrorCode::DATA_LOSS;
+    case StatusCode::kInvalidArgument:
+    default: return proto::ErrorCode::INVALID_ARGUMENT;  // the loaders' other codes
+  }
+}
+
+Status FromProto(proto::ErrorCode code, std::string message) {
+  switch (code) {
+    case proto::ErrorCode::NOT_FOUND: return Status::NotFound(std::move(message));
+    case proto::ErrorCode::OUT_OF_RANGE: return Status::OutOfRange(std::move(message));
+    case proto::ErrorCode::FAILED_PRECONDITION: return Status::FailedPrecondition(std::move(message));
+    case proto::ErrorCode::DATA_LOSS: return Status::DataLoss(std::move(message));
+    default: return Status::InvalidArgument(std::move(message));
+  }
+}
+
+void SetError(const Status& error, proto::LoadedShare::Builder share) {
+  if (error.ok()) return;
+  share.setError(error.message().empty() ? std::string(StatusCodeName(error.code()))
+                                         : error.message());
+  share.setErrorCode(ToProto(error.code()));
+}
+
+std::string Flatten(capnp::MessageBuilder& message) {
+  kj::Array<capnp::word> flat = capnp::messageToFlatArray(message);
+  const kj::ArrayPtr<const kj::byte> bytes = flat.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+void EncodeRatings(const std::vector<RatingRecord>& records, proto::RatingRecords::Builder out) {
+  const auto n = static_cast<unsigned>(records.size());
+  auto users = out.initUsers(n);
+  auto items = out.initItems(n);
+  auto values = out.initValues(n);
+  for (unsigned i = 0; i < n; ++i) {
+    users.set(i, records[i].user);
+    items.set(i, records[i].item);
+    values.set(i, records[i].value);
+  }
+}
+
+Status DecodeRatings(proto::RatingRecords::Reader in, std::vector<RatingRecord>* out) {
+  const auto users = in.getUsers();
+  const auto items = in.getItems();
+  const auto values = in.getValues();
+  if (items.size() != users.size() || values.size() != users.size()) {
+    return Status::DataLoss(fmt::format("loaded share: {} users, {} items, {} values", users.size(),
+                                        items.size(), values.size()));
+  }
+  out->reserve(out->size() + users.size());
+  for (unsigned i = 0; i < users.size(); ++i) out->push_back({users[i], items[i], values[i]});
+  return Status::Ok();
+}
+
+// Reads a LoadedShare from `bytes` (copied to word alignment if needed) and hands it to `use`.
+template <typename Fn>
+Status WithShare(std::string_view bytes, Fn&& use) {
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    return Status::DataLoss(
+        fmt::format("loaded share of {} bytes is not a Cap'n Proto message", bytes.size()));
+  }
+  kj::Array<capnp::word> copy;
+  kj::ArrayPtr<const capnp::word> words;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(capnp::word) == 0) {
+    words = {reinterpret_cast<const capnp::word*>(bytes.data()), bytes.size() / sizeof(capnp::word)};
+  } else {
+    copy = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+    std::memcpy(copy.begin(), bytes.data(), bytes.size());
+    words = copy.asPtr();
+  }
+  try {
+    capnp::ReaderOptions options;
+    // A share holds a whole file's records at most; each list is read once.
+    options.traversalLimitInWords = std::numeric_limits<uint64_t>::max();
+    capnp::FlatArrayMessageReader reader(words, options);
+    return use(reader.getRoot<proto::LoadedShare>());
+  } catch (const kj::Exception& e) {
+    return Status::DataLoss(fmt::format("malformed loaded share: {}", e.getDescription().cStr()));
+  }
+}
+
+}  // namespace
+
+std::string EncodeShare(const RatingShare& share) {
+  capnp::MallocMessageBuilder message(
+      static_cast<unsigned>(16 + 3 * (share.train.size() + share.test.size())));
+  auto root = message.initRoot<proto::LoadedShare>();
+  auto triples = root.initTriples();
+  if (!share.error.ok()) {
+    SetError(share.error, root);
+    root.setErrorInTest(share.error_in_test);
+  } else {
+    EncodeRatings(share.train, triples.initTrain());
+    EncodeRatings(share.test, triples.initTest());
+  }
+  return Flatten(message);
+}
+
+std::string EncodeShare(const DocwordShare& share) {
+  const auto n = static_cast<unsigned>(share.error.ok() ? share.entries.size() : 0);
+  capnp::MallocMessageBuilder message(static_cast<unsigned>(16 + 3 * n));
+  auto root = message.initRoot<proto::LoadedShare>();
+  auto docword = root.initDocword();
+  SetError(share.error, root);
+  auto docs = docword.initDocs(n);
+  auto words = docword.initWords(n);
+  auto counts = docword.initCounts(n);
+  for (unsigned i = 0; i < n; ++i) {
+    docs.set(i, share.entries[i].doc);
+    words.set(i, share.entries[i].word);
+    counts.set(i, share.entries[i].count);
+  }
+  return Flatten(message);
+}
+
+Status MergeShare(std::string_view bytes, RatingShare* into) {
+  return WithShare(bytes, [into](proto::LoadedShare::Reader share) -> Status {
+    if (!share.isTriples()) return Status::DataLoss("loaded share: expected ratings");
+    if (share.getError().size() > 0) {
+      const bool in_test = share.getErrorInTest();
+      if (into->error.ok() || (into->error_in_test && !in_test)) {
+        into->error = FromProto(share.getErrorCode(), share.getError());
+        into->error_in_test = in_test;
+      }
+      return Status::Ok();
+    }
+    TESSERA_RETURN_IF_ERROR(DecodeRatings(share.getTriples().getTrain(), &into->train));
+    return DecodeRatings(share.getTriples().getTest(), &into->test);
+  });
+}
+
+Status MergeShare(std::string_view bytes, DocwordShare* into) {
+  return WithShare(bytes, [into](proto::LoadedShare::Reader share) -> Status {
+    if (!share.isDocword()) return Status::DataLoss("loaded share: expected docword entries");
+    if (share.getError().size() > 0) {
+      if (into->error.ok()) into->error = FromProto(share.getErrorCode(), share.getError());
+      return Status::Ok();
+    }
+    const auto docs = share.getDocword().getDocs();
+    const auto words = share.getDocword().getWords();
+    const auto counts = share.getDocword().getCounts();
+    if (words.size() != docs.size() || counts.size() != docs.size()) {
+      return Status::DataLoss(fmt::format("loaded share: {} docs, {} words, {} counts", docs.size(),
+                                          words.size(), counts.size()));
+    }
+    into->entries.reserve(into->entries.size() + docs.size());
+    for (unsigned i = 0; i < docs.size(); ++i) into->entries.push_back({docs[i], words[i], counts[i]});
+    return Status::Ok();
+  });
+}
+
+ReadRange WorkerRange(int64_t size, int rank, int num_workers) {
+  // floor(size * r / num_workers) without overflow: size = q * num_workers + m.
+  auto cut = [&](int r) {
+    return size / num_workers * r + size % num_workers * r / num_workers;
+  };
+  return ReadRange{cut(rank), rank + 1 >= num_workers ? -1 : cut(rank + 1)};
+}
+
+}  // namespace tessera::internal
