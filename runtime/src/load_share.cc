@@ -2,8 +2,10 @@
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
+#include <kj/io.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -40,10 +42,14 @@ void SetError(const Status& error, proto::LoadedShare::Builder share) {
   share.setErrorCode(ToProto(error.code()));
 }
 
+// The message flat, as capnp::messageToFlatArray lays it out, written straight into the string.
 std::string Flatten(capnp::MessageBuilder& message) {
-  kj::Array<capnp::word> flat = capnp::messageToFlatArray(message);
-  const kj::ArrayPtr<const kj::byte> bytes = flat.asBytes();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  const auto segments = message.getSegmentsForOutput();
+  std::string out(capnp::computeSerializedSizeInWords(segments) * sizeof(capnp::word), '\0');
+  kj::ArrayOutputStream stream(
+      kj::arrayPtr(reinterpret_cast<kj::byte*>(out.data()), out.size()));
+  capnp::writeMessage(stream, segments);
+  return out;
 }
 
 void EncodeRatings(const std::vector<RatingRecord>& records, proto::RatingRecords::Builder out) {
@@ -66,7 +72,9 @@ Status DecodeRatings(proto::RatingRecords::Reader in, std::vector<RatingRecord>*
     return Status::DataLoss(fmt::format("loaded share: {} users, {} items, {} values", users.size(),
                                         items.size(), values.size()));
   }
-  out->reserve(out->size() + users.size());
+  if (out->capacity() < out->size() + users.size()) {
+    out->reserve(std::max(out->size() + users.size(), 2 * out->capacity()));
+  }
   for (unsigned i = 0; i < users.size(); ++i) out->push_back({users[i], items[i], values[i]});
   return Status::Ok();
 }
@@ -162,7 +170,9 @@ Status MergeShare(std::string_view bytes, DocwordShare* into) {
       return Status::DataLoss(fmt::format("loaded share: {} docs, {} words, {} counts", docs.size(),
                                           words.size(), counts.size()));
     }
-    into->entries.reserve(into->entries.size() + docs.size());
+    if (into->entries.capacity() < into->entries.size() + docs.size()) {
+      into->entries.reserve(std::max(into->entries.size() + docs.size(), 2 * into->entries.capacity()));
+    }
     for (unsigned i = 0; i < docs.size(); ++i) into->entries.push_back({docs[i], words[i], counts[i]});
     return Status::Ok();
   });
