@@ -2,6 +2,7 @@
 #include "internal/loop_blocks.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace tessera::internal {
@@ -63,6 +64,27 @@ void MarkContiguous(Blocks* b) {
         b->contiguous[blk] = 0;
         break;
       }
+    }
+  }
+}
+
+void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {
+  const int rank = space.rank();
+  const int64_t blocks = b->num_blocks();
+  b->rank = rank;
+  b->key_lo.assign(static_cast<size_t>(blocks * rank), INT64_MAX);
+  b->key_hi.assign(static_cast<size_t>(blocks * rank), INT64_MIN);
+  for (int d = 0; d < rank; ++d) {
+    const std::vector<int64_t> keys = KeyComponents(space, d);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (int64_t i = b->offsets[blk]; i < b->offsets[blk + 1]; ++i) {
+        const int64_t k = keys[b->positions[i]];
+        lo = std::min(lo, k);
+        hi = std::max(hi, k);
+      }
+      b->key_lo[blk * rank + d] = lo;
+      b->key_hi[blk * rank + d] = hi;
     }
   }
 }

@@ -260,10 +260,24 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
       if (first) s.space_written = written;
       first = false;
       if (written && !relaxed) {
-        const int bytes = a.value("element_bytes", 0);
-        const int rank = a.value("rank", 0);
-        if (bytes <= 0 || rank <= 0) s.writes_unknown = true;
-        s.written_shapes.emplace_back(bytes, rank);
+        LoopSchedule::WrittenArray w;
+        w.element_bytes = a.value("element_bytes", 0);
+        w.rank = a.value("rank", 0);
+        if (w.element_bytes <= 0 || w.rank <= 0) s.writes_unknown = true;
+        const std::string placement = a.value("placement", std::string());
+        auto array_dim = a.find("array_dim");
+        auto key_dim = a.find("key_dim");
+        auto halo = a.find("halo");
+        if ((placement == "local" || placement == "rotating") && array_dim != a.end() &&
+            array_dim->is_number_integer() && array_dim->get<int>() == 0 && key_dim != a.end() &&
+            key_dim->is_number_integer() && halo != a.end() && halo->is_array() && halo->size() == 2 &&
+            (*halo)[0].is_number_integer() && (*halo)[1].is_number_integer()) {
+          w.row_key_dim = key_dim->get<int>();
+          w.halo_lo = (*halo)[0].get<int64_t>();
+          w.halo_hi = (*halo)[1].get<int64_t>();
+          if (w.row_key_dim < 0 || w.row_key_dim >= s.rank) w.row_key_dim = -1;
+        }
+        s.written.push_back(w);
       }
       if (written && !relaxed && a.value("placement", std::string()) == "servers") {
         s.shared_written_arrays.push_back(a.value("name", std::string("?")));

@@ -47,6 +47,15 @@ int main(int argc, char** argv) {
   emit("skewed_wavefront", SkewedWavefront(ctx, 21));
   emit("data_parallel_sums", DataParallelSums(ctx, 40, 16));
 
+  // A write at an offset from the key (tessc's halo): a block of keys [a, b] writes [a+1, b+1].
+  {
+    auto src = tessera::DistArray<int64_t, 1>::random(ctx, {999}, 11, 0, 100);
+    auto shifted = tessera::DistArray<int64_t, 1>::dense(ctx, {1000});
+    tessera::parallel_for(src, [&](const tessera::Key<1>& key, int64_t& x) { shifted(key[0] + 1) = 3 * x + 1; });
+    out << "halo_write " << shifted.size() << " "
+        << Fnv1a(std::vector<int64_t>(shifted.data(), shifted.data() + shifted.size())) << "\n";
+  }
+
   // Data-parallel additive updates of shared arrays (on the parameter servers when distributed)
   // add up exactly once every worker's updates are in. Two threads of one process race on them
   // by permission, so only single-threaded runs print them.

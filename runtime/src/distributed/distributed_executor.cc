@@ -106,6 +106,7 @@ Blocks MakeDistributedBlocks(const LoopSchedule& s, const ArrayBase& space, int 
     }
   }
   MarkContiguous(&b);
+  ComputeKeyBounds(space, &b);
   return b;
 }
 
@@ -133,6 +134,26 @@ void WithTableType(int type, F&& f) {
 }
 
 constexpr int64_t kFlatRowWidth = 64;  // row width of tables for arrays that are not 2-D
+
+// Byte equality of two elements; the common sizes compare as one load each instead of a call.
+inline bool SameElement(const char* a, const char* b, size_t e) {
+  switch (e) {
+    case 4: {
+      uint32_t x, y;
+      std::memcpy(&x, a, 4);
+      std::memcpy(&y, b, 4);
+      return x == y;
+    }
+    case 8: {
+      uint64_t x, y;
+      std::memcpy(&x, a, 8);
+      std::memcpy(&y, b, 8);
+      return x == y;
+    }
+    default:
+      return std::memcmp(a, b, e) == 0;
+  }
+}
 
 }  // namespace
 
@@ -204,12 +225,15 @@ class DistributedExecutor::Impl {
     const LoopSchedule& s = state.schedule;
     const int T = options_.threads;
     const int P = options_.num_workers * T;  // partitions; this worker's are rank*T .. rank*T+T-1
-    BeginLoop(&s, &space);
+    BeginLoop(s, space);
     int64_t last_step = 0;
+    const int first = options_.rank * T;
+    std::vector<Part> parts(static_cast<size_t>(T));
     switch (s.strategy) {
       case LoopStrategy::kIndependent:
       case LoopStrategy::k1D:
-        RunMine([&](int q) { RunBlock(b, q, task); });
+        for (int t = 0; t < T; ++t) parts[t] = {first + t, 0, b.block_size(first + t)};
+        RunStep(b, parts, task);
         Publish(0, /*additive=*/false, /*replicated=*/false);
         break;
       case LoopStrategy::k2D: {
@@ -220,9 +244,12 @@ class DistributedExecutor::Impl {
         const int time_blocks = P * S;
         for (int r = 0; r < time_blocks; ++r) {
           AwaitThrough(r - S);
-          RunMine([&](int q) {
-            RunBlock(b, static_cast<int64_t>(q) * time_blocks + (q * S + r) % time_blocks, task);
-          });
+          for (int t = 0; t < T; ++t) {
+            const int q = first + t;
+            const int64_t block = static_cast<int64_t>(q) * time_blocks + (q * S + r) % time_blocks;
+            parts[t] = {block, 0, b.block_size(block)};
+          }
+          RunStep(b, parts, task);
           Publish(r, false, false);
         }
         last_step = time_blocks - 1;
@@ -240,12 +267,13 @@ class DistributedExecutor::Impl {
             for (int q = 0; q < P; ++q) RunBlock(b, first_block + q, task);
             Publish(w, false, /*replicated=*/true);
           } else {
-            RunMine([&](int q) { RunBlock(b, first_block + q, task); });
+            for (int t = 0; t < T; ++t) parts[t] = {first_block + first + t, 0, b.block_size(first_block + first + t)};
+            RunStep(b, parts, task);
             Publish(w, false, false);
           }
         }
         last_step = std::max<int64_t>(waves - 1, 0);
-        if (waves == 0) Publish(0, false, false);
+        if (waves == 0) Publish(0, false, /*replicated=*/true);
         break;
       }
       case LoopStrategy::kDataParallel: {
@@ -257,12 +285,20 @@ class DistributedExecutor::Impl {
         BeginDataParallel(site.staleness);
         for (int c = 0; c < C; ++c) {
           AwaitThrough(c - 1 - site.staleness);
+          // The mesh-patched arrays are compared once per clock: snapshot at the clock's start.
+          for (int t = 0; t < T; ++t) {
+            const int64_t n = b.block_size(first + t);
+            parts[t] = {first + t, n * c / C, n * (c + 1) / C};
+          }
+          BeginStep(b, parts);
           for (int f = 0; f < F; ++f) {
             const int64_t piece = static_cast<int64_t>(c) * F + f, pieces = static_cast<int64_t>(C) * F;
-            RunMine([&](int q) {
-              const int64_t n = b.block_size(q);
-              RunBlockPart(b, q, n * piece / pieces, n * (piece + 1) / pieces, task);
-            });
+            std::vector<Part> slice(parts.size());
+            for (int t = 0; t < T; ++t) {
+              const int64_t n = b.block_size(first + t);
+              slice[t] = {first + t, n * piece / pieces, n * (piece + 1) / pieces};
+            }
+            RunParts(b, slice, task);
             if (f + 1 < F) SyncServers(/*replicated=*/false, /*clock=*/false);
           }
           Publish(c, /*additive=*/true, false);
@@ -283,11 +319,20 @@ class DistributedExecutor::Impl {
     LoopSchedule schedule;
     std::map<int64_t, Blocks> blocks;  // by array id
   };
-  // A non-relaxed array's copy as of the last patch sent or applied.
+  // A non-relaxed array the running loop may write, and where.
   struct Tracked {
+    enum class Scope { kAll, kRows, kPositions };
+    struct RowDim {
+      int key_dim;
+      int64_t halo_lo;
+      int64_t halo_hi;
+    };
     ArrayBase* array = nullptr;
     uint64_t layout = 0;
-    std::vector<char> snapshot;
+    Scope scope = Scope::kAll;
+    std::vector<RowDim> row_dims;  // kRows: dim 0 follows these key dims
+    std::vector<std::pair<int64_t, int64_t>> regions;  // element ranges of the current step
+    std::vector<char> snapshot;  // their bytes before the step, back to back
   };
   // A RelaxedArray's parameter-server table.
   struct Mirror {
@@ -295,22 +340,32 @@ class DistributedExecutor::Impl {
     std::vector<char> base;  // the values as last read from (or pushed to) the servers
   };
 
-  // Runs fn(q) for each of this worker's partitions, each on its own executor thread.
-  template <typename F>
-  void RunMine(F&& fn) {
-    const int T = options_.threads;
-    const int first = options_.rank * T;
-    if (T == 1) {
+  // A piece of a block: its positions [from, to) in block order.
+  struct Part {
+    int64_t block = 0;
+    int64_t from = 0;
+    int64_t to = 0;
+  };
+
+  // Runs parts[t] on executor thread t (slot t + 1).
+  void RunParts(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task) {
+    if (parts.size() == 1) {
       ExecutorSlotScope slot(1);
-      fn(first);
+      RunBlockPart(b, parts[0].block, parts[0].from, parts[0].to, task);
       return;
     }
     arena_.execute([&] {
-      tbb::parallel_for(0, T, [&](int t) {
+      tbb::parallel_for(0, static_cast<int>(parts.size()), [&](int t) {
         ExecutorSlotScope slot(t + 1);
-        fn(first + t);
+        RunBlockPart(b, parts[t].block, parts[t].from, parts[t].to, task);
       });
     });
+  }
+
+  // A step: snapshot what it may write, run it.
+  void RunStep(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task) {
+    BeginStep(b, parts);
+    RunParts(b, parts, task);
   }
 
   void RunReplicated(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
@@ -327,33 +382,100 @@ class DistributedExecutor::Impl {
     Publish(0, false, /*replicated=*/true);
   }
 
-  // Whether the loop body may write `a`, by what tessc recorded: arrays of an element size and
-  // rank it never writes are left out of the snapshots and scans (names do not reach the runtime,
-  // so this is by shape; when tessc could not see everything, every array counts).
-  static bool MayWrite(const LoopSchedule& s, const ArrayBase& space, const ArrayBase* a) {
-    if (s.writes_unknown) return true;
-    if (a == &space) return s.space_written;
-    for (const auto& [bytes, rank] : s.written_shapes) {
-      if (static_cast<size_t>(bytes) == a->element_bytes() && rank == a->rank()) return true;
+  // Which elements of `a` the loop body may write, by what tessc recorded. Names do not reach
+  // the runtime, so arrays are matched by element size and rank: an array whose shape no written
+  // array has is never written (not tracked); one whose every written look-alike is partitioned
+  // along its rows is written only in the rows of the running blocks' key ranges; the iteration
+  // space only at the running positions. When tessc could not see everything: anywhere.
+  static std::optional<Tracked> TrackingFor(const LoopSchedule& s, const ArrayBase& space, ArrayBase* a) {
+    Tracked t;
+    t.array = a;
+    t.layout = a->layout_version();
+    if (s.writes_unknown) return t;  // kAll
+    if (a == &space) {
+      if (!s.space_written) return std::nullopt;
+      t.scope = Tracked::Scope::kPositions;
+      return t;
     }
-    return false;
+    bool matched = false, rows = !a->is_sparse() && a->rank() >= 1 && a->extent(0) > 0;
+    for (const LoopSchedule::WrittenArray& w : s.written) {
+      if (static_cast<size_t>(w.element_bytes) != a->element_bytes() || w.rank != a->rank()) continue;
+      matched = true;
+      if (w.row_key_dim < 0) rows = false;
+      t.row_dims.push_back({w.row_key_dim, w.halo_lo, w.halo_hi});
+    }
+    if (!matched) return std::nullopt;
+    t.scope = rows ? Tracked::Scope::kRows : Tracked::Scope::kAll;
+    return t;
   }
 
-  void BeginLoop(const LoopSchedule* s, const ArrayBase* space) {
+  void BeginLoop(const LoopSchedule& s, const ArrayBase& space) {
     awaited_ = true;
     AdoptSerialRelaxedChanges();
     tracked_.clear();
     for (auto& [id, a] : ctx_.arrays()) {
       if (a->relaxed()) continue;
-      if (s != nullptr && !MayWrite(*s, *space, a)) continue;
-      Tracked t;
-      t.array = a;
-      t.layout = a->layout_version();
-      const size_t bytes = static_cast<size_t>(a->value_count()) * a->element_bytes();
-      t.snapshot.assign(static_cast<const char*>(a->value_data()),
-                        static_cast<const char*>(a->value_data()) + bytes);
-      tracked_.emplace(id, std::move(t));
+      if (std::optional<Tracked> t = TrackingFor(s, space, a)) tracked_.emplace(id, std::move(*t));
     }
+  }
+
+  // Before a step: the element ranges each tracked array may change in `parts`, and a copy of
+  // them to compare with afterwards. (Peers' patches are applied before this, never during a
+  // step, so the copy is the baseline of this worker's own changes.)
+  void BeginStep(const Blocks& b, const std::vector<Part>& parts) {
+    for (auto& [id, t] : tracked_) {
+      ArrayBase* a = t.array;
+      CheckLayout(t);
+      const int64_t n = a->value_count();
+      t.regions.clear();
+      switch (t.scope) {
+        case Tracked::Scope::kAll:
+          if (n > 0) t.regions.push_back({0, n});
+          break;
+        case Tracked::Scope::kRows: {
+          const int64_t rows = a->extent(0);
+          const int64_t stride = n / rows;
+          for (const Part& part : parts) {
+            if (part.to <= part.from) continue;
+            for (const auto& [d, lo_halo, hi_halo] : t.row_dims) {
+              const int64_t lo = std::max<int64_t>(0, b.key_lo[part.block * b.rank + d] + lo_halo);
+              const int64_t hi = std::min<int64_t>(rows, b.key_hi[part.block * b.rank + d] + 1 + hi_halo);
+              if (lo < hi) t.regions.push_back({lo * stride, hi * stride});
+            }
+          }
+          break;
+        }
+        case Tracked::Scope::kPositions:
+          for (const Part& part : parts) {
+            const int64_t* pos = b.positions.data() + b.offsets[part.block];
+            for (int64_t i = part.from; i < part.to; ++i) {
+              if (!t.regions.empty() && t.regions.back().second == pos[i]) {
+                ++t.regions.back().second;
+              } else {
+                t.regions.push_back({pos[i], pos[i] + 1});
+              }
+            }
+          }
+          break;
+      }
+      std::sort(t.regions.begin(), t.regions.end());
+      size_t kept = 0;  // merge overlapping and touching ranges
+      for (const auto& r : t.regions) {
+        if (kept > 0 && r.first <= t.regions[kept - 1].second) {
+          t.regions[kept - 1].second = std::max(t.regions[kept - 1].second, r.second);
+        } else {
+          t.regions[kept++] = r;
+        }
+      }
+      t.regions.resize(kept);
+      const size_t e = a->element_bytes();
+      const char* cur = static_cast<const char*>(a->value_data());
+      t.snapshot.clear();
+      for (const auto& [lo, hi] : t.regions) {
+        t.snapshot.insert(t.snapshot.end(), cur + lo * static_cast<int64_t>(e), cur + hi * static_cast<int64_t>(e));
+      }
+    }
+    step_open_ = true;
   }
 
   void EndLoop() {
@@ -365,9 +487,6 @@ class DistributedExecutor::Impl {
   // worker made the same changes), then syncs the relaxed arrays, which makes the step a clock.
   void Publish(int64_t step, bool additive, bool replicated) {
     ++stats_.steps;
-    if (replicated) {
-      for (auto& [id, t] : tracked_) Absorb(t);
-    }
     // Scheduled loops wait for every peer's message of every step, so replicated steps of them
     // still send one, empty.
     if ((!replicated || awaited_) && mesh_->size() > 1) {
@@ -377,7 +496,7 @@ class DistributedExecutor::Impl {
       peer.setStep(step);
       std::vector<PatchData> patches;
       for (auto& [id, t] : tracked_) {
-        if (replicated) break;
+        if (replicated || !step_open_) break;
         PatchData p = Diff(t, additive);
         if (!p.runs.empty()) patches.push_back(std::move(p));
       }
@@ -400,6 +519,7 @@ class DistributedExecutor::Impl {
         CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
       }
     }
+    step_open_ = false;
     SyncServers(replicated, /*clock=*/true);
   }
 
@@ -412,7 +532,7 @@ class DistributedExecutor::Impl {
     std::vector<char> values;
   };
 
-  // The elements that differ from the snapshot, as runs; the snapshot catches up.
+  // The elements of the step's regions that differ from the copy taken before it, as runs.
   PatchData Diff(Tracked& t, bool additive) {
     ArrayBase* a = t.array;
     CheckLayout(t);
@@ -422,53 +542,50 @@ class DistributedExecutor::Impl {
     p.additive = additive && a->arithmetic();
     const size_t e = a->element_bytes();
     p.element_bytes = e;
-    const int64_t n = a->value_count();
-    char* cur = static_cast<char*>(a->value_data());
-    char* snap = t.snapshot.data();
-    // Whole 256-byte chunks compare with memcmp first; only chunks that differ are walked.
+    const char* cur = static_cast<const char*>(a->value_data());
+    const char* snap_base = t.snapshot.data();
+    // Exact to the element: a region may hold elements other workers write in the same step
+    // (rows a shape-matched look-alike partitions differently), which must not be overwritten
+    // with this worker's unchanged copy. Whole 256-byte chunks compare with memcmp first; only
+    // chunks that differ are walked element by element.
     const int64_t chunk = std::max<int64_t>(1, 256 / static_cast<int64_t>(e));
-    int64_t run_begin = -1;
-    auto close_run = [&](int64_t end) {
-      if (run_begin < 0) return;
-      const int64_t count = end - run_begin;
-      p.runs.push_back(static_cast<uint64_t>(run_begin));
-      p.runs.push_back(static_cast<uint64_t>(count));
-      const size_t at = p.values.size();
-      p.values.resize(at + static_cast<size_t>(count) * e);
-      if (p.additive) {
-        a->SubtractValues(cur + run_begin * e, snap + run_begin * e, p.values.data() + at, count);
-      } else {
-        std::memcpy(p.values.data() + at, cur + run_begin * e, static_cast<size_t>(count) * e);
+    for (const auto& [lo, hi] : t.regions) {
+      const char* snap = snap_base - lo * static_cast<int64_t>(e);  // snap[i * e] is element i
+      int64_t run_begin = -1;
+      auto close_run = [&](int64_t end) {
+        if (run_begin < 0) return;
+        const int64_t count = end - run_begin;
+        p.runs.push_back(static_cast<uint64_t>(run_begin));
+        p.runs.push_back(static_cast<uint64_t>(count));
+        const size_t at = p.values.size();
+        p.values.resize(at + static_cast<size_t>(count) * e);
+        if (p.additive) {
+          a->SubtractValues(cur + run_begin * e, snap + run_begin * e, p.values.data() + at, count);
+        } else {
+          std::memcpy(p.values.data() + at, cur + run_begin * e, static_cast<size_t>(count) * e);
+        }
+        run_begin = -1;
+      };
+      for (int64_t c = lo; c < hi; c += chunk) {
+        const int64_t end = std::min(hi, c + chunk);
+        if (std::memcmp(cur + c * e, snap + c * e, static_cast<size_t>(end - c) * e) == 0) {
+          close_run(c);
+          continue;
+        }
+        for (int64_t i = c; i < end; ++i) {
+          const bool same = SameElement(cur + i * e, snap + i * e, e);
+          if (!same && run_begin < 0) run_begin = i;
+          if (same) close_run(i);
+        }
       }
-      std::memcpy(snap + run_begin * e, cur + run_begin * e, static_cast<size_t>(count) * e);
-      run_begin = -1;
-    };
-    for (int64_t c = 0; c < n; c += chunk) {
-      const int64_t end = std::min(n, c + chunk);
-      if (std::memcmp(cur + c * e, snap + c * e, static_cast<size_t>(end - c) * e) == 0) {
-        close_run(c);
-        continue;
-      }
-      for (int64_t i = c; i < end; ++i) {
-        const bool same = std::memcmp(cur + i * e, snap + i * e, e) == 0;
-        if (!same && run_begin < 0) run_begin = i;
-        if (same) close_run(i);
-      }
+      close_run(hi);
+      snap_base += (hi - lo) * static_cast<int64_t>(e);
     }
-    close_run(n);
     return p;
   }
 
-  // After a replicated step: the changes are everyone's already; the snapshot catches up.
-  void Absorb(Tracked& t) {
-    CheckLayout(t);
-    const size_t bytes = t.snapshot.size();
-    std::memcpy(t.snapshot.data(), t.array->value_data(), bytes);
-  }
-
   void CheckLayout(const Tracked& t) {
-    const size_t bytes = static_cast<size_t>(t.array->value_count()) * t.array->element_bytes();
-    if (t.array->layout_version() != t.layout || bytes != t.snapshot.size()) {
+    if (t.array->layout_version() != t.layout) {
       Fatal(fmt::format("array #{} changed its layout (inserted into, shuffled or sorted) inside a "
                         "parallel_for; that is not part of the model",
                         t.array->id()));
@@ -512,7 +629,6 @@ class DistributedExecutor::Impl {
         if (runs.size() % 2 != 0) Fatal("malformed patch (odd run list)");
         const uint64_t n = static_cast<uint64_t>(a->value_count());
         char* cur = static_cast<char*>(a->value_data());
-        char* snap = t.snapshot.data();
         size_t at = 0;
         for (unsigned i = 0; i < runs.size(); i += 2) {
           const uint64_t begin = runs[i], count = runs[i + 1];
@@ -522,10 +638,8 @@ class DistributedExecutor::Impl {
           const char* src = reinterpret_cast<const char*>(values.begin()) + at;
           if (patch.getAdditive()) {
             a->AddValues(cur + begin * e, src, static_cast<int64_t>(count));
-            a->AddValues(snap + begin * e, src, static_cast<int64_t>(count));
           } else {
             std::memcpy(cur + begin * e, src, count * e);
-            std::memcpy(snap + begin * e, src, count * e);
           }
           at += count * e;
         }
@@ -817,6 +931,7 @@ class DistributedExecutor::Impl {
   uint64_t tag_ = 0;           // exchanges so far; identical on every worker
   int64_t applied_step_ = -1;  // peers' steps of the current loop applied here
   bool awaited_ = false;       // inside a scheduled loop, whose every step peers wait for
+  bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
   std::map<int64_t, Tracked> tracked_;
   std::map<int64_t, Mirror> mirrors_;
   std::map<int64_t, DataParallelArray> dp_;           // by array id; during a data-parallel loop

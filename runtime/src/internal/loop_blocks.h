@@ -23,6 +23,10 @@ struct Blocks {
   std::vector<uint8_t> contiguous;
   // unimodular only: wavefront w is blocks [waves[w], waves[w + 1]).
   std::vector<int64_t> waves{0};
+  // Optional (ComputeKeyBounds): smallest and largest key component of block b on key dim d at
+  // [b * rank + d]; an empty block has lo > hi.
+  int rank = 0;
+  std::vector<int64_t> key_lo, key_hi;
 
   int64_t num_blocks() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t block_size(int64_t b) const { return offsets[b + 1] - offsets[b]; }
@@ -49,6 +53,9 @@ void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b);
 
 // Sets b->contiguous.
 void MarkContiguous(Blocks* b);
+
+// Fills b->key_lo / b->key_hi for every block and key dim of `space`.
+void ComputeKeyBounds(const ArrayBase& space, Blocks* b);
 
 // Runs block `block` of `b`: as one range when contiguous, else position by position.
 void RunBlock(const Blocks& b, int64_t block, const LoopTask& task);

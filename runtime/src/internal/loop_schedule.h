@@ -45,11 +45,21 @@ struct LoopSchedule {
   // Names of non-relaxed arrays on the servers that the body writes: in shared memory these are
   // the plain DistArray writes a data-parallel site lets race (see docs/runtime.md).
   std::vector<std::string> shared_written_arrays;
-  // What the body may write, for executors that copy changes between workers: the (element
-  // bytes, rank) of every non-relaxed array it writes, and whether it writes the iteration space
-  // (arrays[0] of the JSON). `writes_unknown`: tessc could not see everything (conservative
-  // notes, may-alias names, unknown element sizes, no array list), so any array may be written.
-  std::vector<std::pair<int, int>> written_shapes;
+  // What the body may write, for executors that copy changes between workers: every non-relaxed
+  // array it writes, and whether it writes the iteration space (arrays[0] of the JSON).
+  // `writes_unknown`: tessc could not see everything (conservative notes, may-alias names,
+  // unknown element sizes, no array list), so any array may be written anywhere.
+  struct WrittenArray {
+    int element_bytes = 0;
+    int rank = 0;
+    // When the array's dim 0 is partitioned like key dim `row_key_dim` (placement local or
+    // rotating, array_dim 0): a block with keys [a, b] on that dim writes only rows
+    // [a + halo_lo, b + halo_hi]. -1: anywhere.
+    int row_key_dim = -1;
+    int64_t halo_lo = 0;
+    int64_t halo_hi = 0;
+  };
+  std::vector<WrittenArray> written;
   bool space_written = true;
   bool writes_unknown = true;
 };
