@@ -1,4 +1,5 @@
-# tessera_add_program(<target> SOURCES <src>... [LIBS <lib>...] [TESSC_ARGS <arg>...])
+# tessera_add_program(<target> SOURCES <src>... [LIBS <lib>...] [TESSC_ARGS <arg>...]
+#                     [TESSC_OPTIONS <option>...])
 #
 # Builds an executable from Tessera program sources and embeds tessc's schedules in it:
 # for each source, tessc runs at build time (again whenever the source or anything it includes
@@ -8,13 +9,14 @@
 #
 # tessc sees the target's own include directories and compile definitions (including those it
 # inherits from linked libraries) plus -std=c++20; TESSC_ARGS are appended to that command line.
+# TESSC_OPTIONS are tessc's own options (before `--`), e.g. --prefer-data-parallel.
 # The target links tessera::runtime plus LIBS. Set properties, options and further sources on the
 # target as usual afterwards (tessc picks up include directories and definitions added later too).
 #
 # Without tessc (TESSERA_BUILD_COMPILER=OFF, no Clang 16) the program still builds and runs
 # serially; a warning says so at configure time.
 function(tessera_add_program target)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;TESSC_ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;TESSC_ARGS;TESSC_OPTIONS" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "tessera_add_program(${target}): SOURCES is required")
   endif()
@@ -42,7 +44,7 @@ function(tessera_add_program target)
     add_custom_command(
       OUTPUT "${out}"
       COMMAND "${CMAKE_COMMAND}" -E make_directory "${outdir}"
-      COMMAND tessc --emit=cpp -o "${out}" --depfile "${out}.d" "${abs}"
+      COMMAND tessc --emit=cpp -o "${out}" --depfile "${out}.d" ${ARG_TESSC_OPTIONS} "${abs}"
               -- -std=c++20
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"

@@ -74,6 +74,7 @@ class Sink {
   int sites_total = 0;
   bool site_error = false;
   std::set<std::string> files;
+  bool prefer_data_parallel = false;  // AnalyzerOptions::prefer_data_parallel
 };
 
 std::string ArrayName(const SiteModel& m, int access) {
@@ -112,6 +113,7 @@ class SiteConsumer : public ASTConsumer {
       return;
     }
     SiteResult& r = site.result;
+    r.model.prefer_data_parallel = sink_->prefer_data_parallel;
     r.decision = ChooseSchedule(r.model);
     const SiteModel& m = r.model;
     if (r.decision.schedule) {
@@ -259,6 +261,7 @@ Result<AnalysisResult> Analyze(const AnalyzerOptions& options) {
         options.fixed_args, tooling::ArgumentInsertPosition::END));
   }
   Sink sink;
+  sink.prefer_data_parallel = options.prefer_data_parallel;
   SiteActionFactory factory(&sink);
   const int rc = tool.run(&factory);
   AnalysisResult result;

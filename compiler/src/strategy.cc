@@ -355,15 +355,17 @@ Decision ChooseSchedule(const SiteModel& site) {
   out.dependences = deps;
 
   std::optional<Schedule> best;
-  if (deps.empty()) {
+  // With the user's permission and --prefer-data-parallel, skip the serializable strategies.
+  const bool dp_only = site.prefer_data_parallel && site.data_parallel_staleness.has_value();
+  if (!dp_only && deps.empty()) {
     for (int s = 0; s < n; ++s) KeepCheaper(&best, Place(site, deps, Strategy::kIndependent, s, -1));
   }
-  if (!best) {
+  if (!best && !dp_only) {
     for (int s = 0; s < n; ++s) {
       if (Legal1D(deps, s)) KeepCheaper(&best, Place(site, deps, Strategy::k1D, s, -1));
     }
   }
-  if (!best) {
+  if (!best && !dp_only) {
     for (int s = 0; s < n; ++s) {
       for (int t = 0; t < n; ++t) {
         if (s != t && Legal2D(deps, s, t)) {
@@ -372,7 +374,7 @@ Decision ChooseSchedule(const SiteModel& site) {
       }
     }
   }
-  if (!best) {
+  if (!best && !dp_only) {
     if (auto skew = FindSkew(deps, n)) {
       Schedule sched = Place(site, deps, Strategy::kUnimodular, -1, -1);
       sched.skew = *skew;

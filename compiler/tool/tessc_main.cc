@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   app.add_option("--depfile", depfile,
                  "Write a Make-style dependency file for -o (every file the sources include)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off");
+  app.add_flag("--prefer-data-parallel", options.prefer_data_parallel,
+               "Give loops that carry tessera::DataParallel a data_parallel schedule even where a "
+               "serializable one is legal (default: the permission only allows it)");
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::ParseError& e) {

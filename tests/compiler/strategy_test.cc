@@ -156,6 +156,34 @@ TEST(StrategyTest, DataParallelRejectsPlainAssignment) {
   EXPECT_EQ(d.error->nonadditive_access, 0);
 }
 
+TEST(StrategyTest, PreferDataParallelAppliesOnlyToPermittedSites) {
+  // MF's SGD loop: 2D is legal, so the permission alone keeps 2D; with prefer_data_parallel a
+  // permitted site goes data-parallel (W local with the space dim, H on the servers), and a site
+  // without the permission is unaffected.
+  SiteBuilder b(2);
+  int w = b.Array("W", 2);
+  int h = b.Array("H", 2);
+  b.AddTo(w, {K(2, 0), U()}).AddTo(h, {K(2, 1), U()});
+  SiteModel m = b.site();
+  m.prefer_data_parallel = true;
+  Decision plain = ChooseSchedule(m);
+  ASSERT_TRUE(plain.schedule);
+  EXPECT_EQ(plain.schedule->strategy, Strategy::k2D);
+  m.data_parallel_staleness = 1;
+  m.prefer_data_parallel = false;
+  Decision permitted = ChooseSchedule(m);
+  ASSERT_TRUE(permitted.schedule);
+  EXPECT_EQ(permitted.schedule->strategy, Strategy::k2D);
+  m.prefer_data_parallel = true;
+  Decision preferred = ChooseSchedule(m);
+  ASSERT_TRUE(preferred.schedule);
+  EXPECT_EQ(preferred.schedule->strategy, Strategy::kDataParallel);
+  EXPECT_EQ(preferred.schedule->staleness, 1);
+  EXPECT_EQ(preferred.schedule->space_dim, 0);
+  EXPECT_EQ(preferred.schedule->placements[w].placement, Placement::kLocal);
+  EXPECT_EQ(preferred.schedule->placements[h].placement, Placement::kServers);
+}
+
 TEST(StrategyTest, StencilIntoOtherArrayIsIndependentWithHalo) {
   SiteBuilder b(1);
   int a = b.Array("A", 1);

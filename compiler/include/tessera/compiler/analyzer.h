@@ -24,6 +24,9 @@ struct AnalyzerOptions {
   // Compiler arguments given after `--`.
   std::vector<std::string> fixed_args;
   bool have_fixed_args = false;
+  // Give sites that carry DataParallel a data_parallel schedule even where a serializable one is
+  // legal (SiteModel::prefer_data_parallel). Default: false.
+  bool prefer_data_parallel = false;
 };
 
 struct AnalysisResult {

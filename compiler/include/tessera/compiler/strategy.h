@@ -53,6 +53,10 @@ struct SiteModel {
   std::string space_array;
   int key_rank = 0;
   std::optional<int> data_parallel_staleness;  // set iff the site carries DataParallel permission
+  // Sites that carry DataParallel get a data_parallel schedule even when a serializable one
+  // (independent, 1d, 2d, unimodular) is legal; sites without the permission are unaffected.
+  // tessc --prefer-data-parallel. Default: false (the permission only allows data-parallel).
+  bool prefer_data_parallel = false;
   std::vector<ArrayInfo> arrays;
   std::vector<Access> accesses;
 };
@@ -109,8 +113,9 @@ struct Decision {
 // access with itself included). Zero vectors (same iteration only) are dropped.
 std::vector<Dependence> ComputeDependences(const SiteModel& site);
 
-// Picks the first legal strategy in the order independent, 1d, 2d, unimodular, data_parallel;
-// inside one strategy the cost model (docs/tessc.md) picks the dims.
+// Picks the first legal strategy in the order independent, 1d, 2d, unimodular, data_parallel
+// (only data_parallel for a permitted site with `prefer_data_parallel`); inside one strategy the
+// cost model (docs/tessc.md) picks the dims.
 Decision ChooseSchedule(const SiteModel& site);
 
 }  // namespace tessera::compiler
