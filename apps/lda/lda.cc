@@ -59,6 +59,7 @@ struct LdaOptions {
   std::string sampler = "mh";  // mh | gibbs (the exact O(K) textbook sampler, as a reference)
   int64_t max_docs = 0;    // 0: all documents
   int staleness = 1;       // of the topic-totals table when distributed
+  int data_parallel = -1;  // >= 0: run the sampling loop data-parallel with this staleness
   int eval_every = 1;      // log-likelihood every N iterations (0: never)
   uint64_t seed = 1;
   std::string metrics_path;
@@ -264,8 +265,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   const std::string workers =
       distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
   if (report) {
-    fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}\n", D, V,
-               tokens.nnz(), K, opt.alpha, opt.beta);
+    fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
+               tokens.nnz(), K, opt.alpha, opt.beta,
+               opt.data_parallel >= 0 ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
+                                      : std::string());
   }
 
   auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {D, K});
@@ -321,7 +324,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     tessera::Accumulator<int64_t> accepted(ctx);
     if (opt.sampler == "gibbs") {
       // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
-      tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
+      auto gibbs = [&](const Key<3>& key, int32_t& z) {
         thread_local std::vector<double> cdf;  // scratch, one per executor thread
         cdf.resize(K);
         auto nd = doc_topic.row(key[0]);
@@ -344,12 +347,20 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         totals.add(chosen, 1);
         accepted += chosen != s;
         z = chosen;
-      });
+      };
+      if (opt.data_parallel >= 0) {
+        tessera::parallel_for(tokens, gibbs, tessera::DataParallel{.staleness = opt.data_parallel});
+      } else {
+        tessera::parallel_for(tokens, gibbs);
+      }
     } else {
       for (int k = 0; k < K; ++k) inv_total[k] = 1.0f / (static_cast<float>(totals(k)) + vbeta);
       doc_prop.Build(doc_topic, ones, alpha);        // q_d(k) ~ n_dk + alpha
       word_prop.Build(word_topic, inv_total, beta);  // q_w(k) ~ (n_wk + beta) / (n_k + V beta)
-      tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
+      // One body for both schedules: tessc's 2D schedule by default, or, with --data-parallel S,
+      // the user's permission to run conflicting count updates (all additive) concurrently with
+      // reads up to S clocks stale.
+      auto mh = [&](const Key<3>& key, int32_t& z) {
         auto nd = doc_topic.row(key[0]);
         auto nw = word_topic.row(key[1]);
         Rng rng = token_rng(iter, key);
@@ -380,7 +391,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         totals.add(s, 1);
         z = s;
         accepted += moved;
-      });
+      };
+      if (opt.data_parallel >= 0) {
+        tessera::parallel_for(tokens, mh, tessera::DataParallel{.staleness = opt.data_parallel});
+      } else {
+        tessera::parallel_for(tokens, mh);
+      }
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     // Process CPU time as well: on a shared machine wall time measures the neighbours too, and
@@ -430,6 +446,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
           .set("iteration_s", sample_seconds)
           .set("elapsed_s", elapsed);
       if (distributed) record.set("workers", ctx.job().num_workers);
+      if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
       tessera::Status s = metrics->Write(record);
       if (!s.ok()) {
         fmt::print(stderr, "lda: {}\n", s.ToString());
@@ -491,6 +508,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--staleness", opt.staleness, "staleness of the topic-totals table when distributed")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--data-parallel", opt.data_parallel,
+                 "run the sampling loop data-parallel (SSP, counts on the servers) with staleness S "
+                 "instead of the 2D schedule")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--eval-every", opt.eval_every, "log-likelihood every N iterations and at the last (0: never)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--seed", opt.seed)->capture_default_str();

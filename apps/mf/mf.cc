@@ -46,6 +46,7 @@ struct MfOptions {
   std::string within_block = "sorted";  // sorted | shuffled
   int blocks = 0;  // order ratings in a blocks x blocks grid (0: automatic, 1: plain shuffle)
   std::string metrics_path;
+  int data_parallel = -1;  // >= 0: run the SGD loop data-parallel with this staleness
 };
 
 tessera::Result<tessera::TripleFormat> ParseFormat(const std::string& s) {
@@ -107,8 +108,10 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   const std::string workers =
       distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
   if (report) {
-    fmt::print("mf: {} users, {} items, {} training and {} test ratings, k={}\n", users, items,
-               ratings.nnz(), test.nnz(), k);
+    fmt::print("mf: {} users, {} items, {} training and {} test ratings, k={}{}\n", users, items,
+               ratings.nnz(), test.nnz(), k,
+               opt.data_parallel >= 0 ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
+                                      : std::string());
   }
 
   // SGD wants a random order (files are often sorted by user). Visiting a grid of blocks in random
@@ -149,7 +152,10 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     tessera::Accumulator<double> train_sq(ctx);
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
-    tessera::parallel_for(ratings, [&](const Key<2>& key, float& rating) {
+    // One body for both schedules: tessc's 2D schedule by default, or, with --data-parallel S,
+    // the user's permission to run conflicting updates concurrently with reads up to S clocks
+    // stale (every write is additive: `+=`).
+    auto sgd = [&](const Key<2>& key, float& rating) {
       auto w = W.row(key[0]);
       auto h = H.row(key[1]);
       float& bu = user_bias(key[0]);
@@ -167,10 +173,15 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
       for (int j = 0; j < k; ++j) {
         const float wj = w[j];
         const float hj = h[j];
-        w[j] = wj + lr * (err * hj - lambda * wj);
-        h[j] = hj + lr * (err * wj - lambda * hj);
+        w[j] += lr * (err * hj - lambda * wj);
+        h[j] += lr * (err * wj - lambda * hj);
       }
-    });
+    };
+    if (opt.data_parallel >= 0) {
+      tessera::parallel_for(ratings, sgd, tessera::DataParallel{.staleness = opt.data_parallel});
+    } else {
+      tessera::parallel_for(ratings, sgd);
+    }
     const double train_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     // Process CPU time as well: on a shared machine wall time measures the neighbours too, and
     // per CPU-second is per executor thread when several run (and, distributed, counts every
@@ -217,6 +228,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
           .set("epoch_s", train_seconds)
           .set("elapsed_s", elapsed);
       if (distributed) record.set("workers", ctx.job().num_workers);
+      if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
       tessera::Status s = metrics->Write(record);
       if (!s.ok()) {
         fmt::print(stderr, "mf: {}\n", s.ToString());
@@ -259,6 +271,10 @@ int main(int argc, char** argv) {
   app.add_option("--within-block", opt.within_block, "order inside a block: sorted or shuffled")
       ->capture_default_str()->check(CLI::IsMember({"sorted", "shuffled"}));
   app.add_option("--metrics", opt.metrics_path, "write per-epoch metrics here (JSON lines)");
+  app.add_option("--data-parallel", opt.data_parallel,
+                 "run the SGD loop data-parallel (SSP, parameters on the servers) with staleness S "
+                 "instead of the 2D schedule")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
