@@ -46,76 +46,6 @@ struct SiteState {
 // of a site is dropped rather than grow without bound in a program that makes arrays in a loop.
 constexpr size_t kMaxCachedArraysPerSite = 8;
 
-Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, int threads) {
-  Blocks b;
-  b.array_id = space.id();
-  b.layout_version = space.layout_version();
-  b.size = space.size();
-  const size_t n = static_cast<size_t>(space.size());
-  switch (s.strategy) {
-    case LoopStrategy::kIndependent:
-    case LoopStrategy::k1D:
-    case LoopStrategy::kDataParallel: {
-      const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> cuts = EqualCountCuts(keys, space.extent(s.space_dim), threads);
-      std::vector<int> block_of(n);
-      for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
-      FillBlocks(block_of, threads, &b);
-      break;
-    }
-    case LoopStrategy::k2D: {
-      const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
-      const std::vector<int64_t> scuts = EqualCountCuts(sk, space.extent(s.space_dim), threads);
-      const std::vector<int64_t> tcuts = EqualCountCuts(tk, space.extent(s.time_dim), threads);
-      std::vector<int> block_of(n);
-      for (size_t p = 0; p < n; ++p) {
-        block_of[p] = BlockOf(scuts, sk[p]) * threads + BlockOf(tcuts, tk[p]);
-      }
-      FillBlocks(block_of, threads * threads, &b);
-      break;
-    }
-    case LoopStrategy::kUnimodular: {
-      // y0 = skew[0] . key numbers the wavefront; y1 = skew[1] . key orders a wavefront so that
-      // its blocks are ranges of the coordinate tessc meant to split.
-      std::vector<int64_t> y0(n, 0), y1(n, 0);
-      for (int d = 0; d < s.rank; ++d) {
-        const int64_t h0 = s.skew[0][d];
-        const int64_t h1 = s.rank > 1 ? s.skew[1][d] : 0;
-        if (h0 == 0 && h1 == 0) continue;
-        const std::vector<int64_t> k = KeyComponents(space, d);
-        for (size_t p = 0; p < n; ++p) {
-          y0[p] += h0 * k[p];
-          y1[p] += h1 * k[p];
-        }
-      }
-      b.positions.resize(n);
-      std::iota(b.positions.begin(), b.positions.end(), 0);
-      std::sort(b.positions.begin(), b.positions.end(), [&](int64_t a, int64_t c) {
-        return std::tie(y0[a], y1[a], a) < std::tie(y0[c], y1[c], c);
-      });
-      b.offsets.assign(1, 0);
-      b.waves.assign(1, 0);
-      for (size_t begin = 0; begin < n;) {
-        size_t end = begin;
-        while (end < n && y0[b.positions[end]] == y0[b.positions[begin]]) ++end;
-        // Iterations of one wavefront are independent (every dependence advances y0), so the
-        // wavefront may be cut anywhere; cut it into up to `threads` equal parts.
-        const size_t m = end - begin;
-        const size_t parts = std::min<size_t>(m, static_cast<size_t>(threads));
-        for (size_t k = 1; k <= parts; ++k) {
-          b.offsets.push_back(static_cast<int64_t>(begin + m * k / parts));
-        }
-        b.waves.push_back(static_cast<int64_t>(b.offsets.size()) - 1);
-        begin = end;
-      }
-      break;
-    }
-  }
-  MarkContiguous(&b);
-  return b;
-}
-
 class ParallelExecutor final : public Executor {
  public:
   ParallelExecutor(const ParallelExecutorOptions& options, std::shared_ptr<spdlog::logger> logger)
@@ -264,7 +194,9 @@ class ParallelExecutor final : public Executor {
     if (it == state->blocks.end() && state->blocks.size() >= kMaxCachedArraysPerSite) {
       state->blocks.clear();
     }
-    Blocks fresh = MakeBlocks(state->schedule, space, options_.threads);
+    const int t = options_.threads;
+    Blocks fresh = MakeBlocks(state->schedule, space,
+                              {.space_parts = t, .time_parts = t, .wave_parts = t, .exact_wave_parts = false});
     return state->blocks.insert_or_assign(space.id(), std::move(fresh)).first->second;
   }
 

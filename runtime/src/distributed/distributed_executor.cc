@@ -39,77 +39,6 @@ void CheckOk(const Status& s, const char* doing) {
   if (!s.ok()) Fatal(fmt::format("{}: {}", doing, s.ToString()));
 }
 
-// The blocks of one (site, space) for `parts` partitions (workers x threads).
-Blocks MakeDistributedBlocks(const LoopSchedule& s, const ArrayBase& space, int parts, int depth) {
-  Blocks b;
-  b.array_id = space.id();
-  b.layout_version = space.layout_version();
-  b.size = space.size();
-  const size_t n = static_cast<size_t>(space.size());
-  switch (s.strategy) {
-    case LoopStrategy::kIndependent:
-    case LoopStrategy::k1D:
-    case LoopStrategy::kDataParallel: {
-      const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> cuts = EqualCountCuts(keys, space.extent(s.space_dim), parts);
-      std::vector<int> block_of(n);
-      for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
-      FillBlocks(block_of, parts, &b);
-      break;
-    }
-    case LoopStrategy::k2D: {
-      // parts space blocks x (parts * depth) time sub-blocks.
-      const int time_blocks = parts * depth;
-      const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
-      const std::vector<int64_t> scuts = EqualCountCuts(sk, space.extent(s.space_dim), parts);
-      const std::vector<int64_t> tcuts = EqualCountCuts(tk, space.extent(s.time_dim), time_blocks);
-      std::vector<int> block_of(n);
-      for (size_t p = 0; p < n; ++p) {
-        block_of[p] = BlockOf(scuts, sk[p]) * time_blocks + BlockOf(tcuts, tk[p]);
-      }
-      FillBlocks(block_of, parts * time_blocks, &b);
-      break;
-    }
-    case LoopStrategy::kUnimodular: {
-      std::vector<int64_t> y0(n, 0), y1(n, 0);
-      for (int d = 0; d < s.rank; ++d) {
-        const int64_t h0 = s.skew[0][d];
-        const int64_t h1 = s.rank > 1 ? s.skew[1][d] : 0;
-        if (h0 == 0 && h1 == 0) continue;
-        const std::vector<int64_t> k = KeyComponents(space, d);
-        for (size_t p = 0; p < n; ++p) {
-          y0[p] += h0 * k[p];
-          y1[p] += h1 * k[p];
-        }
-      }
-      b.positions.resize(n);
-      std::iota(b.positions.begin(), b.positions.end(), 0);
-      std::sort(b.positions.begin(), b.positions.end(), [&](int64_t a, int64_t c) {
-        return std::tie(y0[a], y1[a], a) < std::tie(y0[c], y1[c], c);
-      });
-      // Every wavefront gets exactly `parts` blocks (some empty), so block w * parts + q is
-      // partition q's share of wavefront w.
-      b.offsets.assign(1, 0);
-      b.waves.assign(1, 0);
-      for (size_t begin = 0; begin < n;) {
-        size_t end = begin;
-        while (end < n && y0[b.positions[end]] == y0[b.positions[begin]]) ++end;
-        const size_t m = end - begin;
-        for (int k = 1; k <= parts; ++k) {
-          b.offsets.push_back(static_cast<int64_t>(begin + m * static_cast<size_t>(k) / parts));
-        }
-        b.waves.push_back(static_cast<int64_t>(b.offsets.size()) - 1);
-        begin = end;
-      }
-      break;
-    }
-  }
-  MarkContiguous(&b);
-  ComputeKeyBounds(space, &b);
-  return b;
-}
-
 // Runs positions [from, to) of block `block` (indices into the block's own order).
 void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
   if (to <= from) return;
@@ -906,8 +835,13 @@ class DistributedExecutor::Impl {
     auto it = state->blocks.find(space.id());
     if (it != state->blocks.end() && it->second.Matches(space)) return it->second;
     if (it == state->blocks.end() && state->blocks.size() >= 8) state->blocks.clear();
-    Blocks fresh = MakeDistributedBlocks(state->schedule, space, options_.num_workers * options_.threads,
-                                         options_.pipeline_depth);
+    const int parts = options_.num_workers * options_.threads;
+    Blocks fresh = MakeBlocks(state->schedule, space,
+                              {.space_parts = parts,
+                               .time_parts = parts * options_.pipeline_depth,
+                               .wave_parts = parts,
+                               .exact_wave_parts = true});
+    ComputeKeyBounds(space, &fresh);
     return state->blocks.insert_or_assign(space.id(), std::move(fresh)).first->second;
   }
 

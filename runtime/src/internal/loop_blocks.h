@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "internal/loop_schedule.h"
 #include "tessera/executor.h"
 
 namespace tessera::internal {
@@ -53,6 +54,21 @@ void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b);
 
 // Sets b->contiguous.
 void MarkContiguous(Blocks* b);
+
+// How many blocks a schedule's positions are cut into.
+struct BlockGrid {
+  int space_parts = 1;  // along space_dim (all strategies but unimodular)
+  int time_parts = 1;   // 2d: along time_dim; block (s, t) is blocks[s * time_parts + t]
+  int wave_parts = 1;   // unimodular: parts per wavefront
+  // Unimodular: every wavefront gets exactly wave_parts blocks (some may be empty), so block
+  // w * wave_parts + q is part q of wavefront w; otherwise up to min(size, wave_parts).
+  bool exact_wave_parts = false;
+};
+
+// The blocks of `space` under schedule `s`: equal-count key ranges along the partitioned dims, or
+// wavefronts of the skewed key in order; positions increasing inside a block (unimodular: in
+// wavefront order).
+Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid& grid);
 
 // Fills b->key_lo / b->key_hi for every block and key dim of `space`.
 void ComputeKeyBounds(const ArrayBase& space, Blocks* b);
