@@ -2,61 +2,18 @@
 // array, an accumulator) under `tessera run` with real coordinator, server and worker processes
 // over tcp loopback must write exactly what the serial run writes, on every worker.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "job_test_base.h"
+
 namespace {
 
-class DistributedExecutorTest : public ::testing::Test {
+class DistributedExecutorTest : public tessera::testing::JobTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-dist-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    const std::string cmd = "rm -rf '" + dir_ + "'";
-    [[maybe_unused]] int rc = std::system(cmd.c_str());
-  }
-
-  // Runs `argv` with `env` added, stdout and stderr to dir_/log.<name>; returns the exit code.
-  int RunProcess(const std::string& name, const std::vector<std::string>& args,
-                 const std::map<std::string, std::string>& env) {
-    const std::string log = dir_ + "/log." + name;
-    pid_t pid = fork();
-    if (pid == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stdout);
-      if (f == nullptr || dup2(fileno(stdout), 2) < 0) _exit(126);
-      for (const char* v : {"TESSERA_ROLE", "TESSERA_COORDINATOR", "TESSERA_RANK",
-                            "TESSERA_NUM_WORKERS", "TESSERA_THREADS"}) {
-        unsetenv(v);
-      }
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
   // The serial reference (computed once per test).
   std::string Serial() {
     EXPECT_EQ(RunProcess("serial", {DIST_KERNELS_BINARY, dir_ + "/serial"}, {}), 0)
@@ -88,8 +45,6 @@ class DistributedExecutorTest : public ::testing::Test {
     }
     EXPECT_EQ(ran, 1000) << "every iteration runs exactly once across the workers";
   }
-
-  std::string dir_;
 };
 
 TEST_F(DistributedExecutorTest, SerialReferenceRunsAlone) {

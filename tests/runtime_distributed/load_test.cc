@@ -4,9 +4,6 @@
 // must build exactly the serial arrays, and bad input in any worker's range must make every
 // worker fail, quickly, with the same "file:byte offset" error.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "job_test_base.h"
 
 namespace {
 
@@ -37,44 +36,8 @@ std::string FirstDifference(const std::string& got, const std::string& want) {
   }
 }
 
-class DistributedLoadTest : public ::testing::Test {
+class DistributedLoadTest : public tessera::testing::JobTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/tessera-load-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs `args`, stdout and stderr to dir_/log.<name>; returns the exit code.
-  int RunProcess(const std::string& name, const std::vector<std::string>& args) {
-    const std::string log = dir_ + "/log." + name;
-    pid_t pid = fork();
-    if (pid == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stdout);
-      if (f == nullptr || dup2(fileno(stdout), 2) < 0) _exit(126);
-      for (const char* v : {"TESSERA_ROLE", "TESSERA_COORDINATOR", "TESSERA_RANK",
-                            "TESSERA_NUM_WORKERS", "TESSERA_THREADS"}) {
-        unsetenv(v);
-      }
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
   std::string Write(const std::string& name, const std::string& contents) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << contents;
@@ -152,8 +115,6 @@ class DistributedLoadTest : public ::testing::Test {
         << "every worker reports the error '" << message << "'\n" << log;
     EXPECT_EQ(log.find("load seconds"), std::string::npos) << "a worker went on alone\n" << log;
   }
-
-  std::string dir_;
 };
 
 TEST_F(DistributedLoadTest, MovieLensU1IsTheSameOnEveryWorker) {
