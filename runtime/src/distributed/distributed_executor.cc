@@ -124,6 +124,17 @@ class DistributedExecutor::Impl {
 
   ~Impl() {
     if (client_ == nullptr) return;
+    // What this worker's communication amounted to (managed communication's evaluation reads
+    // the early/boundary split and the staleness reads saw from here).
+    const ClientStats c = client_->stats();
+    logger_->info(
+        "communication: {} loops, {} steps, {} B of patches to peers ({} B on the mesh); "
+        "parameter servers: {} clocks, {} B of updates early and {} B at clock boundaries "
+        "({} rows early), {} reads (staleness mean {:.2f}, max {})",
+        stats_.loops, stats_.steps, stats_.patch_bytes_sent, mesh_ ? mesh_->bytes_sent() : 0,
+        stats_.server_clocks, c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
+        c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
+        c.staleness_max);
     // Everyone finishes together: a worker that left early would make the others' last clocks
     // wait on a peer that is gone.
     if (Status s = client_->Barrier(); !s.ok()) logger_->warn("final barrier: {}", s.ToString());
