@@ -44,8 +44,8 @@ rate_bytes() {  # tc rate -> bytes/s
 # bridge ports received, summed, before and after a run.
 host_bytes() { cat /sys/class/net/veth-tb*/statistics/rx_bytes | awk '{s += $1} END {print s}'; }
 
-echo "| app | link | policy | run | budget (job, B/s) | time to target (s) | epochs/iterations to target | final | total (s) | MB sent by hosts | load average before |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| app | link | policy | run | budget (job, B/s) | time to target (s) | epochs/iterations to target | final | total (s) | MB sent by hosts | load average before | update MB early / at boundaries (workers) | read staleness mean (max) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for rate in $RATES; do
   bash scripts/emulated_cluster.sh up 3 "$rate" >/dev/null
   hosts=$(mktemp)
@@ -67,13 +67,27 @@ for rate in $RATES; do
       rm -f "$OUT/$name.jsonl"
       b0=$(host_bytes)
       "$BIN/tessera" run -w 2 -s 2 --hostfile "$hosts" --ssh "$PWD/scripts/netns_ssh" \
-          --bind 10.77.0.254 --log-level warn \
+          --bind 10.77.0.254 --log-level info \
           -x TESSERA_COMM_POLICY="$policy" -x TESSERA_COMM_BYTES_PER_SECOND="$budget" -- \
           "${prog[@]}" > "$OUT/$name.log" 2>&1 || echo "($name failed: see $OUT/$name.log)" >&2
       mb=$(( ($(host_bytes) - b0) / 1000000 ))
-      python3 - "$OUT/$name.jsonl" "$app" "$rate" "$policy $r" "$budget" "$MF_TARGET" "$LDA_TARGET" "$mb | $up" <<'PY'
-import json, sys
-path, app, rate, policy_run, budget, mf_t, lda_t, up = sys.argv[1:]
+      python3 - "$OUT/$name.jsonl" "$app" "$rate" "$policy $r" "$budget" "$MF_TARGET" "$LDA_TARGET" "$mb | $up" "$OUT/$name.log" <<'PY'
+import json, re, sys
+path, app, rate, policy_run, budget, mf_t, lda_t, up, log = sys.argv[1:]
+# Every worker's last line (runtime/src/distributed): its early vs boundary update bytes and the
+# staleness its reads observed.
+early = boundary = reads = 0
+stale_sum = 0.0
+stale_max = 0
+for line in open(log, errors="replace"):
+    m = re.search(r"(\d+) B of updates early and (\d+) B at clock boundaries .* (\d+) reads "
+                  r"\(staleness mean ([0-9.]+), max (\d+)\)", line)
+    if m:
+        early += int(m[1]); boundary += int(m[2]); n = int(m[3])
+        reads += n; stale_sum += n * float(m[4]); stale_max = max(stale_max, int(m[5]))
+comm = (f" | {early / 1e6:.1f} / {boundary / 1e6:.1f} | "
+        f"{stale_sum / reads if reads else 0:.2f} ({stale_max})")
+up = up + comm
 policy = policy_run.replace(" ", " | ")
 try:
     rows = [json.loads(l) for l in open(path) if l.strip()]
