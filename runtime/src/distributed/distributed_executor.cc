@@ -684,11 +684,15 @@ class DistributedExecutor::Impl {
     for (auto& [id, d] : dp_) RefreshDataParallel(d);
   }
 
+  // Tables are numbered in creation order, which is the same on every worker (SPMD); small ids
+  // take the client's fast path.
+  TableId NextTableId() { return next_table_id_++; }
+
   Mirror& MirrorFor(ArrayBase* a) {
     auto it = mirrors_.find(a->id());
     if (it != mirrors_.end()) return it->second;
     Mirror m;
-    m.table = static_cast<TableId>(a->id());
+    m.table = NextTableId();
     CreateArrayTable(a, m.table, a->staleness(), fmt::format("relaxed-array-{}", a->id()));
     // The table starts at zero; so does the base, so the first sync pushes whatever was added.
     m.base.assign(static_cast<size_t>(a->value_count()) * a->element_bytes(), 0);
@@ -704,11 +708,13 @@ class DistributedExecutor::Impl {
   struct DataParallelArray {
     ArrayBase* array = nullptr;
     TableId table = 0;
+    std::pair<int64_t, int> key;    // (array id, staleness): its entry in dp_tables_
     std::vector<char> start;        // the array when the loop began
     std::vector<char> synced;       // the array after the last sync
     std::vector<char> table_prev;   // the table at the last read
   };
   struct DataParallelTable {
+    TableId table = 0;
     std::vector<char> table_at_rest;  // the table when no loop is running (equal on every worker)
   };
 
@@ -720,10 +726,10 @@ class DistributedExecutor::Impl {
         ++it;
         continue;
       }
-      const TableId table = static_cast<TableId>((1u << 24) + static_cast<uint32_t>(a->id()) * 64u +
-                                                 static_cast<uint32_t>(std::min(staleness, 63)));
       const size_t bytes = static_cast<size_t>(a->value_count()) * a->element_bytes();
-      auto [rest, fresh] = dp_tables_.try_emplace(table);
+      auto [rest, fresh] = dp_tables_.try_emplace({a->id(), staleness});
+      if (fresh) rest->second.table = NextTableId();
+      const TableId table = rest->second.table;
       if (fresh) {
         CreateArrayTable(a, table, staleness, fmt::format("data-parallel-array-{}-s{}", a->id(), staleness));
         rest->second.table_at_rest.assign(bytes, 0);
@@ -738,6 +744,7 @@ class DistributedExecutor::Impl {
       DataParallelArray d;
       d.array = a;
       d.table = table;
+      d.key = {a->id(), staleness};
       d.start.assign(static_cast<const char*>(a->value_data()), static_cast<const char*>(a->value_data()) + bytes);
       d.synced = d.start;
       d.table_prev = rest->second.table_at_rest;
@@ -774,7 +781,7 @@ class DistributedExecutor::Impl {
       CheckOk(client_->Clock(0), "clock");
     }
     for (auto& [id, d] : dp_) {
-      auto& rest = dp_tables_.at(d.table).table_at_rest;
+      auto& rest = dp_tables_.at(d.key).table_at_rest;
       WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
         const int64_t n = d.array->value_count();
         std::vector<V> final_table(static_cast<size_t>(n));
@@ -880,7 +887,8 @@ class DistributedExecutor::Impl {
   std::map<int64_t, Tracked> tracked_;
   std::map<int64_t, Mirror> mirrors_;
   std::map<int64_t, DataParallelArray> dp_;           // by array id; during a data-parallel loop
-  std::map<TableId, DataParallelTable> dp_tables_;
+  std::map<std::pair<int64_t, int>, DataParallelTable> dp_tables_;  // by (array id, staleness)
+  TableId next_table_id_ = 0;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
   DistributedStats stats_;
