@@ -434,16 +434,27 @@ class Client::Impl {
       std::lock_guard lock(clock_mu_);
       FlushLocked();
     }
+    // Each Leave is acknowledged, servers first: a server acknowledges after applying everything
+    // sent before the Leave on the same connection, and only then may the coordinator end the
+    // job or this process close its connections. A connection closed with data in flight can
+    // lose it (a TCP reset), and losing this worker's last clocks would hold back every other
+    // worker's reads.
+    std::vector<std::unique_ptr<OutgoingMessage>> owned;
+    std::vector<std::pair<int, OutgoingMessage*>> msgs;
     for (size_t s = 0; s < channels_.size(); ++s) {
-      OutgoingMessage msg(options_.rank, 0);
-      msg.envelope().getBody().initLeave().setRank(options_.rank);
-      Enqueue(static_cast<int>(s), msg.ToFrame());
+      owned.push_back(std::make_unique<OutgoingMessage>(options_.rank, 0));
+      owned.back()->envelope().getBody().initLeave().setRank(options_.rank);
+      msgs.emplace_back(static_cast<int>(s), owned.back().get());
     }
+    Status servers = CallAll(msgs, "leaving the servers");
     OutgoingMessage msg(options_.rank, 0);
     msg.envelope().getBody().initLeave().setRank(options_.rank);
-    Enqueue(kCoordinator, msg.ToFrame());
+    msgs = {{kCoordinator, &msg}};
+    Status coordinator = CallAll(msgs, "leaving the job");
     StopIo();
-    return TakeAsyncError();
+    Status async = TakeAsyncError();
+    if (!async.ok()) return async;
+    return servers.ok() ? coordinator : servers;
   }
 
   ClientStats stats() const {
@@ -859,6 +870,7 @@ class Client::Impl {
         case proto::Envelope::Body::TABLE_ACK:
         case proto::Envelope::Body::MEMBERSHIP:
         case proto::Envelope::Body::BARRIER_RELEASE:
+        case proto::Envelope::Body::LEAVE:
           CompleteCall(id, Status::Ok());
           break;
         default:

@@ -31,6 +31,10 @@ class Coordinator::Impl {
                       options_.num_servers, options_.num_workers));
     }
     ConfigureSocket(socket_);
+    // The end of the job is the coordinator's last word: the Leave to every server goes out just
+    // before the loop returns and the owner closes the socket. Without a linger those messages
+    // can be dropped at close, and a server that never hears of the end waits forever.
+    socket_.set(zmq::sockopt::linger, 5000);
     auto ep = BindSocket(socket_, options_.listen);
     if (!ep.ok()) return ep.status();
     endpoint_ = *ep;
@@ -95,7 +99,7 @@ class Coordinator::Impl {
           OnBarrier(identity, env.getRequestId(), body.getBarrier().getId());
           break;
         case proto::Envelope::Body::LEAVE:
-          OnLeave(identity, body.getLeave().getRank());
+          OnLeave(identity, env.getRequestId(), body.getLeave().getRank());
           break;
         case proto::Envelope::Body::ANNOUNCE_PEER:
           OnAnnouncePeer(identity, env.getRequestId(), body.getAnnouncePeer());
@@ -212,13 +216,22 @@ class Coordinator::Impl {
     barriers_.erase(id);
   }
 
-  void OnLeave(const std::string& identity, uint32_t rank) {
+  void OnLeave(const std::string& identity, uint64_t request_id, uint32_t rank) {
     auto it = worker_ids_.find(rank);
     if (it == worker_ids_.end() || it->second != identity) {
       log_->warn("leave from an unregistered peer claiming worker {}", rank);
+      if (request_id != 0) {
+        SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED,
+                  fmt::format("leave from a peer that has not registered as worker {}", rank));
+      }
       return;
     }
     left_.insert(rank);
+    if (request_id != 0) {  // acknowledged, so the worker may close its connection
+      OutgoingMessage ack(0, request_id);
+      ack.envelope().getBody().initLeave().setRank(rank);
+      Send(identity, ack);
+    }
     log_->info("worker {} left ({} of {})", rank, left_.size(), options_.num_workers);
     if (left_.size() < static_cast<size_t>(options_.num_workers)) return;
     for (const auto& id : server_ids_) {

@@ -270,6 +270,14 @@ class Server::Impl {
           break;
         case proto::Envelope::Body::LEAVE:
           OnClock(worker, kLeftClock);
+          if (request_id != 0) {
+            // The acknowledgement tells the worker that everything it sent before the Leave is
+            // applied, so it may close its connection: closing earlier can lose what is still
+            // in flight (a TCP reset drops it), and with it the worker's last clocks.
+            OutgoingMessage ack(options_.rank, request_id);
+            ack.envelope().getBody().initLeave().setRank(worker);
+            Send(identity, ack);
+          }
           break;
         default:
           Reject(identity, request_id, proto::ErrorCode::INVALID_ARGUMENT,

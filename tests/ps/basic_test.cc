@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
 
 #include "in_process_cluster.h"
@@ -123,6 +124,29 @@ TEST_P(TransportTest, BulkSynchronousReadsSeeEveryEarlierClockExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, TransportTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "tcp" : "inproc"; });
+
+// A worker may exit as soon as Leave() returns, closing its connections; whatever it sent that a
+// server had not read yet could then be lost (a TCP reset drops it), and with it the worker's
+// last clocks: the other workers' reads would wait for them forever. So Leave() returns only once
+// every server has acknowledged the Leave, i.e. has applied everything sent before it.
+TEST_P(TransportTest, LeaveReturnsOnlyAfterEveryServerAppliedEverything) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .tcp = GetParam()});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(DenseFloat(1, 64, 4)).ok());
+  std::vector<float> delta(4, 1.0f);
+  for (int clock = 0; clock < 20; ++clock) {
+    for (RowId r = 0; r < 64; ++r) ASSERT_TRUE(c.IncRow<float>(1, r, delta).ok());
+    ASSERT_TRUE(c.Clock(0).ok());
+  }
+  ASSERT_TRUE(c.Leave().ok());
+  for (int s = 0; s < 2; ++s) {
+    ServerStats stats = cluster.server(s).stats();
+    // 20 clock batches and the one Leave flushes, then the Leave itself (the clock of a job
+    // without workers left is the end of time).
+    EXPECT_EQ(stats.update_batches, 21u) << "server " << s;
+    EXPECT_EQ(stats.clock, std::numeric_limits<int64_t>::max()) << "server " << s;
+  }
+}
 
 }  // namespace
 }  // namespace tessera

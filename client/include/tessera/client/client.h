@@ -115,8 +115,9 @@ class Client {
   // same number of times. Call it from one thread of the process.
   Status Barrier();
 
-  // Sends pending updates and tells the servers and the coordinator this worker is done.
-  // Idempotent.
+  // Sends pending updates and tells the servers and the coordinator this worker is done. Returns
+  // once each of them has acknowledged (or after `timeout`: Unavailable), so everything the
+  // worker sent has been applied and the process may exit. Idempotent.
   Status Leave();
 
   ClientStats stats() const;
