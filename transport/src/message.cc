@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace tessera {
 namespace {
@@ -13,16 +16,47 @@ constexpr uint64_t kTraversalLimitWords = uint64_t{1} << 30;
 
 }  // namespace
 
-OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words)
-    : builder_(size_hint_words > 0 ? size_hint_words : capnp::SUGGESTED_FIRST_SEGMENT_WORDS),
-      envelope_(builder_.initRoot<proto::Envelope>()) {
-  envelope_.setVersion(proto::PROTOCOL_VERSION);
-  envelope_.setSender(sender);
-  envelope_.setRequestId(request_id);
+// Small control messages (acknowledgements, requests for a few rows) fit in this.
+constexpr unsigned kDefaultFirstSegmentWords = 128;
+
+FrameMessageBuilder::FrameMessageBuilder(unsigned first_segment_words)
+    : first_words_(std::max(first_segment_words, 8u)), next_words_(first_words_) {
+  // Cap'n Proto requires zeroed segments.
+  frame_ = static_cast<capnp::word*>(std::calloc(first_words_ + 1, sizeof(capnp::word)));
+  if (frame_ == nullptr) throw std::bad_alloc();
 }
 
-zmq::message_t OutgoingMessage::ToFrame() {
-  auto segments = builder_.getSegmentsForOutput();
+FrameMessageBuilder::~FrameMessageBuilder() noexcept(false) {
+  std::free(frame_);
+  for (void* p : more_segments_) std::free(p);
+}
+
+kj::ArrayPtr<capnp::word> FrameMessageBuilder::allocateSegment(unsigned minimum_size) {
+  if (!first_given_ && minimum_size <= first_words_) {
+    first_given_ = true;
+    return {frame_ + 1, first_words_};
+  }
+  // Grow like Cap'n Proto's heuristic: each new segment at least as large as all before it.
+  unsigned words = std::max(minimum_size, next_words_);
+  void* p = std::calloc(words, sizeof(capnp::word));
+  if (p == nullptr) throw std::bad_alloc();
+  more_segments_.push_back(p);
+  next_words_ = words * 2;
+  return {static_cast<capnp::word*>(p), words};
+}
+
+zmq::message_t FrameMessageBuilder::TakeFrame() {
+  auto segments = getSegmentsForOutput();
+  if (segments.size() == 1 && segments[0].begin() == frame_ + 1) {
+    // Single segment in our buffer: write the segment table (count - 1, then the size in words,
+    // little-endian uint32s) in front of it and hand the buffer to the frame.
+    uint32_t table[2] = {0, static_cast<uint32_t>(segments[0].size())};
+    std::memcpy(frame_, table, sizeof(table));
+    size_t bytes = (segments[0].size() + 1) * sizeof(capnp::word);
+    capnp::word* data = frame_;
+    frame_ = nullptr;
+    return zmq::message_t(data, bytes, [](void* d, void*) { std::free(d); }, nullptr);
+  }
   size_t words = capnp::computeSerializedSizeInWords(segments);
   zmq::message_t frame(words * sizeof(capnp::word));
   kj::ArrayPtr<capnp::word> out(static_cast<capnp::word*>(frame.data()), words);
@@ -30,6 +64,16 @@ zmq::message_t OutgoingMessage::ToFrame() {
   capnp::writeMessage(stream, segments);
   return frame;
 }
+
+OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words)
+    : builder_(size_hint_words > 0 ? size_hint_words : kDefaultFirstSegmentWords),
+      envelope_(builder_.initRoot<proto::Envelope>()) {
+  envelope_.setVersion(proto::PROTOCOL_VERSION);
+  envelope_.setSender(sender);
+  envelope_.setRequestId(request_id);
+}
+
+zmq::message_t OutgoingMessage::ToFrame() { return builder_.TakeFrame(); }
 
 Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t frame) {
   auto msg = std::unique_ptr<IncomingMessage>(new IncomingMessage());

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 #include <zmq.hpp>
 
 #include "tessera/common/status.h"
@@ -20,18 +21,40 @@
 
 namespace tessera {
 
+// A Cap'n Proto builder whose first segment sits in a buffer laid out as a whole frame: one word
+// of segment table, then the segment. A message that fits its first segment becomes a ZeroMQ
+// frame without a copy (the frame takes the buffer); a larger one is copied once as usual.
+class FrameMessageBuilder : public capnp::MessageBuilder {
+ public:
+  explicit FrameMessageBuilder(unsigned first_segment_words);
+  ~FrameMessageBuilder() noexcept(false) override;
+  FrameMessageBuilder(const FrameMessageBuilder&) = delete;
+  FrameMessageBuilder& operator=(const FrameMessageBuilder&) = delete;
+
+  kj::ArrayPtr<capnp::word> allocateSegment(unsigned minimum_size) override;
+  // Serializes into one frame. The builder may not be used afterwards.
+  zmq::message_t TakeFrame();
+
+ private:
+  capnp::word* frame_;  // segment table word + first segment; owned until TakeFrame
+  unsigned first_words_;
+  bool first_given_ = false;
+  std::vector<void*> more_segments_;
+  unsigned next_words_;
+};
+
 // A builder whose root is an Envelope stamped with the protocol version, sender and request id.
 class OutgoingMessage {
  public:
-  // `size_hint_words`: expected message size, so large messages are built in one segment
-  // (0: Cap'n Proto's default growth).
+  // `size_hint_words`: expected message size, so large messages are built in one segment and
+  // become a frame without a copy (0: a small first segment, grown as needed).
   OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words = 0);
   proto::Envelope::Builder envelope() { return envelope_; }
   // Serializes into one frame. The message may not be used afterwards.
   zmq::message_t ToFrame();
 
  private:
-  capnp::MallocMessageBuilder builder_;
+  FrameMessageBuilder builder_;
   proto::Envelope::Builder envelope_;
 };
 
