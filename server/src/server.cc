@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -27,11 +28,39 @@ constexpr int64_t kClean = -1;
 constexpr int64_t kPushedEarly = -2;
 constexpr int kMaxRoundsPerPoll = 256;
 
+// Worker ranks that read a row: a bit per rank below 64 (no allocation for the common job
+// sizes), a sorted vector for the others.
+class Subscribers {
+ public:
+  bool empty() const { return low_ == 0 && high_.empty(); }
+  void Add(uint32_t w) {
+    if (w < 64) {
+      low_ |= uint64_t{1} << w;
+      return;
+    }
+    auto it = std::lower_bound(high_.begin(), high_.end(), w);
+    if (it == high_.end() || *it != w) high_.insert(it, w);
+  }
+  template <typename F>
+  void ForEach(F f) const {
+    for (uint64_t bits = low_; bits != 0; bits &= bits - 1)
+      f(static_cast<uint32_t>(std::countr_zero(bits)));
+    for (uint32_t w : high_) f(w);
+  }
+
+ private:
+  uint64_t low_ = 0;
+  std::vector<uint32_t> high_;
+};
+
 struct StoredRow {
   TableId table = 0;
   RowId id = 0;
+  // Empty until the row is first updated: a row that has only been read is all zeros, and a
+  // cold read should not cost an allocation and a copy of zeros.
   RowValues values;
-  std::vector<uint32_t> subscribers;  // worker ranks that read this row, sorted
+  bool materialized = false;
+  Subscribers subscribers;
   // kClean, or kPushedEarly (still listed in dirty_ but sent since), or the clock at which it
   // changed and was listed in dirty_ for the next push.
   int64_t dirty_epoch = -1;
@@ -42,14 +71,37 @@ struct ShardTable {
   TableSpec spec;
   std::unordered_map<RowId, StoredRow> rows;
 
+  // The row's entry, created (without values) on first touch.
   StoredRow& Row(RowId id) {
     auto [it, inserted] = rows.try_emplace(id);
     if (inserted) {
       it->second.table = spec.id;
       it->second.id = id;
-      it->second.values = RowValues::Zero(spec);
     }
     return it->second;
+  }
+  // The row with its values, for an update.
+  StoredRow& RowToUpdate(RowId id) {
+    StoredRow& row = Row(id);
+    if (!row.materialized) {
+      row.values = RowValues::Zero(spec);
+      row.materialized = true;
+    }
+    return row;
+  }
+  void WriteValues(const StoredRow& row, proto::Values::Builder out) const {
+    if (row.materialized) {
+      row.values.ToProto(out);
+    } else {
+      RowValues::ZeroToProto(spec, out);
+    }
+  }
+  // Words a batch of `n` of this table's rows takes: the cells (dense) plus the Row and Values
+  // structs and list headers, about 8 words per row. Sparse rows grow the message as needed.
+  size_t MessageWords(size_t n) const {
+    size_t cell_words =
+        spec.sparse ? 0 : (spec.width * ValueTypeSize(spec.value_type) + 7) / sizeof(capnp::word);
+    return n * (cell_words + 8) + 16;
   }
 };
 
@@ -369,21 +421,18 @@ class Server::Impl {
   void Answer(const ParkedGet& req) {
     ShardTable& table = tables_.at(req.table);
     Peer& peer = peers_[req.worker];
-    // Dense rows: width cells each; sparse rows are sized by Cap'n Proto's growth.
-    size_t cell_words = table.spec.sparse ? 0 : (table.spec.width * 8 + 7) / 8;
     OutgoingMessage reply(options_.rank, req.request_id,
-                          static_cast<unsigned>(req.rows.size() * (cell_words + 8) + 16));
+                          static_cast<unsigned>(table.MessageWords(req.rows.size())));
     auto batch = reply.envelope().getBody().initRows();
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);
     auto out = batch.initRows(static_cast<unsigned>(req.rows.size()));
     for (unsigned i = 0; i < req.rows.size(); ++i) {
       StoredRow& row = table.Row(req.rows[i]);
-      auto it = std::lower_bound(row.subscribers.begin(), row.subscribers.end(), req.worker);
-      if (it == row.subscribers.end() || *it != req.worker) row.subscribers.insert(it, req.worker);
+      row.subscribers.Add(req.worker);
       out[i].setTable(req.table);
       out[i].setRow(req.rows[i]);
-      row.values.ToProto(out[i].initValues());
+      table.WriteValues(row, out[i].initValues());
     }
     Send(peer.identity, reply);
     CountStat([](ServerStats& s) { ++s.gets; });
@@ -410,12 +459,15 @@ class Server::Impl {
     auto rows = batch.getRows();
     std::vector<std::pair<ShardTable*, proto::Row::Reader>> checked;
     checked.reserve(rows.size());
+    ShardTable* last = nullptr;  // a batch's rows are mostly of one table: look it up once
     for (auto row : rows) {
-      auto table = FindTable(row.getTable());
+      Result<ShardTable*> table = last;
+      if (last == nullptr || last->spec.id != row.getTable()) table = FindTable(row.getTable());
       if (!table.ok()) {
         Reject(peer.identity, 0, table.status());
         return false;
       }
+      last = *table;
       if (row.getRow() >= (*table)->spec.num_rows) {
         Reject(
             peer.identity, 0,
@@ -432,7 +484,7 @@ class Server::Impl {
     const bool weigh =
         options_.comm.early_sends() && options_.comm.policy == SendPolicy::kRelativeMagnitude;
     for (auto& [table, wire] : checked) {
-      StoredRow* row = &table->Row(wire.getRow());
+      StoredRow* row = &table->RowToUpdate(wire.getRow());
       if (weigh && !row->subscribers.empty()) {
         auto delta = RowValues::FromProto(wire.getValues(), table->spec);  // checked above
         row->change += delta->RelativeMagnitude(row->values);
@@ -495,22 +547,30 @@ class Server::Impl {
   uint64_t SendRows(const std::vector<const StoredRow*>& rows, bool every_peer) {
     std::vector<std::vector<const StoredRow*>> out(peers_.size());
     for (const StoredRow* row : rows) {
-      for (uint32_t w : row->subscribers) out[w].push_back(row);
+      row->subscribers.ForEach([&](uint32_t w) { out[w].push_back(row); });
     }
     uint64_t sent = 0;
     for (uint32_t w = 0; w < peers_.size(); ++w) {
       Peer& peer = peers_[w];
       if (peer.identity.empty() || peer.clock == kLeftClock || peer.unreachable) continue;
       if (!every_peer && out[w].empty()) continue;
-      OutgoingMessage msg(options_.rank, 0);
+      size_t words = 16;
+      const ShardTable* table = nullptr;
+      for (const StoredRow* row : out[w]) {
+        if (table == nullptr || table->spec.id != row->table) table = &tables_.at(row->table);
+        words += table->MessageWords(1);
+      }
+      OutgoingMessage msg(options_.rank, 0, static_cast<unsigned>(words));
       auto batch = msg.envelope().getBody().initRows();
       batch.setClock(clock_);
       batch.setAppliedSeq(peer.applied_seq);
       auto wire = batch.initRows(static_cast<unsigned>(out[w].size()));
       for (unsigned i = 0; i < out[w].size(); ++i) {
-        wire[i].setTable(out[w][i]->table);
-        wire[i].setRow(out[w][i]->id);
-        out[w][i]->values.ToProto(wire[i].initValues());
+        const StoredRow& row = *out[w][i];
+        if (table == nullptr || table->spec.id != row.table) table = &tables_.at(row.table);
+        wire[i].setTable(row.table);
+        wire[i].setRow(row.id);
+        table->WriteValues(row, wire[i].initValues());
       }
       sent += out[w].size();
       Send(peer.identity, msg);

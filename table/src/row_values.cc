@@ -193,6 +193,33 @@ void RowValues::ToProto(proto::Values::Builder out) const {
       values_);
 }
 
+void RowValues::ZeroToProto(const TableSpec& spec, proto::Values::Builder out) {
+  if (spec.sparse) out.initColumns(0);
+  VisitValueType(spec.value_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    InitList<T>(out, spec.sparse ? 0 : spec.width);  // Cap'n Proto lists start out zeroed
+  });
+}
+
+void RowValues::AssignProto(proto::Values::Reader wire, const TableSpec& spec) {
+  sparse_ = spec.sparse;
+  VisitValueType(spec.value_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto list = GetList<T>(wire);
+    if (!std::holds_alternative<std::vector<T>>(values_)) values_ = std::vector<T>();
+    auto& v = std::get<std::vector<T>>(values_);
+    v.resize(list.size());
+    if (!v.empty()) std::memcpy(v.data(), RawCells<T>(list), v.size() * sizeof(T));
+    if (spec.sparse) {
+      auto cols = wire.getColumns();
+      columns_.resize(cols.size());
+      for (unsigned i = 0; i < cols.size(); ++i) columns_[i] = cols[i];
+    } else {
+      columns_.clear();
+    }
+  });
+}
+
 void RowValues::SetZero() {
   columns_.clear();
   std::visit(

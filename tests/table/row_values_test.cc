@@ -61,6 +61,35 @@ TEST(RowValuesTest, SparseMergeDropsZerosAndKeepsColumnsSorted) {
   EXPECT_EQ(*back, a);
 }
 
+// ZeroToProto writes what ToProto(Zero(spec)) writes; AssignProto overwrites a row in place,
+// whatever it held before (another layout included), as FromProto would build it.
+TEST(RowValuesTest, ZeroToProtoAndAssignProtoMatchTheirSlowForms) {
+  for (const TableSpec& spec : {Spec(ValueType::kFloat32, 5, false),
+                                Spec(ValueType::kInt32, 3, false), Spec(ValueType::kInt64, 9, true)}) {
+    capnp::MallocMessageBuilder builder;
+    auto zero = builder.initRoot<proto::Values>();
+    RowValues::ZeroToProto(spec, zero);
+    auto back = RowValues::FromProto(zero.asReader(), spec);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, RowValues::Zero(spec));
+
+    RowValues source = RowValues::Zero(spec);
+    VisitValueType(spec.value_type, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      source.AddCell<T>(1, T{3});
+      source.AddCell<T>(2, T{-2});
+    });
+    capnp::MallocMessageBuilder builder2;
+    auto wire = builder2.initRoot<proto::Values>();
+    source.ToProto(wire);
+    RowValues target = RowValues::Zero(Spec(ValueType::kFloat64, 2, false));  // other layout
+    target.AssignProto(wire.asReader(), spec);
+    EXPECT_EQ(target, source);
+    target.AssignProto(wire.asReader(), spec);  // same layout: storage reused
+    EXPECT_EQ(target, source);
+  }
+}
+
 TEST(RowValuesTest, FromProtoRejectsWrongTypeWidthAndColumns) {
   capnp::MallocMessageBuilder builder;
   auto values = builder.initRoot<proto::Values>();

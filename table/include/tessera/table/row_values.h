@@ -32,6 +32,11 @@ class RowValues {
   // REQUIRES: CheckProto(values, spec of this row) is OK.
   void AddProto(proto::Values::Reader values, const TableSpec& spec);
   void ToProto(proto::Values::Builder out) const;
+  // Writes an all-zero row of `spec`, as ToProto(Zero(spec)) would, without building it.
+  static void ZeroToProto(const TableSpec& spec, proto::Values::Builder out);
+  // Overwrites this row with wire values, reusing its storage when the layout matches.
+  // REQUIRES: CheckProto(values, spec) is OK.
+  void AssignProto(proto::Values::Reader values, const TableSpec& spec);
 
   RowValues() = default;
 

@@ -2,6 +2,7 @@
 #ifndef TESSERA_TABLE_TABLE_SPEC_H_
 #define TESSERA_TABLE_TABLE_SPEC_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -46,6 +47,11 @@ decltype(auto) VisitValueType(ValueType t, F&& f) {
       break;
   }
   return f(std::type_identity<int64_t>{});
+}
+
+// Bytes of one cell of type `t`.
+inline size_t ValueTypeSize(ValueType t) {
+  return VisitValueType(t, [](auto tag) { return sizeof(typename decltype(tag)::type); });
 }
 
 using TableId = uint32_t;
