@@ -62,12 +62,24 @@ struct PendingRow {
   double importance = 0;  // accumulated sum |delta / value|, kept under kRelativeMagnitude
 };
 
+// A pending row and its update-log entry (entries stay put until erased from the log).
+struct PendingRef {
+  RowId row;
+  PendingRow* entry;
+};
+
+using OpLog = std::unordered_map<RowId, PendingRow>;
+
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<RowId, CacheEntry> cache;
-  std::unordered_map<RowId, PendingRow> oplog;
-  std::vector<RowId> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
+  OpLog oplog;
+  std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
+  // Log entries idle for a whole clock, taken out of the log with their (zeroed) storage and
+  // reused for rows that become pending: a working set that moves from clock to clock costs no
+  // allocation per row. At most as many as the last flush sent from this stripe.
+  std::vector<OpLog::node_type> spare;
 };
 
 struct ClientTable {
@@ -92,6 +104,10 @@ struct ServerChannel {
   std::mutex mu;  // guards inflight and next_seq; taken after a stripe's lock, never before
   std::deque<InflightBatch> inflight;
   uint64_t next_seq = 0;
+  // Row deltas held by `inflight`. Added to under the row's stripe lock, so a reader of a row
+  // that holds its stripe lock and sees 0 knows no in-flight batch has a delta for it, and need
+  // not take `mu` (pure reads, the common case, never do).
+  std::atomic<size_t> inflight_deltas{0};
 };
 
 struct Outbound {
@@ -99,6 +115,12 @@ struct Outbound {
   zmq::message_t frame;
   bool stop = false;   // the I/O thread exits after sending everything before this
   bool early = false;  // an update batch sent from spare budget
+};
+
+// Each counter on its own cache line: the I/O thread and the callers' threads count different
+// things at the same time.
+struct alignas(64) PaddedCounter {
+  std::atomic<uint64_t> value{0};
 };
 
 enum Counter {
@@ -224,7 +246,9 @@ class Client::Impl {
     }
     TESSERA_RETURN_IF_ERROR(CallAll(msgs, fmt::format("creating table '{}'", spec.name)));
     std::unique_lock lock(tables_mu_);
-    tables_.try_emplace(spec.id, std::make_unique<ClientTable>(spec));
+    auto [it, inserted] = tables_.try_emplace(spec.id, std::make_unique<ClientTable>(spec));
+    if (inserted && spec.id < kFastTables)
+      fast_tables_[spec.id].store(it->second.get(), std::memory_order_release);
     return Status::Ok();
   }
 
@@ -234,13 +258,18 @@ class Client::Impl {
     return it == tables_.end() ? nullptr : &it->second->spec;
   }
 
+  // The table, or null. Tables are never removed while the client lives, so the ids below
+  // kFastTables are read without a lock (a shared lock is a write to a shared cache line, and
+  // every read and update asks).
+  ClientTable* FindClientTable(TableId id) const {
+    if (id < kFastTables) return fast_tables_[id].load(std::memory_order_acquire);
+    std::shared_lock lock(tables_mu_);
+    auto it = tables_.find(id);
+    return it == tables_.end() ? nullptr : it->second.get();
+  }
+
   Result<ClientTable*> Table(TableId id, ValueType type) {
-    ClientTable* t = nullptr;
-    {
-      std::shared_lock lock(tables_mu_);
-      auto it = tables_.find(id);
-      if (it != tables_.end()) t = it->second.get();
-    }
+    ClientTable* t = FindClientTable(id);
     if (t == nullptr)
       return Status::NotFound(fmt::format("unknown table {} (CreateTable it first)", id));
     if (t->spec.value_type != type) {
@@ -335,13 +364,8 @@ class Client::Impl {
 
   Status Prefetch(int thread, TableId id, std::span<const RowId> rows) {
     TESSERA_RETURN_IF_ERROR(CheckThread(thread));
-    ClientTable* table = nullptr;
-    {
-      std::shared_lock lock(tables_mu_);
-      auto it = tables_.find(id);
-      if (it == tables_.end()) return Status::NotFound(fmt::format("unknown table {}", id));
-      table = it->second.get();
-    }
+    ClientTable* table = FindClientTable(id);
+    if (table == nullptr) return Status::NotFound(fmt::format("unknown table {}", id));
     int64_t need = NeededClock(thread, *table);
     std::vector<std::vector<RowId>> per_server(channels_.size());
     for (RowId row : rows) {
@@ -373,13 +397,23 @@ class Client::Impl {
     TESSERA_RETURN_IF_ERROR(check(table.spec));
     Stripe& stripe = table.StripeOf(row);
     std::lock_guard lock(stripe.mu);
-    auto [it, inserted] = stripe.oplog.try_emplace(row);
+    auto it = stripe.oplog.find(row);
+    if (it == stripe.oplog.end()) {
+      if (!stripe.spare.empty()) {
+        OpLog::node_type node = std::move(stripe.spare.back());
+        stripe.spare.pop_back();
+        node.key() = row;  // its delta is zero and has the table's layout
+        it = stripe.oplog.insert(std::move(node)).position;
+      } else {
+        it = stripe.oplog.try_emplace(row).first;
+        it->second.delta = RowValues::Zero(table.spec);
+      }
+    }
     PendingRow& pending = it->second;
-    if (inserted) pending.delta = RowValues::Zero(table.spec);
     if (!pending.pending) {
       pending.pending = true;
       pending.slot = stripe.pending.size();
-      stripe.pending.push_back(row);
+      stripe.pending.push_back({row, &pending});
       int64_t was_pending = pending_rows_.fetch_add(1, std::memory_order_relaxed);
       if (options_.comm.early_sends()) {
         if (options_.comm.policy == SendPolicy::kFifo) {
@@ -458,7 +492,7 @@ class Client::Impl {
   }
 
   ClientStats stats() const {
-    auto get = [&](Counter c) { return counters_[c].load(std::memory_order_relaxed); };
+    auto get = [&](Counter c) { return counters_[c].value.load(std::memory_order_relaxed); };
     ClientStats s;
     s.get_requests = get(kGetRequests);
     s.cache_hits = get(kCacheHits);
@@ -482,8 +516,10 @@ class Client::Impl {
  private:
   // Counters are relaxed atomics: they are read only for statistics and must cost the hot
   // paths no lock.
-  void Count(Counter c, uint64_t n = 1) { counters_[c].fetch_add(n, std::memory_order_relaxed); }
-  void Uncount(Counter c) { counters_[c].fetch_sub(1, std::memory_order_relaxed); }
+  void Count(Counter c, uint64_t n = 1) {
+    counters_[c].value.fetch_add(n, std::memory_order_relaxed);
+  }
+  void Uncount(Counter c) { counters_[c].value.fetch_sub(1, std::memory_order_relaxed); }
 
   Status TakeAsyncError() {
     std::lock_guard lock(calls_mu_);
@@ -582,7 +618,8 @@ class Client::Impl {
     auto keep = [&](TableId id, Stripe& stripe, RowId row, uint32_t s, const RowValues& delta) {
       if (stripe.cache.count(row) == 0) return;
       std::lock_guard ch_lock(channels_[s]->mu);
-      batches[s]->deltas.emplace(RowKey{id, row}, delta);
+      if (batches[s]->deltas.emplace(RowKey{id, row}, delta).second)
+        channels_[s]->inflight_deltas.fetch_add(1, std::memory_order_relaxed);
     };
     // Only this thread (holding clock_mu_) adds to the batches, so `seq` is read without locks.
     std::vector<std::unique_ptr<OutgoingMessage>> messages(num_servers);
@@ -622,15 +659,28 @@ class Client::Impl {
       for (auto& [id, table] : tables_) {
         for (Stripe& stripe : table->stripes) {
           std::lock_guard lock(stripe.mu);
-          // Entries not updated since the last flush go: only rows updated clock after clock
-          // keep their storage, so memory follows the working set, not every row ever touched.
-          std::erase_if(stripe.oplog, [](const auto& e) { return !e.second.pending; });
+          // Entries not updated since the last flush leave the log: only rows updated clock
+          // after clock keep their entries, so memory follows the working set, not every row
+          // ever touched. Up to one flush's worth of them is kept aside for reuse.
+          const size_t keep_spare = stripe.pending.size();
+          for (auto it = stripe.oplog.begin(); it != stripe.oplog.end();) {
+            auto next = std::next(it);
+            if (!it->second.pending) {
+              if (stripe.spare.size() < keep_spare) {
+                stripe.spare.push_back(stripe.oplog.extract(it));
+              } else {
+                stripe.oplog.erase(it);
+              }
+            }
+            it = next;
+          }
+          if (stripe.spare.size() > keep_spare) stripe.spare.resize(keep_spare);
           if (stripe.pending.empty()) continue;
           counted.push_back({id, &stripe, stripe.pending.size()});
-          for (RowId row : stripe.pending) {
-            uint32_t s = ServerOfRow(id, row, num_servers);
+          for (const PendingRef& ref : stripe.pending) {
+            uint32_t s = ServerOfRow(id, ref.row, num_servers);
             ++rows_per_server[s];
-            bytes_per_server[s] += stripe.oplog[row].delta.payload_bytes();
+            bytes_per_server[s] += ref.entry->delta.payload_bytes();
           }
         }
       }
@@ -641,8 +691,8 @@ class Client::Impl {
         Stripe& stripe = *c.stripe;
         std::lock_guard lock(stripe.mu);
         for (size_t i = 0; i < c.rows; ++i) {
-          RowId row = stripe.pending[i];
-          PendingRow& p = stripe.oplog[row];
+          RowId row = stripe.pending[i].row;
+          PendingRow& p = *stripe.pending[i].entry;
           uint32_t s = ServerOfRow(c.id, row, num_servers);
           keep(c.id, stripe, row, s, p.delta);
           write_row(s, c.id, row, p.delta);
@@ -652,7 +702,7 @@ class Client::Impl {
         }
         // Entries appended meanwhile move to the front, with their slots.
         stripe.pending.erase(stripe.pending.begin(), stripe.pending.begin() + static_cast<ptrdiff_t>(c.rows));
-        for (size_t i = 0; i < stripe.pending.size(); ++i) stripe.oplog[stripe.pending[i]].slot = i;
+        for (size_t i = 0; i < stripe.pending.size(); ++i) stripe.pending[i].entry->slot = i;
         taken += c.rows;
       }
     } else {
@@ -690,11 +740,11 @@ class Client::Impl {
   }
 
   // Takes a row off the pending list (its delta sent). REQUIRES: stripe.mu.
-  void ErasePending(Stripe& stripe, std::unordered_map<RowId, PendingRow>::iterator it) {
+  void ErasePending(Stripe& stripe, OpLog::iterator it) {
     size_t slot = it->second.slot;
-    RowId last = stripe.pending.back();
+    PendingRef last = stripe.pending.back();
     stripe.pending[slot] = last;
-    stripe.oplog[last].slot = slot;
+    last.entry->slot = slot;
     stripe.pending.pop_back();
     it->second.pending = false;
     it->second.importance = 0;
@@ -733,7 +783,8 @@ class Client::Impl {
       for (ClientTable* t : tables) {
         for (Stripe& stripe : t->stripes) {
           std::lock_guard lock(stripe.mu);
-          for (RowId row : stripe.pending) candidates.push_back({stripe.oplog[row].importance, t, row});
+          for (const PendingRef& ref : stripe.pending)
+            candidates.push_back({ref.entry->importance, t, ref.row});
         }
       }
     } else {
@@ -745,10 +796,10 @@ class Client::Impl {
         Stripe& stripe = t->stripes[pick_stripe(rng_)];
         std::lock_guard lock(stripe.mu);
         if (stripe.pending.empty()) continue;
-        RowId row =
+        const PendingRef& ref =
             stripe
                 .pending[std::uniform_int_distribution<size_t>(0, stripe.pending.size() - 1)(rng_)];
-        candidates.push_back({stripe.oplog[row].importance, t, row});
+        candidates.push_back({ref.entry->importance, t, ref.row});
       }
     }
     if (comm.policy == SendPolicy::kRelativeMagnitude &&
@@ -777,9 +828,9 @@ class Client::Impl {
     uint64_t s = staleness > 0 ? static_cast<uint64_t>(staleness) : 0;
     Count(kReads);
     Count(kStalenessSum, s);
-    uint64_t seen = counters_[kStalenessMax].load(std::memory_order_relaxed);
-    while (s > seen &&
-           !counters_[kStalenessMax].compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
+    std::atomic<uint64_t>& max = counters_[kStalenessMax].value;
+    uint64_t seen = max.load(std::memory_order_relaxed);
+    while (s > seen && !max.compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
     }
   }
 
@@ -923,7 +974,10 @@ class Client::Impl {
     int64_t clock = batch.getClock();
     {
       std::lock_guard lock(ch.mu);
-      while (!ch.inflight.empty() && ch.inflight.front().seq <= applied) ch.inflight.pop_front();
+      while (!ch.inflight.empty() && ch.inflight.front().seq <= applied) {
+        ch.inflight_deltas.fetch_sub(ch.inflight.front().deltas.size(), std::memory_order_relaxed);
+        ch.inflight.pop_front();
+      }
     }
     if (id != 0) {
       std::lock_guard lock(calls_mu_);
@@ -936,35 +990,34 @@ class Client::Impl {
     // Readers are woken once per stripe after the whole batch is in: waking one per row makes
     // the reader and this thread trade the CPU for every row of the batch.
     std::vector<Stripe*> touched;
-    std::shared_lock tables_lock(tables_mu_);
+    ClientTable* table = nullptr;  // a batch's rows are mostly of one table: look it up once
     for (auto wire : rows) {
-      auto t = tables_.find(wire.getTable());
-      if (t == tables_.end()) {
+      if (table == nullptr || table->spec.id != wire.getTable()) table = FindClientTable(wire.getTable());
+      if (table == nullptr) {
         log_->error("server {} sent a row of unknown table {}", server, wire.getTable());
         continue;
       }
-      ClientTable& table = *t->second;
-      auto values = RowValues::FromProto(wire.getValues(), table.spec);
-      if (!values.ok()) {
-        log_->error("server {} sent a bad row: {}", server, values.status().ToString());
+      if (Status s = RowValues::CheckProto(wire.getValues(), table->spec); !s.ok()) {
+        log_->error("server {} sent a bad row: {}", server, s.ToString());
         continue;
       }
       RowId row = wire.getRow();
-      Stripe& stripe = table.StripeOf(row);
+      Stripe& stripe = table->StripeOf(row);
       std::lock_guard lock(stripe.mu);
-      {
+      CacheEntry& entry = stripe.cache[row];
+      // Overwritten in place: a refreshed row keeps its storage.
+      entry.value.AssignProto(wire.getValues(), table->spec);
+      if (ch.inflight_deltas.load(std::memory_order_relaxed) > 0) {
         // Updates of ours the server has not applied yet, then those not even sent.
         std::lock_guard ch_lock(ch.mu);
         for (const InflightBatch& b : ch.inflight) {
-          if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end())
-            values->Add(d->second);
+          if (auto d = b.deltas.find(RowKey{table->spec.id, row}); d != b.deltas.end())
+            entry.value.Add(d->second);
         }
       }
       if (auto o = stripe.oplog.find(row); o != stripe.oplog.end() && o->second.pending) {
-        values->Add(o->second.delta);
+        entry.value.Add(o->second.delta);
       }
-      CacheEntry& entry = stripe.cache[row];
-      entry.value = std::move(*values);
       entry.valid = true;
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);
@@ -976,6 +1029,7 @@ class Client::Impl {
     // Rows of this server that did not come are unchanged as of `clock`: wake readers of them.
     if (clock > ch.seen_clock.load()) {
       ch.seen_clock.store(clock, std::memory_order_release);
+      std::shared_lock tables_lock(tables_mu_);
       for (auto& [tid, table] : tables_) {
         for (Stripe& stripe : table->stripes) {
           std::lock_guard lock(stripe.mu);
@@ -994,6 +1048,8 @@ class Client::Impl {
 
   mutable std::shared_mutex tables_mu_;
   std::unordered_map<TableId, std::unique_ptr<ClientTable>> tables_;
+  static constexpr TableId kFastTables = 64;
+  std::array<std::atomic<ClientTable*>, kFastTables> fast_tables_{};  // tables_[id] for small ids
 
   std::unique_ptr<std::atomic<int64_t>[]> thread_clocks_;
   std::mutex clock_mu_;  // serializes flushes and clock messages
@@ -1017,7 +1073,7 @@ class Client::Impl {
   std::unordered_map<uint64_t, std::pair<TableId, std::vector<RowId>>> pending_gets_;
   Status async_error_;
 
-  std::array<std::atomic<uint64_t>, kNumCounters> counters_{};
+  std::array<PaddedCounter, kNumCounters> counters_{};
   std::shared_ptr<spdlog::logger> log_;
 };
 
