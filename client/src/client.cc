@@ -147,9 +147,13 @@ struct ClientTable {
   explicit ClientTable(TableSpec s) : spec(std::move(s)) {}
   TableSpec spec;
   std::array<Stripe, kStripes> stripes;
-  // Consecutive rows land in different stripes (what spreads contention), and rows of one stripe
-  // keep their order in its hash table, which keeps a scan over many rows cache-friendly.
-  Stripe& StripeOf(RowId row) { return stripes[row % kStripes]; }
+  // Blocks of kStripeBlock consecutive rows land in different stripes, which spreads threads
+  // working on different parts of a table. Within a block rows share a stripe: a batch of
+  // consecutive rows then touches a few stripes rather than all of them, its cache entries sit
+  // side by side, and the I/O thread filling one batch and a reader going through the previous
+  // one rarely want the same lock.
+  static constexpr RowId kStripeBlock = 8;
+  Stripe& StripeOf(RowId row) { return stripes[(row / kStripeBlock) % kStripes]; }
 };
 
 // Updates sent to a server that it may not have applied yet. Kept so that a row arriving from
