@@ -667,12 +667,14 @@ class Client::Impl {
     // The in-flight record of a row goes in under the row's stripe lock, in the same step that
     // takes the row out of the update log: a reply processed in between would find its deltas in
     // neither place.
+    // Only batches that keep a delta are recorded in flight: a batch of rows nobody here caches
+    // (every batch of a process that only writes) costs no record.
+    std::vector<uint64_t> seqs(num_servers, 0);  // 0: no batch for this server
     std::vector<InflightBatch*> batches(num_servers, nullptr);
     auto open_batch = [&](uint32_t s) {
-      if (batches[s] != nullptr) return;
+      if (seqs[s] != 0) return;
       std::lock_guard lock(channels_[s]->mu);
-      batches[s] =
-          &channels_[s]->inflight.emplace_back(InflightBatch{++channels_[s]->next_seq, {}});
+      seqs[s] = ++channels_[s]->next_seq;
     };
     if (!early) {
       for (uint32_t s = 0; s < num_servers; ++s) open_batch(s);
@@ -683,6 +685,8 @@ class Client::Impl {
     auto keep = [&](TableId id, Stripe& stripe, RowId row, uint32_t s, const RowValues& delta) {
       if (stripe.cache.Find(row) == nullptr) return;
       std::lock_guard ch_lock(channels_[s]->mu);
+      if (batches[s] == nullptr)
+        batches[s] = &channels_[s]->inflight.emplace_back(InflightBatch{seqs[s], {}});
       if (batches[s]->deltas.emplace(RowKey{id, row}, delta).second)
         channels_[s]->inflight_deltas.fetch_add(1, std::memory_order_relaxed);
     };
@@ -696,7 +700,7 @@ class Client::Impl {
           options_.rank, 0,
           static_cast<unsigned>(payload_bytes / sizeof(capnp::word) + rows * 8 + 16));
       auto update = messages[s]->envelope().getBody().initUpdate();
-      update.setSeq(batches[s]->seq);
+      update.setSeq(seqs[s]);
       update.setClock(clock);
       return update.initRows(static_cast<unsigned>(rows));
     };
@@ -787,7 +791,7 @@ class Client::Impl {
       for (uint32_t s = 0; s < num_servers; ++s) {
         size_t payload = 0;
         for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
-        wire_rows.push_back(batches[s] == nullptr ? capnp::List<proto::Row>::Builder(nullptr)
+        wire_rows.push_back(seqs[s] == 0 ? capnp::List<proto::Row>::Builder(nullptr)
                                                   : start_message(s, outgoing[s].size(), payload));
         for (const auto& [key, delta] : outgoing[s]) write_row(s, key.table, key.row, delta);
       }

@@ -33,13 +33,17 @@ constexpr int kMaxRoundsPerPoll = 256;
 class Subscribers {
  public:
   bool empty() const { return low_ == 0 && high_.empty(); }
-  void Add(uint32_t w) {
+  // Returns whether `w` is new.
+  bool Add(uint32_t w) {
     if (w < 64) {
+      bool added = (low_ & (uint64_t{1} << w)) == 0;
       low_ |= uint64_t{1} << w;
-      return;
+      return added;
     }
     auto it = std::lower_bound(high_.begin(), high_.end(), w);
-    if (it == high_.end() || *it != w) high_.insert(it, w);
+    if (it != high_.end() && *it == w) return false;
+    high_.insert(it, w);
+    return true;
   }
   template <typename F>
   void ForEach(F f) const {
@@ -110,6 +114,7 @@ struct Peer {
   bool unreachable = false;  // its connection is gone; logged once, skipped by pushes
   int64_t clock = 0;         // the worker completed clocks < clock
   uint64_t applied_seq = 0;  // its update batches applied here, in order
+  uint64_t held_rows = 0;    // rows of this shard it has read (and so is pushed)
 };
 
 struct ParkedGet {
@@ -429,7 +434,7 @@ class Server::Impl {
     auto out = batch.initRows(static_cast<unsigned>(req.rows.size()));
     for (unsigned i = 0; i < req.rows.size(); ++i) {
       StoredRow& row = table.Row(req.rows[i]);
-      row.subscribers.Add(req.worker);
+      if (row.subscribers.Add(req.worker)) ++peer.held_rows;
       out[i].setTable(req.table);
       out[i].setRow(req.rows[i]);
       table.WriteValues(row, out[i].initValues());
@@ -553,7 +558,10 @@ class Server::Impl {
     for (uint32_t w = 0; w < peers_.size(); ++w) {
       Peer& peer = peers_[w];
       if (peer.identity.empty() || peer.clock == kLeftClock || peer.unreachable) continue;
-      if (!every_peer && out[w].empty()) continue;
+      // A clock advance goes to the workers holding rows of this shard (for them an empty push
+      // vouches that their rows are current). A worker holding none has nothing to learn from it:
+      // its reads go out as requests, answered with the clock.
+      if (out[w].empty() && (!every_peer || peer.held_rows == 0)) continue;
       size_t words = 16;
       const ShardTable* table = nullptr;
       for (const StoredRow* row : out[w]) {
