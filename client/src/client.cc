@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -19,6 +18,7 @@
 #include <unordered_map>
 
 #include "tessera/common/logging.h"
+#include "tessera/table/row_index.h"
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/endpoint.h"
@@ -54,66 +54,6 @@ struct CacheEntry {
   Status error;  // a failed request for this row, reported to the next reader
 };
 
-// The cache entries of one stripe, by row. Entries are never removed (the cache has no
-// eviction) and stay where they are, since readers wait on them: they live in fixed-size chunks,
-// and an open-addressing table of (row, entry) maps rows to them. Compared with a node-based hash
-// map this costs no allocation per row and grows by rewriting a flat array, which matters when
-// every read of a batch of cold rows creates an entry. Not thread-safe: the stripe's lock guards.
-class CacheIndex {
- public:
-  CacheEntry* Find(RowId row) const {
-    if (slots_.empty()) return nullptr;
-    for (size_t i = Home(row);; i = (i + 1) & mask_) {
-      if (slots_[i].entry == nullptr) return nullptr;
-      if (slots_[i].row == row) return slots_[i].entry;
-    }
-  }
-  // The row's entry, created (default) if absent.
-  CacheEntry& operator[](RowId row) {
-    if (CacheEntry* e = Find(row)) return *e;
-    if ((size_ + 1) * 2 > slots_.size()) Grow();
-    if (chunks_.empty() || used_in_chunk_ == kChunk) {
-      chunks_.push_back(std::make_unique<CacheEntry[]>(kChunk));
-      used_in_chunk_ = 0;
-    }
-    CacheEntry* e = &chunks_.back()[used_in_chunk_++];
-    Insert(row, e);
-    ++size_;
-    return *e;
-  }
-  size_t size() const { return size_; }
-
- private:
-  struct Slot {
-    RowId row = 0;
-    CacheEntry* entry = nullptr;  // null: empty
-  };
-  static constexpr size_t kChunk = 64;
-  size_t Home(RowId row) const { return (row * 0x9e3779b97f4a7c15ULL) >> shift_; }
-  void Insert(RowId row, CacheEntry* e) {
-    size_t i = Home(row);
-    while (slots_[i].entry != nullptr) i = (i + 1) & mask_;
-    slots_[i] = {row, e};
-  }
-  void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    size_t n = std::max<size_t>(16, old.size() * 2);
-    slots_.assign(n, Slot{});
-    mask_ = n - 1;
-    shift_ = 64 - std::countr_zero(n);
-    for (const Slot& s : old) {
-      if (s.entry != nullptr) Insert(s.row, s.entry);
-    }
-  }
-
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  int shift_ = 64;
-  size_t size_ = 0;
-  std::vector<std::unique_ptr<CacheEntry[]>> chunks_;
-  size_t used_in_chunk_ = 0;
-};
-
 // A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
 // pending) until the next one, so a row updated every clock reuses its storage.
 struct PendingRow {
@@ -134,7 +74,7 @@ using OpLog = std::unordered_map<RowId, PendingRow>;
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
-  CacheIndex cache;
+  RowIndex<CacheEntry> cache;  // no eviction: entries stay put, readers wait on them
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
   // Log entries idle for a whole clock, taken out of the log with their (zeroed) storage and

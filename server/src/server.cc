@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/common/logging.h"
+#include "tessera/table/row_index.h"
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/endpoint.h"
@@ -73,16 +74,16 @@ struct StoredRow {
 
 struct ShardTable {
   TableSpec spec;
-  std::unordered_map<RowId, StoredRow> rows;
+  RowIndex<StoredRow> rows;  // rows stay put: dirty_ points at them
 
   // The row's entry, created (without values) on first touch.
   StoredRow& Row(RowId id) {
-    auto [it, inserted] = rows.try_emplace(id);
+    auto [row, inserted] = rows.FindOrAdd(id);
     if (inserted) {
-      it->second.table = spec.id;
-      it->second.id = id;
+      row->table = spec.id;
+      row->id = id;
     }
-    return it->second;
+    return *row;
   }
   // The row with its values, for an update.
   StoredRow& RowToUpdate(RowId id) {

@@ -1,0 +1,84 @@
+// RowIndex<T>: the T of each row touched so far, for a server's shard and a client's cache.
+//
+// Entries are never removed and never move, so callers may keep pointers to them (a server lists
+// changed rows, a reader waits on a cache entry). They live in fixed-size chunks, found through an
+// open-addressing table of (row, entry) slots, linear probing at a load of at most 1/2. Compared
+// with std::unordered_map it costs no allocation per row, and growing rewrites a flat array
+// instead of relinking a node per row, which matters when every row of a batch is new.
+// Not thread-safe: callers synchronize.
+#ifndef TESSERA_TABLE_ROW_INDEX_H_
+#define TESSERA_TABLE_ROW_INDEX_H_
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+template <typename T>
+class RowIndex {
+ public:
+  // The row's entry, or null.
+  T* Find(uint64_t row) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = Home(row);; i = (i + 1) & mask_) {
+      if (slots_[i].entry == nullptr) return nullptr;
+      if (slots_[i].row == row) return slots_[i].entry;
+    }
+  }
+  // The row's entry, value-initialized if it is new; `second` says whether it is.
+  std::pair<T*, bool> FindOrAdd(uint64_t row) {
+    if (T* e = Find(row)) return {e, false};
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    if (chunks_.empty() || used_in_chunk_ == kChunk) {
+      chunks_.push_back(std::make_unique<T[]>(kChunk));
+      used_in_chunk_ = 0;
+    }
+    T* e = &chunks_.back()[used_in_chunk_++];
+    Insert(row, e);
+    ++size_;
+    return {e, true};
+  }
+  T& operator[](uint64_t row) { return *FindOrAdd(row).first; }
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t row = 0;
+    T* entry = nullptr;  // null: empty
+  };
+  static constexpr size_t kChunk = 64;
+
+  // Fibonacci hashing: the top bits of row * 2^64/phi, so rows with a common stride spread out.
+  size_t Home(uint64_t row) const { return (row * 0x9e3779b97f4a7c15ULL) >> shift_; }
+  void Insert(uint64_t row, T* e) {
+    size_t i = Home(row);
+    while (slots_[i].entry != nullptr) i = (i + 1) & mask_;
+    slots_[i] = {row, e};
+  }
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    size_t n = std::max<size_t>(16, old.size() * 2);
+    slots_.assign(n, Slot{});
+    mask_ = n - 1;
+    shift_ = 64 - std::countr_zero(n);
+    for (const Slot& s : old) {
+      if (s.entry != nullptr) Insert(s.row, s.entry);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  int shift_ = 63;  // unused until the first Grow
+  size_t size_ = 0;
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  size_t used_in_chunk_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TABLE_ROW_INDEX_H_

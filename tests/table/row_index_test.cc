@@ -1,0 +1,48 @@
+#include "tessera/table/row_index.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+namespace tessera {
+namespace {
+
+struct Entry {
+  uint64_t row = 0;
+  int hits = 0;
+};
+
+// Against std::map: every row is found, new rows start value-initialized, and entries never move
+// while the index grows (callers keep pointers to them).
+TEST(RowIndexTest, FindsEveryRowAndEntriesStayPut) {
+  RowIndex<Entry> index;
+  std::map<uint64_t, Entry*> seen;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    // Strided rows (what one stripe of a table holds), random ones, and repeats.
+    uint64_t row = i % 3 == 0 ? uint64_t(i) * 64 : i % 3 == 1 ? rng() : uint64_t(i % 100) * 64;
+    auto [entry, added] = index.FindOrAdd(row);
+    ASSERT_EQ(added, seen.count(row) == 0) << row;
+    if (added) {
+      EXPECT_EQ(entry->row, 0u);
+      EXPECT_EQ(entry->hits, 0);
+      entry->row = row;
+      seen[row] = entry;
+    }
+    ASSERT_EQ(entry, seen[row]);
+    ++entry->hits;
+  }
+  EXPECT_EQ(index.size(), seen.size());
+  for (const auto& [row, entry] : seen) {
+    ASSERT_EQ(index.Find(row), entry);
+    EXPECT_EQ(entry->row, row);
+  }
+  EXPECT_EQ(index.Find(12345), nullptr);  // not a multiple of 64, and no random hit
+  RowIndex<Entry> empty;
+  EXPECT_EQ(empty.Find(0), nullptr);
+  EXPECT_EQ(empty.size(), 0u);
+}
+
+}  // namespace
+}  // namespace tessera
