@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "in_process_cluster.h"
+#include "tessera/transport/message.h"
 
 namespace tessera {
 namespace {
@@ -146,6 +147,54 @@ TEST_P(TransportTest, LeaveReturnsOnlyAfterEveryServerAppliedEverything) {
     EXPECT_EQ(stats.update_batches, 21u) << "server " << s;
     EXPECT_EQ(stats.clock, std::numeric_limits<int64_t>::max()) << "server " << s;
   }
+}
+
+// The coordinator's end-of-job Leave to the servers is the last thing it sends before its owner
+// closes it; a close that dropped queued messages left a server waiting forever. Here the one
+// "server" is a raw peer that does not read until the coordinator is gone, with megabytes queued
+// ahead of the Leave (membership answers repeating its 1 MiB endpoint), so the Leave is still in
+// the coordinator's queue when it closes.
+TEST(CoordinatorTest, EndOfJobReachesAServerWithABacklog) {
+  zmq::context_t context;
+  CoordinatorOptions options;
+  options.num_servers = 1;
+  options.num_workers = 1;
+  auto coordinator = std::make_unique<Coordinator>(options, context);
+  ASSERT_TRUE(coordinator->Start().ok());
+  zmq::socket_t peer(context, zmq::socket_type::dealer);
+  peer.set(zmq::sockopt::linger, 0);
+  peer.set(zmq::sockopt::rcvbuf, 4096);  // a small window: the backlog stays on the sender
+  peer.connect(coordinator->endpoint());
+  auto send = [&](auto fill) {
+    OutgoingMessage msg(0, 1);
+    fill(msg.envelope().getBody());
+    peer.send(msg.ToFrame(), zmq::send_flags::none);
+  };
+  send([](proto::Envelope::Body::Builder b) {
+    auto r = b.initRegister();
+    r.setRole(proto::Role::SERVER);
+    r.setEndpoint(std::string(1 << 20, 'x'));
+  });
+  // The same peer registers as the job's worker, again and again: each answer carries the 1 MiB
+  // endpoint. Then it leaves, which ends the job.
+  for (int i = 0; i < 24; ++i) {
+    send([](proto::Envelope::Body::Builder b) { b.initRegister().setRole(proto::Role::WORKER); });
+  }
+  send([](proto::Envelope::Body::Builder b) { b.initLeave().setRank(0); });
+  coordinator->WaitUntilDone();
+  coordinator.reset();
+  bool end_of_job = false;
+  zmq::pollitem_t item{peer.handle(), 0, ZMQ_POLLIN, 0};
+  while (!end_of_job && zmq::poll(&item, 1, std::chrono::seconds(10)) > 0) {
+    zmq::message_t frame;
+    (void)peer.recv(frame, zmq::recv_flags::none);
+    auto msg = IncomingMessage::Parse(std::move(frame));
+    ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+    // The Leave's acknowledgement echoes the request id; the end of job has none.
+    auto env = (*msg)->envelope();
+    end_of_job = env.getBody().isLeave() && env.getRequestId() == 0;
+  }
+  EXPECT_TRUE(end_of_job) << "the end-of-job message was lost";
 }
 
 }  // namespace
