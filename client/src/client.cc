@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <poll.h>
 #include <tbb/concurrent_queue.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -118,7 +121,6 @@ struct ServerChannel {
 struct Outbound {
   int target;  // server index, or kCoordinator
   zmq::message_t frame;
-  bool stop = false;   // the I/O thread exits after sending everything before this
   bool early = false;  // an update batch sent from spare budget
 };
 
@@ -533,9 +535,58 @@ class Client::Impl {
     return s;
   }
 
-  void Enqueue(int target, zmq::message_t frame) {
-    outbound_.push(Outbound{target, std::move(frame), false, false});
-    waker_.Notify();
+  // Sends a message to a server or the coordinator, in order with every message sent before it.
+  // The calling thread sends it itself when no other thread is using the sockets (the common
+  // case: no hand-over to the I/O thread, no wake-up, no context switch); otherwise it queues it
+  // for the I/O thread. Whoever holds socket_mu_ first sends what is queued, so a message never
+  // overtakes one queued before it.
+  void Send(int target, zmq::message_t frame, bool early = false) {
+    std::unique_lock lock(socket_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      outbound_.push(Outbound{target, std::move(frame), early});
+      waker_.Notify();
+      return;
+    }
+    std::vector<bool> used(server_sockets_.size() + 1, false);
+    SendQueuedLocked(&used);
+    SendLocked(Outbound{target, std::move(frame), early}, &used);
+    // Sending may have run the socket's pending commands, and with them used up the edge of its
+    // ZMQ_FD that would wake the I/O thread for a message that arrived meanwhile: if a socket we
+    // used has input waiting, wake the I/O thread ourselves.
+    for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
+      if (used[s + 1] && (SocketOf(s).get(zmq::sockopt::events) & ZMQ_POLLIN) != 0) {
+        waker_.Notify();
+        break;
+      }
+    }
+  }
+  void Enqueue(int target, zmq::message_t frame) { Send(target, std::move(frame)); }
+
+  zmq::socket_t& SocketOf(int target) {
+    return target == kCoordinator ? coordinator_ : server_sockets_[target];
+  }
+
+  // REQUIRES: socket_mu_.
+  void SendQueuedLocked(std::vector<bool>* used) {
+    Outbound out;
+    while (outbound_.try_pop(out)) SendLocked(std::move(out), used);
+  }
+
+  // REQUIRES: socket_mu_.
+  void SendLocked(Outbound out, std::vector<bool>* used) {
+    const size_t bytes = out.frame.size();
+    (*used)[out.target + 1] = true;
+    try {
+      SocketOf(out.target).send(out.frame, zmq::send_flags::none);
+    } catch (const zmq::error_t& e) {
+      log_->error("send failed: {}", e.what());
+      return;
+    }
+    Count(kBytesSent, bytes);
+    Count(kMessagesSent);
+    if (out.target != kCoordinator) Count(out.early ? kEarlyBytes : kBoundaryBytes, bytes);
+    // Everything sent counts against the budget (the I/O thread's); only early sends wait for it.
+    unbudgeted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
 
   void SendGet(uint32_t server, TableId table, std::span<const RowId> rows, int64_t min_clock) {
@@ -576,9 +627,10 @@ class Client::Impl {
     return status;
   }
 
+  // The I/O thread sends what is still queued, then exits.
   void StopIo() {
     if (!io_thread_.joinable()) return;
-    outbound_.push(Outbound{kCoordinator, zmq::message_t(), true, false});
+    stop_io_.store(true, std::memory_order_release);
     waker_.Notify();
     io_thread_.join();
   }
@@ -741,9 +793,8 @@ class Client::Impl {
     for (uint32_t s = 0; s < num_servers; ++s) {
       if (messages[s] == nullptr) continue;
       rows_sent += filled[s];
-      outbound_.push(Outbound{static_cast<int>(s), messages[s]->ToFrame(), false, early});
+      Send(static_cast<int>(s), messages[s]->ToFrame(), early);
     }
-    waker_.Notify();
     Count(kUpdateRowsSent, rows_sent);
     if (early) Count(kEarlyRows, rows_sent);
   }
@@ -843,59 +894,55 @@ class Client::Impl {
     }
   }
 
+  // The I/O thread: receives and handles everything that arrives, sends what callers queued
+  // while another thread was using the sockets, and spends spare budget on early sends.
+  //
+  // It waits in poll(2) on the sockets' ZMQ_FDs and the waker, without touching the sockets, so
+  // callers may send on them meanwhile (under socket_mu_). A ZMQ_FD signals only that the
+  // socket's state may have changed, and only once: after waking, the loop receives until the
+  // socket has nothing, and a caller whose send may have consumed a signal checks the socket
+  // and wakes this thread if input is waiting (Send).
   void IoLoop() {
-    std::vector<zmq::pollitem_t> items;
-    items.push_back({coordinator_.handle(), 0, ZMQ_POLLIN, 0});
-    for (auto& s : server_sockets_) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
-    items.push_back(waker_.poll_item());
+    std::vector<pollfd> fds;
+    fds.push_back({coordinator_.get(zmq::sockopt::fd), POLLIN, 0});
+    for (auto& s : server_sockets_) fds.push_back({s.get(zmq::sockopt::fd), POLLIN, 0});
+    fds.push_back({waker_.poll_item().fd, POLLIN, 0});
     const CommOptions& comm = options_.comm;
     // Up to 100 ms of budget (at least one full message) may build up: enough to catch up after
     // the thread was descheduled, little enough to keep any window within a few percent.
     TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.1, 64.0 * 1024));
-    bool stopping = false;
-    while (!stopping) {
-      auto timeout = std::chrono::milliseconds(-1);
+    std::vector<std::pair<int, zmq::message_t>> received;
+    std::vector<bool> used(server_sockets_.size() + 1, false);
+    while (true) {
+      const bool stopping = stop_io_.load(std::memory_order_acquire);
+      {
+        std::lock_guard lock(socket_mu_);
+        SendQueuedLocked(&used);
+        for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
+          zmq::message_t frame;
+          while (SocketOf(s).recv(frame, zmq::recv_flags::dontwait))
+            received.emplace_back(s, std::move(frame));
+        }
+      }
+      // Handled without socket_mu_: handlers take stripe locks, and callers holding a stripe
+      // lock may send.
+      for (auto& [source, frame] : received) Handle(source, std::move(frame));
+      received.clear();
+      if (stopping) break;
+      budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
+      int timeout_ms = -1;
       if (comm.early_sends() && pending_rows_.load(std::memory_order_relaxed) > 0) {
         budget.Refill(TokenBucket::Clock::now());
-        timeout = budget.TimeUntilPositive();
+        timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
       }
-      PollItems(items.data(), items.size(), timeout);
-      if (items.back().revents & ZMQ_POLLIN) waker_.Drain();
+      if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+        log_->error("poll failed: {}", std::strerror(errno));
+      }
+      if (fds.back().revents & POLLIN) waker_.Drain();
       if (comm.early_sends()) {
+        budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
         budget.Refill(TokenBucket::Clock::now());
         if (budget.has_tokens() && pending_rows_.load(std::memory_order_relaxed) > 0) SendEarly();
-      }
-      Outbound out;
-      uint64_t bytes = 0, messages = 0, early_bytes = 0, boundary_bytes = 0;
-      while (outbound_.try_pop(out)) {
-        if (out.stop) {
-          stopping = true;
-          break;
-        }
-        zmq::socket_t& socket =
-            out.target == kCoordinator ? coordinator_ : server_sockets_[out.target];
-        bytes += out.frame.size();
-        (out.early ? early_bytes : boundary_bytes) +=
-            out.target == kCoordinator ? 0 : out.frame.size();
-        ++messages;
-        try {
-          socket.send(out.frame, zmq::send_flags::none);
-        } catch (const zmq::error_t& e) {
-          log_->error("send failed: {}", e.what());
-        }
-      }
-      // Everything sent counts against the budget; only early sends wait for it.
-      budget.Spend(static_cast<double>(bytes));
-      if (messages > 0) {
-        Count(kBytesSent, bytes);
-        Count(kMessagesSent, messages);
-        Count(kEarlyBytes, early_bytes);
-        Count(kBoundaryBytes, boundary_bytes);
-      }
-      for (int s = -1; s < static_cast<int>(server_sockets_.size()); ++s) {
-        zmq::socket_t& socket = s == kCoordinator ? coordinator_ : server_sockets_[s];
-        zmq::message_t frame;
-        while (socket.recv(frame, zmq::recv_flags::dontwait)) Handle(s, std::move(frame));
       }
     }
   }
@@ -1065,7 +1112,10 @@ class Client::Impl {
   int64_t process_clock_ = 0;
   uint64_t barriers_ = 0;
 
-  tbb::concurrent_queue<Outbound> outbound_;
+  std::mutex socket_mu_;  // held by whoever uses the sockets after Start: see Send, IoLoop
+  tbb::concurrent_queue<Outbound> outbound_;  // messages waiting for socket_mu_
+  std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
+  std::atomic<bool> stop_io_{false};
   std::atomic<int64_t> pending_rows_{0};  // rows in the update logs of all stripes
   std::mutex fifo_mu_;
   std::deque<std::pair<ClientTable*, RowId>> fifo_;  // kFifo: rows in the order they became pending
