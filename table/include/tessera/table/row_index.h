@@ -53,8 +53,15 @@ class RowIndex {
   };
   static constexpr size_t kChunk = 64;
 
-  // Fibonacci hashing: the top bits of row * 2^64/phi, so rows with a common stride spread out.
-  size_t Home(uint64_t row) const { return (row * 0x9e3779b97f4a7c15ULL) >> shift_; }
+  // Rows come in groups of kGroup consecutive ids that take kGroup consecutive slots, so a batch
+  // of consecutive rows reads a few cache lines of the table rather than one per row; the groups
+  // are spread by Fibonacci hashing (the top bits of group * 2^64/phi), so groups with a common
+  // stride still scatter.
+  static constexpr uint64_t kGroup = 8;
+  size_t Home(uint64_t row) const {
+    size_t group = ((row / kGroup) * 0x9e3779b97f4a7c15ULL) >> shift_;
+    return (group & ~(kGroup - 1)) | (row % kGroup);
+  }
   void Insert(uint64_t row, T* e) {
     size_t i = Home(row);
     while (slots_[i].entry != nullptr) i = (i + 1) & mask_;
