@@ -1199,7 +1199,7 @@ Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
       },
       [&](RowValues& v) {
         auto cells = v.mutable_dense<T>();
-        for (size_t i = 0; i < cells.size(); ++i) cells[i] += delta[i];
+        AddCells(cells.data(), delta.data(), cells.size());
       },
       [&](const RowValues* base) {
         double sum = 0;

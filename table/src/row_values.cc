@@ -174,7 +174,7 @@ void RowValues::AddProto(proto::Values::Reader wire, const TableSpec& spec) {
         auto list = GetList<T>(wire);
         TESSERA_CHECK(list.size() == v.size());
         const T* cells = RawCells<T>(list);
-        for (size_t i = 0; i < v.size(); ++i) v[i] += cells[i];
+        AddCells(v.data(), cells, v.size());
       },
       values_);
 }
@@ -243,7 +243,7 @@ void RowValues::Add(const RowValues& delta) {
         const auto& d = std::get<V>(delta.values_);
         if (!sparse_) {
           TESSERA_CHECK(v.size() == d.size());
-          for (size_t i = 0; i < v.size(); ++i) v[i] += d[i];
+          AddCells(v.data(), d.data(), v.size());
           return;
         }
         // Merge two sorted sparse rows, dropping cells that cancel to zero.
