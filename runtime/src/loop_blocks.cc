@@ -11,7 +11,7 @@ namespace tessera::internal {
 
 std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim) {
   std::vector<int64_t> c(static_cast<size_t>(space.size()));
-  for (int64_t p = 0; p < space.size(); ++p) c[p] = space.key_component(p, dim);
+  space.key_components(dim, c.data());
   return c;
 }
 
