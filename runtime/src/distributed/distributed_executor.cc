@@ -154,7 +154,7 @@ class DistributedExecutor::Impl {
 
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
     ++stats_.loops;
-    tag_++;
+    ++tag_;
     applied_step_ = -1;
     if (site.schedule == nullptr) {
       RunReplicated(site, space, task);
@@ -207,7 +207,10 @@ class DistributedExecutor::Impl {
             for (int q = 0; q < P; ++q) RunBlock(b, first_block + q, task);
             Publish(w, false, /*replicated=*/true);
           } else {
-            for (int t = 0; t < T; ++t) parts[t] = {first_block + first + t, 0, b.block_size(first_block + first + t)};
+            for (int t = 0; t < T; ++t) {
+              const int64_t block = first_block + first + t;
+              parts[t] = {block, 0, b.block_size(block)};
+            }
             RunStep(b, parts, task);
             Publish(w, false, false);
           }
