@@ -2,13 +2,13 @@
 // `tessera run -w W` every worker runs it with the distributed executor. Each process writes one
 // line per kernel -- name, element count, FNV-1a hash of the values -- to OUT.<rank>, so a test
 // compares every worker's results with the serial run's exactly.
+#include <tessera/tessera.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <tessera/tessera.h>
 
 #include "kernels.h"
 
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   {
     auto src = tessera::DistArray<int64_t, 1>::random(ctx, {999}, 11, 0, 100);
     auto shifted = tessera::DistArray<int64_t, 1>::dense(ctx, {1000});
-    tessera::parallel_for(src, [&](const tessera::Key<1>& key, int64_t& x) { shifted(key[0] + 1) = 3 * x + 1; });
+    tessera::parallel_for(
+        src, [&](const tessera::Key<1>& key, int64_t& x) { shifted(key[0] + 1) = 3 * x + 1; });
     out << "halo_write " << shifted.size() << " "
         << Fnv1a(std::vector<int64_t>(shifted.data(), shifted.data() + shifted.size())) << "\n";
   }
@@ -65,18 +66,22 @@ int main(int argc, char** argv) {
     auto weight = tessera::DistArray<double, 2>::dense(ctx, {17, 3});
     auto counted = tessera::RelaxedArray<int64_t, 1>::dense(ctx, {5});  // atomic adds: exact
     for (int epoch = 0; epoch < 2; ++epoch) {
-      tessera::parallel_for(samples, [&](const tessera::Key<1>&, int64_t& v) {
-        hits(v % 17) += 1;
-        weight(v % 17, v % 3) += 0.5;
-        counted.add(v % 5, v);
-      }, tessera::DataParallel{.staleness = 1});
+      tessera::parallel_for(
+          samples,
+          [&](const tessera::Key<1>&, int64_t& v) {
+            hits(v % 17) += 1;
+            weight(v % 17, v % 3) += 0.5;
+            counted.add(v % 5, v);
+          },
+          tessera::DataParallel{.staleness = 1});
     }
     std::vector<int64_t> relaxed;
     for (int64_t i = 0; i < 5; ++i) relaxed.push_back(counted(i));
     out << "data_parallel_relaxed " << relaxed.size() << " " << Fnv1a(relaxed) << "\n";
     if (ctx.executor().concurrency() == 1) {
       std::vector<int64_t> all(hits.data(), hits.data() + 17);
-      for (int64_t i = 0; i < 17 * 3; ++i) all.push_back(static_cast<int64_t>(weight.data()[i] * 2));
+      for (int64_t i = 0; i < 17 * 3; ++i)
+        all.push_back(static_cast<int64_t>(weight.data()[i] * 2));
       out << "data_parallel_shared " << all.size() << " " << Fnv1a(all) << "\n";
     }
   }
@@ -92,6 +97,7 @@ int main(int argc, char** argv) {
   });
   total += 5;
   out << "accumulator 1 " << total.value() << "\n";
-  std::ofstream(std::string(argv[1]) + ".share." + std::to_string(ctx.job().rank)) << ran_here.load() << "\n";
+  std::ofstream(std::string(argv[1]) + ".share." + std::to_string(ctx.job().rank))
+      << ran_here.load() << "\n";
   return out.good() ? 0 : 1;
 }

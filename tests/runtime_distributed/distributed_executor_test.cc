@@ -25,20 +25,24 @@ class DistributedExecutorTest : public tessera::testing::JobTest {
   // equal `expected`.
   void ExpectDistributedEquals(const std::string& expected, int workers, int servers,
                                const std::map<std::string, std::string>& env) {
-    const std::string name = "w" + std::to_string(workers) + "s" + std::to_string(servers) + "t" +
-                             (env.count("TESSERA_THREADS") ? env.at("TESSERA_THREADS") : "1") + "d" +
-                             (env.count("TESSERA_PIPELINE_DEPTH") ? env.at("TESSERA_PIPELINE_DEPTH") : "2");
-    const int rc = RunProcess(name,
-                              {TESSERA_LAUNCHER_BINARY, "run", "-w", std::to_string(workers), "-s",
-                               std::to_string(servers), "--", DIST_KERNELS_BINARY, dir_ + "/" + name},
-                              env);
+    const std::string name =
+        "w" + std::to_string(workers) + "s" + std::to_string(servers) + "t" +
+        (env.count("TESSERA_THREADS") ? env.at("TESSERA_THREADS") : "1") + "d" +
+        (env.count("TESSERA_PIPELINE_DEPTH") ? env.at("TESSERA_PIPELINE_DEPTH") : "2");
+    const int rc =
+        RunProcess(name,
+                   {TESSERA_LAUNCHER_BINARY, "run", "-w", std::to_string(workers), "-s",
+                    std::to_string(servers), "--", DIST_KERNELS_BINARY, dir_ + "/" + name},
+                   env);
     ASSERT_EQ(rc, 0) << Read(dir_ + "/log." + name);
     int64_t ran = 0;
     for (int r = 0; r < workers; ++r) {
       EXPECT_EQ(Read(dir_ + "/" + name + "." + std::to_string(r)), expected)
-          << "worker " << r << " of " << name << "\n" << Read(dir_ + "/log." + name);
+          << "worker " << r << " of " << name << "\n"
+          << Read(dir_ + "/log." + name);
       // The accumulator loop (1000 iterations) is split, not run whole by every worker.
-      const int64_t share = std::stoll("0" + Read(dir_ + "/" + name + ".share." + std::to_string(r)));
+      const int64_t share =
+          std::stoll("0" + Read(dir_ + "/" + name + ".share." + std::to_string(r)));
       EXPECT_GT(share, 0) << "worker " << r << " ran none of the loop";
       EXPECT_LT(share, 1000) << "worker " << r << " ran all of the loop";
       ran += share;

@@ -58,7 +58,8 @@ class PeerMeshTest : public ::testing::Test {
     return meshes;
   }
 
-  static void SendStep(PeerMesh& from, int to, uint64_t tag, int64_t step, const std::string& text) {
+  static void SendStep(PeerMesh& from, int to, uint64_t tag, int64_t step,
+                       const std::string& text) {
     OutgoingMessage msg(static_cast<uint32_t>(from.rank()), 0);
     auto peer = msg.envelope().getBody().initPeer();
     peer.setTag(tag);
@@ -85,8 +86,11 @@ TEST_F(PeerMeshTest, MessagesMatchBySenderTagAndStepWhateverTheirOrder) {
   SendStep(*meshes[1], 0, 8, 0, "w1-t8-s0");
   SendStep(*meshes[2], 0, 7, 0, "w2-t7-s0");
   SendStep(*meshes[1], 0, 7, 0, "w1-t7-s0");
-  for (auto [from, tag, step, want] : std::vector<std::tuple<int, uint64_t, int64_t, std::string>>{
-           {1, 7, 0, "w1-t7-s0"}, {2, 7, 0, "w2-t7-s0"}, {2, 7, 1, "w2-t7-s1"}, {1, 8, 0, "w1-t8-s0"}}) {
+  for (auto [from, tag, step, want] :
+       std::vector<std::tuple<int, uint64_t, int64_t, std::string>>{{1, 7, 0, "w1-t7-s0"},
+                                                                    {2, 7, 0, "w2-t7-s0"},
+                                                                    {2, 7, 1, "w2-t7-s1"},
+                                                                    {1, 8, 0, "w1-t8-s0"}}) {
     auto msg = meshes[0]->Receive(from, tag, step);
     ASSERT_TRUE(msg.ok()) << msg.status().ToString();
     EXPECT_EQ(PayloadOf(**msg), want);
@@ -99,7 +103,8 @@ TEST_F(PeerMeshTest, AllGatherReturnsEveryWorkersBytesInRankOrder) {
   std::vector<std::future<Result<std::vector<std::string>>>> gathered;
   for (int r = 0; r < 3; ++r) {
     gathered.push_back(std::async(std::launch::async, [&meshes, r] {
-      return meshes[r]->AllGather(42, std::string(static_cast<size_t>(r) * 1000 + 1, static_cast<char>('a' + r)));
+      return meshes[r]->AllGather(
+          42, std::string(static_cast<size_t>(r) * 1000 + 1, static_cast<char>('a' + r)));
     }));
   }
   for (auto& g : gathered) {
@@ -107,7 +112,8 @@ TEST_F(PeerMeshTest, AllGatherReturnsEveryWorkersBytesInRankOrder) {
     ASSERT_TRUE(all.ok()) << all.status().ToString();
     ASSERT_EQ(all->size(), 3u);
     for (int r = 0; r < 3; ++r) {
-      EXPECT_EQ((*all)[r], std::string(static_cast<size_t>(r) * 1000 + 1, static_cast<char>('a' + r)));
+      EXPECT_EQ((*all)[r],
+                std::string(static_cast<size_t>(r) * 1000 + 1, static_cast<char>('a' + r)));
     }
   }
 }

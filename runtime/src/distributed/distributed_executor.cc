@@ -54,11 +54,20 @@ void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, cons
 template <typename F>
 void WithTableType(int type, F&& f) {
   switch (type) {
-    case 0: f(static_cast<float*>(nullptr)); break;
-    case 1: f(static_cast<double*>(nullptr)); break;
-    case 2: f(static_cast<int32_t*>(nullptr)); break;
-    case 3: f(static_cast<int64_t*>(nullptr)); break;
-    default: Fatal("a RelaxedArray's element type has no parameter-server table type");
+    case 0:
+      f(static_cast<float*>(nullptr));
+      break;
+    case 1:
+      f(static_cast<double*>(nullptr));
+      break;
+    case 2:
+      f(static_cast<int32_t*>(nullptr));
+      break;
+    case 3:
+      f(static_cast<int64_t*>(nullptr));
+      break;
+    default:
+      Fatal("a RelaxedArray's element type has no parameter-server table type");
   }
 }
 
@@ -88,7 +97,8 @@ inline bool SameElement(const char* a, const char* b, size_t e) {
 
 class DistributedExecutor::Impl {
  public:
-  Impl(const DistributedExecutorOptions& options, Context& ctx, std::shared_ptr<spdlog::logger> logger)
+  Impl(const DistributedExecutorOptions& options, Context& ctx,
+       std::shared_ptr<spdlog::logger> logger)
       : options_(options), ctx_(ctx), logger_(std::move(logger)), arena_(options.threads) {
     if (options_.threads > static_cast<int>(tbb::info::default_concurrency())) {
       parallelism_.emplace(tbb::global_control::max_allowed_parallelism,
@@ -98,7 +108,8 @@ class DistributedExecutor::Impl {
 
   Status Start() {
     if (options_.threads < 1 || options_.threads >= kMaxExecutorSlots) {
-      return Status::InvalidArgument(fmt::format("{} executor threads per worker", options_.threads));
+      return Status::InvalidArgument(
+          fmt::format("{} executor threads per worker", options_.threads));
     }
     if (options_.pipeline_depth < 1 || options_.data_parallel_clocks < 1) {
       return Status::InvalidArgument("pipeline depth and data-parallel clocks must be >= 1");
@@ -235,7 +246,8 @@ class DistributedExecutor::Impl {
           }
           BeginStep(b, parts);
           for (int f = 0; f < F; ++f) {
-            const int64_t piece = static_cast<int64_t>(c) * F + f, pieces = static_cast<int64_t>(C) * F;
+            const int64_t piece = static_cast<int64_t>(c) * F + f,
+                          pieces = static_cast<int64_t>(C) * F;
             std::vector<Part> slice(parts.size());
             for (int t = 0; t < T; ++t) {
               const int64_t n = b.block_size(first + t);
@@ -273,9 +285,9 @@ class DistributedExecutor::Impl {
     ArrayBase* array = nullptr;
     uint64_t layout = 0;
     Scope scope = Scope::kAll;
-    std::vector<RowDim> row_dims;  // kRows: dim 0 follows these key dims
+    std::vector<RowDim> row_dims;                      // kRows: dim 0 follows these key dims
     std::vector<std::pair<int64_t, int64_t>> regions;  // element ranges of the current step
-    std::vector<char> snapshot;  // their bytes before the step, back to back
+    std::vector<char> snapshot;                        // their bytes before the step, back to back
   };
   // A RelaxedArray's parameter-server table.
   struct Mirror {
@@ -330,7 +342,8 @@ class DistributedExecutor::Impl {
   // array has is never written (not tracked); one whose every written look-alike is partitioned
   // along its rows is written only in the rows of the running blocks' key ranges; the iteration
   // space only at the running positions. When tessc could not see everything: anywhere.
-  static std::optional<Tracked> TrackingFor(const LoopSchedule& s, const ArrayBase& space, ArrayBase* a) {
+  static std::optional<Tracked> TrackingFor(const LoopSchedule& s, const ArrayBase& space,
+                                            ArrayBase* a) {
     Tracked t;
     t.array = a;
     t.layout = a->layout_version();
@@ -342,7 +355,8 @@ class DistributedExecutor::Impl {
     }
     bool matched = false, rows = !a->is_sparse() && a->rank() >= 1 && a->extent(0) > 0;
     for (const LoopSchedule::WrittenArray& w : s.written) {
-      if (static_cast<size_t>(w.element_bytes) != a->element_bytes() || w.rank != a->rank()) continue;
+      if (static_cast<size_t>(w.element_bytes) != a->element_bytes() || w.rank != a->rank())
+        continue;
       matched = true;
       if (w.row_key_dim < 0) rows = false;
       t.row_dims.push_back({w.row_key_dim, w.halo_lo, w.halo_hi});
@@ -382,7 +396,8 @@ class DistributedExecutor::Impl {
             if (part.to <= part.from) continue;
             for (const auto& [d, lo_halo, hi_halo] : t.row_dims) {
               const int64_t lo = std::max<int64_t>(0, b.key_lo[part.block * b.rank + d] + lo_halo);
-              const int64_t hi = std::min<int64_t>(rows, b.key_hi[part.block * b.rank + d] + 1 + hi_halo);
+              const int64_t hi =
+                  std::min<int64_t>(rows, b.key_hi[part.block * b.rank + d] + 1 + hi_halo);
               if (lo < hi) t.regions.push_back({lo * stride, hi * stride});
             }
           }
@@ -415,7 +430,8 @@ class DistributedExecutor::Impl {
       const char* cur = static_cast<const char*>(a->value_data());
       t.snapshot.clear();
       for (const auto& [lo, hi] : t.regions) {
-        t.snapshot.insert(t.snapshot.end(), cur + lo * static_cast<int64_t>(e), cur + hi * static_cast<int64_t>(e));
+        t.snapshot.insert(t.snapshot.end(), cur + lo * static_cast<int64_t>(e),
+                          cur + hi * static_cast<int64_t>(e));
       }
     }
     step_open_ = true;
@@ -451,10 +467,12 @@ class DistributedExecutor::Impl {
         out.setAdditive(patches[i].additive);
         out.setElementBytes(static_cast<uint32_t>(patches[i].element_bytes));
         auto runs = out.initRuns(static_cast<unsigned>(patches[i].runs.size()));
-        for (size_t r = 0; r < patches[i].runs.size(); ++r) runs.set(static_cast<unsigned>(r), patches[i].runs[r]);
+        for (size_t r = 0; r < patches[i].runs.size(); ++r)
+          runs.set(static_cast<unsigned>(r), patches[i].runs[r]);
         out.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(patches[i].values.data()),
                                    patches[i].values.size()));
-        stats_.patch_bytes_sent += patches[i].values.size() * static_cast<uint64_t>(mesh_->size() - 1);
+        stats_.patch_bytes_sent +=
+            patches[i].values.size() * static_cast<uint64_t>(mesh_->size() - 1);
       }
       zmq::message_t frame = msg.ToFrame();
       for (int r = 0; r < mesh_->size(); ++r) {
@@ -529,9 +547,10 @@ class DistributedExecutor::Impl {
 
   void CheckLayout(const Tracked& t) {
     if (t.array->layout_version() != t.layout) {
-      Fatal(fmt::format("array #{} changed its layout (inserted into, shuffled or sorted) inside a "
-                        "parallel_for; that is not part of the model",
-                        t.array->id()));
+      Fatal(
+          fmt::format("array #{} changed its layout (inserted into, shuffled or sorted) inside a "
+                      "parallel_for; that is not part of the model",
+                      t.array->id()));
     }
   }
 
@@ -554,18 +573,20 @@ class DistributedExecutor::Impl {
       for (auto patch : msg.envelope().getBody().getPeer().getPatches()) {
         auto it = tracked_.find(patch.getArray());
         if (it == tracked_.end()) {
-          Fatal(fmt::format("worker {} changed array #{}, which this worker does not have or does "
-                            "not expect the loop to write; code outside parallel_for must create "
-                            "the same arrays on every worker",
-                            from, patch.getArray()));
+          Fatal(
+              fmt::format("worker {} changed array #{}, which this worker does not have or does "
+                          "not expect the loop to write; code outside parallel_for must create "
+                          "the same arrays on every worker",
+                          from, patch.getArray()));
         }
         Tracked& t = it->second;
         ArrayBase* a = t.array;
         const size_t e = a->element_bytes();
         if (patch.getLayoutVersion() != t.layout || patch.getElementBytes() != e) {
-          Fatal(fmt::format("array #{} differs between workers {} and {} (layout {} vs {}); code "
-                            "outside parallel_for must compute the same on every worker",
-                            a->id(), from, options_.rank, patch.getLayoutVersion(), t.layout));
+          Fatal(
+              fmt::format("array #{} differs between workers {} and {} (layout {} vs {}); code "
+                          "outside parallel_for must compute the same on every worker",
+                          a->id(), from, options_.rank, patch.getLayoutVersion(), t.layout));
         }
         auto runs = patch.getRuns();
         auto values = patch.getValues();
@@ -641,7 +662,8 @@ class DistributedExecutor::Impl {
     CheckOk(client_->Prefetch(0, table, ids), "reading from the parameter servers");
     std::vector<V> row;
     for (int64_t r = 0; r < rows; ++r) {
-      CheckOk(client_->Get<V>(0, table, static_cast<RowId>(r), &row), "reading from the parameter servers");
+      CheckOk(client_->Get<V>(0, table, static_cast<RowId>(r), &row),
+              "reading from the parameter servers");
       for (int64_t j = 0; j < width && r * width + j < n; ++j) out[r * width + j] = row[j];
     }
   }
@@ -711,10 +733,10 @@ class DistributedExecutor::Impl {
   struct DataParallelArray {
     ArrayBase* array = nullptr;
     TableId table = 0;
-    std::pair<int64_t, int> key;    // (array id, staleness): its entry in dp_tables_
-    std::vector<char> start;        // the array when the loop began
-    std::vector<char> synced;       // the array after the last sync
-    std::vector<char> table_prev;   // the table at the last read
+    std::pair<int64_t, int> key;   // (array id, staleness): its entry in dp_tables_
+    std::vector<char> start;       // the array when the loop began
+    std::vector<char> synced;      // the array after the last sync
+    std::vector<char> table_prev;  // the table at the last read
   };
   struct DataParallelTable {
     TableId table = 0;
@@ -725,7 +747,8 @@ class DistributedExecutor::Impl {
     dp_.clear();
     for (auto it = tracked_.begin(); it != tracked_.end();) {
       ArrayBase* a = it->second.array;
-      if (a->is_sparse() || !a->arithmetic() || a->table_value_type() < 0 || a->value_count() == 0) {
+      if (a->is_sparse() || !a->arithmetic() || a->table_value_type() < 0 ||
+          a->value_count() == 0) {
         ++it;
         continue;
       }
@@ -734,7 +757,8 @@ class DistributedExecutor::Impl {
       if (fresh) rest->second.table = NextTableId();
       const TableId table = rest->second.table;
       if (fresh) {
-        CreateArrayTable(a, table, staleness, fmt::format("data-parallel-array-{}-s{}", a->id(), staleness));
+        CreateArrayTable(a, table, staleness,
+                         fmt::format("data-parallel-array-{}-s{}", a->id(), staleness));
         rest->second.table_at_rest.assign(bytes, 0);
         // Cache every row now: the client applies a worker's own in-flight updates to cached
         // rows only, and the refreshes below rely on seeing them.
@@ -743,12 +767,14 @@ class DistributedExecutor::Impl {
           ReadTable<V>(table, a, reinterpret_cast<V*>(scratch.data()));
         });
       }
-      TESSERA_CHECK_MSG(rest->second.table_at_rest.size() == bytes, "array changed size between loops");
+      TESSERA_CHECK_MSG(rest->second.table_at_rest.size() == bytes,
+                        "array changed size between loops");
       DataParallelArray d;
       d.array = a;
       d.table = table;
       d.key = {a->id(), staleness};
-      d.start.assign(static_cast<const char*>(a->value_data()), static_cast<const char*>(a->value_data()) + bytes);
+      d.start.assign(static_cast<const char*>(a->value_data()),
+                     static_cast<const char*>(a->value_data()) + bytes);
       d.synced = d.start;
       d.table_prev = rest->second.table_at_rest;
       dp_.emplace(it->first, std::move(d));
@@ -768,7 +794,8 @@ class DistributedExecutor::Impl {
       for (int64_t i = 0; i < n; ++i) {
         // What the table gained since the last read, less this worker's own pushes (already in
         // cur): synced + gain.
-        cur[i] = static_cast<V>(reinterpret_cast<const V*>(d.synced.data())[i] + (now[i] - prev[i]));
+        cur[i] =
+            static_cast<V>(reinterpret_cast<const V*>(d.synced.data())[i] + (now[i] - prev[i]));
         prev[i] = now[i];
       }
       std::memcpy(d.synced.data(), cur, static_cast<size_t>(n) * sizeof(V));
@@ -868,7 +895,8 @@ class DistributedExecutor::Impl {
 
   [[noreturn]] void Mismatch(const LoopSite& site, const Status& why) {
     const std::string msg =
-        "the schedule tessc embedded for this parallel_for does not fit the call (" + why.message() +
+        "the schedule tessc embedded for this parallel_for does not fit the call (" +
+        why.message() +
         "); the binary's schedules are out of date with its source: rebuild it. Schedule: " +
         std::string(site.schedule->json);
     CheckFailed(site.location.file_name(), static_cast<int>(site.location.line()),
@@ -889,7 +917,7 @@ class DistributedExecutor::Impl {
   bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
   std::map<int64_t, Tracked> tracked_;
   std::map<int64_t, Mirror> mirrors_;
-  std::map<int64_t, DataParallelArray> dp_;           // by array id; during a data-parallel loop
+  std::map<int64_t, DataParallelArray> dp_;  // by array id; during a data-parallel loop
   std::map<std::pair<int64_t, int>, DataParallelTable> dp_tables_;  // by (array id, staleness)
   TableId next_table_id_ = 0;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
@@ -901,7 +929,8 @@ DistributedExecutor::DistributedExecutor(std::unique_ptr<Impl> impl) : impl_(std
 DistributedExecutor::~DistributedExecutor() = default;
 
 Result<std::unique_ptr<DistributedExecutor>> DistributedExecutor::Start(
-    const DistributedExecutorOptions& options, Context& ctx, std::shared_ptr<spdlog::logger> logger) {
+    const DistributedExecutorOptions& options, Context& ctx,
+    std::shared_ptr<spdlog::logger> logger) {
   auto impl = std::make_unique<Impl>(options, ctx, std::move(logger));
   if (Status s = impl->Start(); !s.ok()) return s;
   return std::unique_ptr<DistributedExecutor>(new DistributedExecutor(std::move(impl)));

@@ -77,16 +77,16 @@ struct DistributedStats {
   uint64_t steps = 0;
   uint64_t patch_bytes_sent = 0;  // element payload of patches sent to peers
   uint64_t mesh_bytes_sent = 0;   // every byte on the peer mesh, envelopes included
-  uint64_t server_clocks = 0;  // clocks of the parameter-server client
+  uint64_t server_clocks = 0;     // clocks of the parameter-server client
 };
 
 class DistributedExecutor final : public Executor {
  public:
   // Connects to the job (parameter servers and peer mesh); Unavailable/InvalidArgument when it
   // cannot. `ctx` owns the executor and must outlive it.
-  static Result<std::unique_ptr<DistributedExecutor>> Start(const DistributedExecutorOptions& options,
-                                                            Context& ctx,
-                                                            std::shared_ptr<spdlog::logger> logger);
+  static Result<std::unique_ptr<DistributedExecutor>> Start(
+      const DistributedExecutorOptions& options, Context& ctx,
+      std::shared_ptr<spdlog::logger> logger);
   ~DistributedExecutor() override;
 
   std::string_view name() const override;

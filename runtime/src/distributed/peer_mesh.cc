@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "tessera/common/check.h"
-
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/waker.h"
 
@@ -18,7 +17,8 @@ using Clock = std::chrono::steady_clock;
 bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
   zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   while (Clock::now() < deadline) {  // a signal ends a poll early
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (PollItems(&item, 1, std::max(left, std::chrono::milliseconds(1))) > 0) return true;
   }
   return false;
@@ -42,9 +42,9 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
   a.setSecret(o.secret);
   coordinator.send(msg.ToFrame(), zmq::send_flags::none);
   if (!WaitReadable(coordinator, Clock::now() + o.timeout)) {
-    return Status::Unavailable(fmt::format(
-        "peer mesh: not every worker announced itself to {} within {} ms", o.coordinator,
-        o.timeout.count()));
+    return Status::Unavailable(
+        fmt::format("peer mesh: not every worker announced itself to {} within {} ms",
+                    o.coordinator, o.timeout.count()));
   }
   zmq::message_t frame;
   (void)coordinator.recv(frame, zmq::recv_flags::none);
@@ -53,16 +53,19 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
   try {
     auto body = (*reply)->envelope().getBody();
     if (body.isError()) return StatusFromError(body.getError());
-    if (!body.isPeerList()) return Status::Internal("peer mesh: unexpected reply from the coordinator");
+    if (!body.isPeerList())
+      return Status::Internal("peer mesh: unexpected reply from the coordinator");
     std::vector<std::string> endpoints;
     for (auto ep : body.getPeerList().getEndpoints()) endpoints.emplace_back(ep);
     if (endpoints.size() != static_cast<size_t>(o.num_workers)) {
-      return Status::Internal(fmt::format("peer mesh: the coordinator listed {} workers, expected {}",
-                                          endpoints.size(), o.num_workers));
+      return Status::Internal(
+          fmt::format("peer mesh: the coordinator listed {} workers, expected {}", endpoints.size(),
+                      o.num_workers));
     }
     return endpoints;
   } catch (const kj::Exception& e) {
-    return Status::DataLoss(fmt::format("peer mesh: malformed peer list: {}", e.getDescription().cStr()));
+    return Status::DataLoss(
+        fmt::format("peer mesh: malformed peer list: {}", e.getDescription().cStr()));
   }
 }
 
@@ -78,8 +81,8 @@ PeerMesh::~PeerMesh() = default;
 Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& options,
                                                     zmq::context_t& context) {
   if (options.num_workers < 1 || options.rank < 0 || options.rank >= options.num_workers) {
-    return Status::InvalidArgument(fmt::format("peer mesh: rank {} of {} workers", options.rank,
-                                               options.num_workers));
+    return Status::InvalidArgument(
+        fmt::format("peer mesh: rank {} of {} workers", options.rank, options.num_workers));
   }
   std::unique_ptr<PeerMesh> mesh(new PeerMesh(options, context));
   if (options.num_workers == 1) return mesh;
@@ -101,8 +104,8 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     try {
       out.connect((*endpoints)[r]);
     } catch (const zmq::error_t& e) {
-      return Status::Unavailable(
-          fmt::format("peer mesh: cannot connect to worker {} at {}: {}", r, (*endpoints)[r], e.what()));
+      return Status::Unavailable(fmt::format("peer mesh: cannot connect to worker {} at {}: {}", r,
+                                             (*endpoints)[r], e.what()));
     }
     mesh->outboxes_.back() = std::move(out);
   }
@@ -144,9 +147,10 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
       return msg;
     }
     if (!WaitReadable(inbox_, deadline)) {
-      return Status::Unavailable(fmt::format(
-          "peer mesh: worker {} sent nothing for step {} of exchange {} within {} ms (is it alive?)",
-          from, step, tag, options_.timeout.count()));
+      return Status::Unavailable(
+          fmt::format("peer mesh: worker {} sent nothing for step {} of exchange {} within {} ms "
+                      "(is it alive?)",
+                      from, step, tag, options_.timeout.count()));
     }
     zmq::message_t frame;
     (void)inbox_.recv(frame, zmq::recv_flags::none);
@@ -157,7 +161,8 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
     }
     try {
       auto env = (*parsed)->envelope();
-      if (!env.getBody().isPeer()) return Status::DataLoss("peer mesh: a message that is not a PeerMessage");
+      if (!env.getBody().isPeer())
+        return Status::DataLoss("peer mesh: a message that is not a PeerMessage");
       const int sender = static_cast<int>(env.getSender());
       if (sender < 0 || sender >= options_.num_workers || sender == options_.rank) {
         return Status::DataLoss(fmt::format("peer mesh: message from unknown worker {}", sender));
@@ -165,7 +170,8 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
       auto peer = env.getBody().getPeer();
       held_[std::make_tuple(sender, peer.getTag(), peer.getStep())] = std::move(*parsed);
     } catch (const kj::Exception& e) {
-      return Status::DataLoss(fmt::format("peer mesh: malformed message: {}", e.getDescription().cStr()));
+      return Status::DataLoss(
+          fmt::format("peer mesh: malformed message: {}", e.getDescription().cStr()));
     }
   }
 }
@@ -190,8 +196,8 @@ Result<std::vector<std::string>> PeerMesh::AllGather(uint64_t tag, std::string b
       auto payload = (*msg)->envelope().getBody().getPeer().getPayload();
       all[r].assign(reinterpret_cast<const char*>(payload.begin()), payload.size());
     } catch (const kj::Exception& e) {
-      return Status::DataLoss(fmt::format("peer mesh: malformed all-gather part from worker {}: {}", r,
-                                          e.getDescription().cStr()));
+      return Status::DataLoss(fmt::format("peer mesh: malformed all-gather part from worker {}: {}",
+                                          r, e.getDescription().cStr()));
     }
   }
   all[options_.rank] = std::move(bytes);

@@ -26,7 +26,7 @@
 namespace tessera::internal {
 
 struct PeerMeshOptions {
-  int rank = 0;         // this worker, 0 .. num_workers-1
+  int rank = 0;  // this worker, 0 .. num_workers-1
   int num_workers = 1;
   std::string coordinator;  // REQUIRES: not empty when num_workers > 1
   std::string secret;
