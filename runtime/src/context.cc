@@ -73,6 +73,7 @@ std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(Context& ctx, 
   o.threads = threads;
   o.pipeline_depth = EnvIntOr("TESSERA_PIPELINE_DEPTH", o.pipeline_depth);
   o.data_parallel_clocks = EnvIntOr("TESSERA_DATA_PARALLEL_CLOCKS", o.data_parallel_clocks);
+  o.data_parallel_flushes = EnvIntOr("TESSERA_DATA_PARALLEL_FLUSHES", o.data_parallel_flushes);
   o.min_parallel_wavefront = EnvIntOr("TESSERA_MIN_PARALLEL_WAVEFRONT", 4096);
   Result<std::unique_ptr<internal::DistributedExecutor>> ex =
       internal::DistributedExecutor::Start(o, ctx, std::move(log));
