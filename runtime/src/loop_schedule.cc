@@ -245,8 +245,10 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
   }
 
   if (auto arrays = j.find("arrays"); arrays != j.end() && arrays->is_array() && !arrays->empty()) {
-    auto conservative = j.find("conservative");
-    s.writes_unknown = conservative != j.end() && conservative->is_array() && !conservative->empty();
+    // tessc's conservative cases (docs/tessc.md) all end up as recorded accesses ("any element
+    // read and written" of the arrays concerned, or of every look-alike for a may-alias name),
+    // so the array list alone says what may be written.
+    s.writes_unknown = false;
     bool first = true;
     for (const Json& a : *arrays) {
       if (!a.is_object()) {

@@ -47,8 +47,8 @@ struct LoopSchedule {
   std::vector<std::string> shared_written_arrays;
   // What the body may write, for executors that copy changes between workers: every non-relaxed
   // array it writes, and whether it writes the iteration space (arrays[0] of the JSON).
-  // `writes_unknown`: tessc could not see everything (conservative notes, may-alias names,
-  // unknown element sizes, no array list), so any array may be written anywhere.
+  // `writes_unknown`: the list cannot be trusted to name every written array (a may-alias name,
+  // an unknown element size, no array list), so any array may be written anywhere.
   struct WrittenArray {
     int element_bytes = 0;
     int rank = 0;
