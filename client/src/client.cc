@@ -313,6 +313,17 @@ class Client::Impl {
     return std::max(e.stamp, channels_[server]->seen_clock.load(std::memory_order_acquire));
   }
 
+  // The row's cache entry, created if new. A new entry gets its row's storage here, on the
+  // reading thread, while its request is in flight: the I/O thread then overwrites it in place.
+  // Allocated on the I/O thread instead, a stream of cold rows grows that thread's malloc arena
+  // a page at a time (an mprotect(2) per page of rows; the main arena grows in larger steps),
+  // and the I/O thread is on every read's critical path. REQUIRES: stripe.mu.
+  static CacheEntry& NewOrCachedEntry(Stripe& stripe, const TableSpec& spec, RowId row) {
+    auto [entry, is_new] = stripe.cache.FindOrAdd(row);
+    if (is_new) entry->value = RowValues::Reserved(spec);
+    return *entry;
+  }
+
   // Reads one row under the SSP bound and hands the cached value to `copy_out` under the lock.
   template <typename CopyOut>
   Status Read(int thread, TableId id, ValueType type, bool sparse, RowId row, CopyOut copy_out) {
@@ -330,7 +341,7 @@ class Client::Impl {
     uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
     Stripe& stripe = table.StripeOf(row);
     std::unique_lock lock(stripe.mu);
-    CacheEntry& entry = stripe.cache[row];
+    CacheEntry& entry = NewOrCachedEntry(stripe, table.spec, row);
     // Classified once, on entry: a read waits either for a first copy or for the bound.
     Counter kind = entry.valid ? kStaleWaits : kColdMisses;
     bool waited = false;
@@ -380,7 +391,7 @@ class Client::Impl {
       uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
       Stripe& stripe = table->StripeOf(row);
       std::lock_guard lock(stripe.mu);
-      CacheEntry& entry = stripe.cache[row];
+      CacheEntry& entry = NewOrCachedEntry(stripe, table->spec, row);
       if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
       if (entry.subscribed || entry.requested >= need) continue;
       entry.requested = need;
