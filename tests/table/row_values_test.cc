@@ -90,6 +90,33 @@ TEST(RowValuesTest, ZeroToProtoAndAssignProtoMatchTheirSlowForms) {
   }
 }
 
+// Reserved has the spec's type and no cells yet; a dense row's AssignProto then writes into the
+// storage reserved for it (the client reserves on the reading thread, assigns on the I/O thread).
+TEST(RowValuesTest, AssignProtoWritesIntoReservedStorage) {
+  const TableSpec spec = Spec(ValueType::kFloat32, 6, false);
+  RowValues source = RowValues::Zero(spec);
+  source.AddCell<float>(4, 2.5f);
+  capnp::MallocMessageBuilder builder;
+  auto wire = builder.initRoot<proto::Values>();
+  source.ToProto(wire);
+
+  RowValues target = RowValues::Reserved(spec);
+  EXPECT_EQ(target.value_type(), ValueType::kFloat32);
+  EXPECT_FALSE(target.sparse());
+  EXPECT_EQ(target.size(), 0u);
+  const float* storage = target.dense<float>().data();
+  ASSERT_NE(storage, nullptr);
+  target.AssignProto(wire.asReader(), spec);
+  EXPECT_EQ(target, source);
+  EXPECT_EQ(target.dense<float>().data(), storage);
+
+  const TableSpec sparse = Spec(ValueType::kInt64, 9, true);
+  RowValues counts = RowValues::Reserved(sparse);
+  EXPECT_TRUE(counts.sparse());
+  EXPECT_EQ(counts.size(), 0u);
+  EXPECT_EQ(counts, RowValues::Zero(sparse));
+}
+
 TEST(RowValuesTest, FromProtoRejectsWrongTypeWidthAndColumns) {
   capnp::MallocMessageBuilder builder;
   auto values = builder.initRoot<proto::Values>();
