@@ -62,23 +62,6 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// This process's CPU seconds summed over the job's workers (every worker calls it at the same
-// point; alone it is just `seconds`), so that updates per CPU-second count every worker's CPU.
-tessera::Result<double> JobCpuSeconds(tessera::Context& ctx, double seconds) {
-  if (ctx.mode() != tessera::ExecutionMode::kDistributed) return seconds;
-  std::string bytes(sizeof seconds, '\0');
-  std::memcpy(bytes.data(), &seconds, sizeof seconds);
-  auto all = ctx.AllGather(std::move(bytes));
-  if (!all.ok()) return all.status();
-  double total = 0;
-  for (const std::string& b : *all) {
-    double v = 0;
-    std::memcpy(&v, b.data(), std::min(b.size(), sizeof v));
-    total += v;
-  }
-  return total;
-}
-
 int Run(tessera::Context& ctx, const MfOptions& opt) {
   using tessera::DistArray;
   using tessera::Key;
@@ -187,7 +170,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     // per CPU-second is per executor thread when several run (and, distributed, counts every
     // worker's CPU).
     auto train_cpu_seconds =
-        JobCpuSeconds(ctx, static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
+        tessera::SumOverWorkers(ctx, static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
     if (!train_cpu_seconds.ok()) {
       fmt::print(stderr, "mf: {}\n", train_cpu_seconds.status().ToString());
       return 1;

@@ -7,7 +7,28 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tessera/context.h"
+
 namespace tessera {
+
+Result<double> SumOverWorkers(Context& ctx, double value) {
+  if (ctx.mode() != ExecutionMode::kDistributed) return value;
+  // A native double: the workers of a job share one architecture (as patches do).
+  std::string bytes(sizeof value, '\0');
+  std::memcpy(bytes.data(), &value, sizeof value);
+  Result<std::vector<std::string>> all = ctx.AllGather(std::move(bytes));
+  if (!all.ok()) return all.status();
+  double total = 0;
+  for (const std::string& b : *all) {
+    if (b.size() != sizeof value) {
+      return Status::DataLoss("SumOverWorkers: a worker sent a malformed value");
+    }
+    double v = 0;
+    std::memcpy(&v, b.data(), sizeof v);
+    total += v;
+  }
+  return total;
+}
 
 MetricsRecord& MetricsRecord::set(std::string name, double value) {
   fields_.emplace_back(std::move(name), value);

@@ -18,6 +18,13 @@
 
 namespace tessera {
 
+class Context;
+
+// `value` summed over the workers of the job (e.g. each worker's CPU seconds, for rates per
+// CPU-second that count every worker). Every worker calls it at the same point of the program;
+// alone (serial mode) it returns `value`. Errors: those of Context::AllGather (a peer gone).
+Result<double> SumOverWorkers(Context& ctx, double value);
+
 // One line: fields in insertion order.
 class MetricsRecord {
  public:

@@ -8,7 +8,7 @@
 //   tessera::parallel_for      parallel_for.h   the loop the analyzer parallelizes
 //   tessera::DataParallel      parallel_for.h   permission for data-parallel execution
 //   tessera::load_triples ...  data.h           readers for rating triples and UCI bag-of-words
-//   tessera::MetricsLog        metrics.h        per-epoch metrics as JSON lines
+//   tessera::MetricsLog        metrics.h        per-epoch metrics as JSON lines (and SumOverWorkers)
 //
 // See docs/programming-model.md.
 #ifndef TESSERA_TESSERA_H_
