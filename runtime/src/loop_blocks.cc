@@ -2,9 +2,9 @@
 #include "internal/loop_blocks.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <tuple>
-#include <cstdint>
 #include <vector>
 
 namespace tessera::internal {
@@ -55,7 +55,8 @@ void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b) {
   for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
   std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
   b->positions.resize(block_of.size());
-  for (size_t p = 0; p < block_of.size(); ++p) b->positions[fill[block_of[p]]++] = static_cast<int64_t>(p);
+  for (size_t p = 0; p < block_of.size(); ++p)
+    b->positions[fill[block_of[p]]++] = static_cast<int64_t>(p);
 }
 
 void MarkContiguous(Blocks* b) {
@@ -81,7 +82,8 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
     case LoopStrategy::k1D:
     case LoopStrategy::kDataParallel: {
       const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> cuts = EqualCountCuts(keys, space.extent(s.space_dim), grid.space_parts);
+      const std::vector<int64_t> cuts =
+          EqualCountCuts(keys, space.extent(s.space_dim), grid.space_parts);
       std::vector<int> block_of(n);
       for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
       FillBlocks(block_of, grid.space_parts, &b);
@@ -90,8 +92,10 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
     case LoopStrategy::k2D: {
       const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
       const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
-      const std::vector<int64_t> scuts = EqualCountCuts(sk, space.extent(s.space_dim), grid.space_parts);
-      const std::vector<int64_t> tcuts = EqualCountCuts(tk, space.extent(s.time_dim), grid.time_parts);
+      const std::vector<int64_t> scuts =
+          EqualCountCuts(sk, space.extent(s.space_dim), grid.space_parts);
+      const std::vector<int64_t> tcuts =
+          EqualCountCuts(tk, space.extent(s.time_dim), grid.time_parts);
       std::vector<int> block_of(n);
       for (size_t p = 0; p < n; ++p) {
         block_of[p] = BlockOf(scuts, sk[p]) * grid.time_parts + BlockOf(tcuts, tk[p]);
@@ -126,8 +130,9 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
         // Iterations of one wavefront are independent (every dependence advances y0), so the
         // wavefront may be cut anywhere; cut it into equal parts.
         const size_t m = end - begin;
-        const size_t parts = grid.exact_wave_parts ? static_cast<size_t>(grid.wave_parts)
-                                                   : std::min<size_t>(m, static_cast<size_t>(grid.wave_parts));
+        const size_t parts = grid.exact_wave_parts
+                                 ? static_cast<size_t>(grid.wave_parts)
+                                 : std::min<size_t>(m, static_cast<size_t>(grid.wave_parts));
         for (size_t k = 1; k <= parts; ++k) {
           b.offsets.push_back(static_cast<int64_t>(begin + m * k / parts));
         }
@@ -139,6 +144,15 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
   }
   MarkContiguous(&b);
   return b;
+}
+
+const Blocks& CachedBlocks(std::map<int64_t, Blocks>* cache, const ArrayBase& space,
+                           const std::function<Blocks()>& make) {
+  constexpr size_t kMaxCachedArraysPerSite = 8;
+  auto it = cache->find(space.id());
+  if (it != cache->end() && it->second.Matches(space)) return it->second;
+  if (it == cache->end() && cache->size() >= kMaxCachedArraysPerSite) cache->clear();
+  return cache->insert_or_assign(space.id(), make()).first->second;
 }
 
 void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {

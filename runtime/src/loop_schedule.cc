@@ -1,9 +1,10 @@
 #include "internal/loop_schedule.h"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <utility>
+
+#include "tessera/common/check.h"
 
 namespace tessera::internal {
 namespace {
@@ -26,8 +27,8 @@ Result<int> DimField(const Json& j, const char* name, int rank, bool required) {
   }
   const int64_t d = it->get<int64_t>();
   if (d < 0 || d >= rank) {
-    return Status::InvalidArgument(std::string("schedule field '") + name + "' = " +
-                                   std::to_string(d) + " is not a key dim of a rank-" +
+    return Status::InvalidArgument(std::string("schedule field '") + name +
+                                   "' = " + std::to_string(d) + " is not a key dim of a rank-" +
                                    std::to_string(rank) + " space");
   }
   return static_cast<int>(d);
@@ -138,10 +139,10 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
   auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() ||
       version->get<int64_t>() != kFormatVersion) {
-    return Status::InvalidArgument("schedule format version " +
-                                   (version == j.end() ? std::string("(missing)") : version->dump()) +
-                                   " is not the supported version " +
-                                   std::to_string(kFormatVersion));
+    return Status::InvalidArgument(
+        "schedule format version " +
+        (version == j.end() ? std::string("(missing)") : version->dump()) +
+        " is not the supported version " + std::to_string(kFormatVersion));
   }
   LoopSchedule s;
   auto space = j.find("space");
@@ -188,8 +189,8 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
   if (unimodular) {
     auto skew = j.find("skew");
     if (skew == j.end() || !skew->is_array() || skew->size() != static_cast<size_t>(s.rank)) {
-      return Status::InvalidArgument("unimodular schedule needs a " + std::to_string(s.rank) +
-                                     "x" + std::to_string(s.rank) + " 'skew'");
+      return Status::InvalidArgument("unimodular schedule needs a " + std::to_string(s.rank) + "x" +
+                                     std::to_string(s.rank) + " 'skew'");
     }
     for (const Json& row : *skew) {
       if (!row.is_array() || row.size() != static_cast<size_t>(s.rank)) {
@@ -217,8 +218,8 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
 
   if (auto dp = j.find("data_parallel"); dp != j.end() && dp->is_object()) {
     auto permitted = dp->find("permitted");
-    s.data_parallel_permitted = permitted != dp->end() && permitted->is_boolean() &&
-                                permitted->get<bool>();
+    s.data_parallel_permitted =
+        permitted != dp->end() && permitted->is_boolean() && permitted->get<bool>();
   }
 
   if (auto deps = j.find("dependences"); deps != j.end()) {
@@ -272,8 +273,8 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
         auto halo = a.find("halo");
         if ((placement == "local" || placement == "rotating") && array_dim != a.end() &&
             array_dim->is_number_integer() && array_dim->get<int>() == 0 && key_dim != a.end() &&
-            key_dim->is_number_integer() && halo != a.end() && halo->is_array() && halo->size() == 2 &&
-            (*halo)[0].is_number_integer() && (*halo)[1].is_number_integer()) {
+            key_dim->is_number_integer() && halo != a.end() && halo->is_array() &&
+            halo->size() == 2 && (*halo)[0].is_number_integer() && (*halo)[1].is_number_integer()) {
           w.row_key_dim = key_dim->get<int>();
           w.halo_lo = (*halo)[0].get<int64_t>();
           w.halo_hi = (*halo)[1].get<int64_t>();
@@ -291,15 +292,16 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
 
 Status CheckScheduleFitsSite(const LoopSchedule& s, const LoopSite& site, const ArrayBase& space) {
   if (s.rank != space.rank()) {
-    return Status::FailedPrecondition("the schedule is for a rank-" + std::to_string(s.rank) +
-                                      " iteration space but this parallel_for iterates over a rank-" +
-                                      std::to_string(space.rank()) + " array");
+    return Status::FailedPrecondition(
+        "the schedule is for a rank-" + std::to_string(s.rank) +
+        " iteration space but this parallel_for iterates over a rank-" +
+        std::to_string(space.rank()) + " array");
   }
   if (s.data_parallel_permitted != site.data_parallel) {
-    return Status::FailedPrecondition(
-        std::string("the schedule was computed for a call ") +
-        (s.data_parallel_permitted ? "with" : "without") +
-        " tessera::DataParallel, but this call is " + (site.data_parallel ? "with" : "without"));
+    return Status::FailedPrecondition(std::string("the schedule was computed for a call ") +
+                                      (s.data_parallel_permitted ? "with" : "without") +
+                                      " tessera::DataParallel, but this call is " +
+                                      (site.data_parallel ? "with" : "without"));
   }
   if (s.strategy == LoopStrategy::kDataParallel) return Status::Ok();  // the user's permission
 
@@ -328,6 +330,19 @@ Status CheckScheduleFitsSite(const LoopSchedule& s, const LoopSite& site, const 
     }
   }
   return Status::Ok();
+}
+
+LoopSchedule ScheduleForSiteOrDie(const LoopSite& site, const ArrayBase& space) {
+  Result<LoopSchedule> parsed = ParseLoopSchedule(site.schedule->json);
+  Status why = parsed.ok() ? CheckScheduleFitsSite(*parsed, site, space) : parsed.status();
+  if (why.ok()) return std::move(parsed).value();
+  const std::string msg =
+      "the schedule tessc embedded for this parallel_for does not fit the call (" + why.message() +
+      "); the binary's schedules are out of date with its source: rebuild it (tessera_add_program "
+      "re-runs tessc). Schedule: " +
+      std::string(site.schedule->json);
+  CheckFailed(site.location.file_name(), static_cast<int>(site.location.line()),
+              "embedded schedule fits its parallel_for:", msg.c_str());
 }
 
 }  // namespace tessera::internal

@@ -42,10 +42,6 @@ struct SiteState {
   std::map<int64_t, Blocks> blocks;  // by array id
 };
 
-// Sites rarely iterate over more than a couple of arrays (train/test); beyond this many the cache
-// of a site is dropped rather than grow without bound in a program that makes arrays in a loop.
-constexpr size_t kMaxCachedArraysPerSite = 8;
-
 class ParallelExecutor final : public Executor {
  public:
   ParallelExecutor(const ParallelExecutorOptions& options, std::shared_ptr<spdlog::logger> logger)
@@ -167,11 +163,8 @@ class ParallelExecutor final : public Executor {
   SiteState& StateFor(const LoopSite& site, const ArrayBase& space) {
     auto it = sites_.find(site.schedule);
     if (it != sites_.end()) return it->second;
-    Result<LoopSchedule> parsed = ParseLoopSchedule(site.schedule->json);
-    if (!parsed.ok()) Mismatch(site, parsed.status());
-    Status fits = CheckScheduleFitsSite(*parsed, site, space);
-    if (!fits.ok()) Mismatch(site, fits);
-    const LoopSchedule& s = *parsed;
+    LoopSchedule parsed = ScheduleForSiteOrDie(site, space);
+    const LoopSchedule& s = parsed;
     logger_->debug("parallel_for at {}:{}: {} schedule on {} threads", site.location.file_name(),
                    site.location.line(), LoopStrategyName(s.strategy), options_.threads);
     if (s.strategy == LoopStrategy::kDataParallel && !s.shared_written_arrays.empty()) {
@@ -184,30 +177,16 @@ class ParallelExecutor final : public Executor {
           site.location.file_name(), site.location.line(), names, options_.threads);
     }
     SiteState state;
-    state.schedule = std::move(parsed).value();
+    state.schedule = std::move(parsed);
     return sites_.emplace(site.schedule, std::move(state)).first->second;
   }
 
   const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
-    auto it = state->blocks.find(space.id());
-    if (it != state->blocks.end() && it->second.Matches(space)) return it->second;
-    if (it == state->blocks.end() && state->blocks.size() >= kMaxCachedArraysPerSite) {
-      state->blocks.clear();
-    }
     const int t = options_.threads;
-    Blocks fresh = MakeBlocks(state->schedule, space,
-                              {.space_parts = t, .time_parts = t, .wave_parts = t, .exact_wave_parts = false});
-    return state->blocks.insert_or_assign(space.id(), std::move(fresh)).first->second;
-  }
-
-  [[noreturn]] void Mismatch(const LoopSite& site, const Status& why) {
-    const std::string msg =
-        "the schedule tessc embedded for this parallel_for does not fit the call (" +
-        why.message() +
-        "); the binary's schedules are out of date with its source: rebuild it (tessera_add_program "
-        "re-runs tessc). Schedule: " + std::string(site.schedule->json);
-    CheckFailed(site.location.file_name(), static_cast<int>(site.location.line()),
-                "embedded schedule fits its parallel_for:", msg.c_str());
+    return CachedBlocks(&state->blocks, space, [&] {
+      return MakeBlocks(state->schedule, space,
+                        {.space_parts = t, .time_parts = t, .wave_parts = t, .exact_wave_parts = false});
+    });
   }
 
   const ParallelExecutorOptions options_;

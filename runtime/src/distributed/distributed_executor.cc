@@ -867,40 +867,26 @@ class DistributedExecutor::Impl {
   SiteState& StateFor(const LoopSite& site, const ArrayBase& space) {
     auto it = sites_.find(site.schedule);
     if (it != sites_.end()) return it->second;
-    Result<LoopSchedule> parsed = ParseLoopSchedule(site.schedule->json);
-    if (!parsed.ok()) Mismatch(site, parsed.status());
-    Status fits = CheckScheduleFitsSite(*parsed, site, space);
-    if (!fits.ok()) Mismatch(site, fits);
+    SiteState state;
+    state.schedule = ScheduleForSiteOrDie(site, space);
     logger_->info("parallel_for at {}:{}: {} schedule over {} workers x {} threads",
                   site.location.file_name(), site.location.line(),
-                  LoopStrategyName(parsed->strategy), options_.num_workers, options_.threads);
-    SiteState state;
-    state.schedule = std::move(parsed).value();
+                  LoopStrategyName(state.schedule.strategy), options_.num_workers,
+                  options_.threads);
     return sites_.emplace(site.schedule, std::move(state)).first->second;
   }
 
   const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
-    auto it = state->blocks.find(space.id());
-    if (it != state->blocks.end() && it->second.Matches(space)) return it->second;
-    if (it == state->blocks.end() && state->blocks.size() >= 8) state->blocks.clear();
-    const int parts = options_.num_workers * options_.threads;
-    Blocks fresh = MakeBlocks(state->schedule, space,
-                              {.space_parts = parts,
-                               .time_parts = parts * options_.pipeline_depth,
-                               .wave_parts = parts,
-                               .exact_wave_parts = true});
-    ComputeKeyBounds(space, &fresh);
-    return state->blocks.insert_or_assign(space.id(), std::move(fresh)).first->second;
-  }
-
-  [[noreturn]] void Mismatch(const LoopSite& site, const Status& why) {
-    const std::string msg =
-        "the schedule tessc embedded for this parallel_for does not fit the call (" +
-        why.message() +
-        "); the binary's schedules are out of date with its source: rebuild it. Schedule: " +
-        std::string(site.schedule->json);
-    CheckFailed(site.location.file_name(), static_cast<int>(site.location.line()),
-                "embedded schedule fits its parallel_for:", msg.c_str());
+    return CachedBlocks(&state->blocks, space, [&] {
+      const int parts = options_.num_workers * options_.threads;
+      Blocks fresh = MakeBlocks(state->schedule, space,
+                                {.space_parts = parts,
+                                 .time_parts = parts * options_.pipeline_depth,
+                                 .wave_parts = parts,
+                                 .exact_wave_parts = true});
+      ComputeKeyBounds(space, &fresh);
+      return fresh;
+    });
   }
 
   const DistributedExecutorOptions options_;

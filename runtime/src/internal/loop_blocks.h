@@ -5,6 +5,8 @@
 #define TESSERA_RUNTIME_SRC_INTERNAL_LOOP_BLOCKS_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "internal/loop_schedule.h"
@@ -69,6 +71,12 @@ struct BlockGrid {
 // wavefronts of the skewed key in order; positions increasing inside a block (unimodular: in
 // wavefront order).
 Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid& grid);
+
+// The blocks of `space` from `cache` (one entry per iteration-space array of a site), made by
+// `make` when missing or when the array's layout changed. A site that iterates over more arrays
+// than a program plausibly has (train/test) drops its cache rather than grow without bound.
+const Blocks& CachedBlocks(std::map<int64_t, Blocks>* cache, const ArrayBase& space,
+                           const std::function<Blocks()>& make);
 
 // Fills b->key_lo / b->key_hi for every block and key dim of `space`.
 void ComputeKeyBounds(const ArrayBase& space, Blocks* b);

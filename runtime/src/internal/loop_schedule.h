@@ -71,6 +71,10 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view json);
 Status CheckScheduleFitsSite(const LoopSchedule& schedule, const LoopSite& site,
                              const ArrayBase& space);
 
+// The schedule of `site` (REQUIRES: site.schedule != nullptr), parsed and checked against the
+// call; either failure aborts naming the call's file:line, the reason and the fix (rebuild).
+LoopSchedule ScheduleForSiteOrDie(const LoopSite& site, const ArrayBase& space);
+
 }  // namespace tessera::internal
 
 #endif  // TESSERA_RUNTIME_SRC_INTERNAL_LOOP_SCHEDULE_H_
