@@ -153,11 +153,6 @@ class DistributedExecutor::Impl {
   }
 
   int concurrency() const { return options_.threads; }
-  DistributedStats stats() const {
-    DistributedStats s = stats_;
-    s.mesh_bytes_sent = mesh_ == nullptr ? 0 : mesh_->bytes_sent();
-    return s;
-  }
 
   Result<std::vector<std::string>> AllGather(std::string bytes) {
     return mesh_->AllGather(++tag_, std::move(bytes));
@@ -908,7 +903,13 @@ class DistributedExecutor::Impl {
   TableId next_table_id_ = 0;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
-  DistributedStats stats_;
+  // What the final log line reports.
+  struct Stats {
+    uint64_t loops = 0;
+    uint64_t steps = 0;
+    uint64_t patch_bytes_sent = 0;  // element payload of patches sent to peers
+    uint64_t server_clocks = 0;     // clocks of the parameter-server client
+  } stats_;
 };
 
 DistributedExecutor::DistributedExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -930,6 +931,5 @@ void DistributedExecutor::Run(const LoopSite& site, const ArrayBase& space, cons
 Result<std::vector<std::string>> DistributedExecutor::AllGather(std::string bytes) {
   return impl_->AllGather(std::move(bytes));
 }
-DistributedStats DistributedExecutor::stats() const { return impl_->stats(); }
 
 }  // namespace tessera::internal

@@ -71,15 +71,6 @@ struct DistributedExecutorOptions {
   std::chrono::milliseconds timeout{600000};
 };
 
-// Counters for tests and benchmarks.
-struct DistributedStats {
-  uint64_t loops = 0;
-  uint64_t steps = 0;
-  uint64_t patch_bytes_sent = 0;  // element payload of patches sent to peers
-  uint64_t mesh_bytes_sent = 0;   // every byte on the peer mesh, envelopes included
-  uint64_t server_clocks = 0;     // clocks of the parameter-server client
-};
-
 class DistributedExecutor final : public Executor {
  public:
   // Connects to the job (parameter servers and peer mesh); Unavailable/InvalidArgument when it
@@ -95,7 +86,6 @@ class DistributedExecutor final : public Executor {
 
   // See Context::AllGather.
   Result<std::vector<std::string>> AllGather(std::string bytes);
-  DistributedStats stats() const;
 
   class Impl;
 

@@ -178,15 +178,19 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
 
 Result<std::vector<std::string>> PeerMesh::AllGather(uint64_t tag, std::string bytes) {
   std::vector<std::string> all(static_cast<size_t>(options_.num_workers));
-  for (int r = 0; r < options_.num_workers; ++r) {
-    if (r == options_.rank) continue;
+  if (options_.num_workers > 1) {
+    // Encoded once, copied per peer.
     OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0,
                         static_cast<unsigned>(bytes.size() / sizeof(capnp::word) + 16));
     auto peer = msg.envelope().getBody().initPeer();
     peer.setTag(tag);
     peer.setStep(0);
     peer.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size()));
-    if (Status s = Send(r, msg); !s.ok()) return s;
+    const zmq::message_t frame = msg.ToFrame();
+    for (int r = 0; r < options_.num_workers; ++r) {
+      if (r == options_.rank) continue;
+      if (Status s = SendCopy(r, frame); !s.ok()) return s;
+    }
   }
   for (int r = 0; r < options_.num_workers; ++r) {
     if (r == options_.rank) continue;
