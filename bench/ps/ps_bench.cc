@@ -46,6 +46,7 @@ struct Config {
   int batch = 64;               // rows per message (per clock for inc)
   uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
   int window = 4;               // get: batches in flight
+  uint64_t cache_rows = 0;      // the clients' cache capacity per table (0: no limit)
 };
 
 // Children report "<rows> <seconds>" through a pipe.
@@ -167,6 +168,7 @@ Report RunTessera(const Config& cfg) {
       tessera::ClientOptions o;
       o.rank = w;
       o.coordinator = coordinator;
+      o.cache_rows = cfg.cache_rows;
       tessera::Client client(o, ctx);
       if (!client.Start().ok()) return 1;
       tessera::TableSpec spec;
@@ -357,6 +359,11 @@ int main(int argc, char** argv) {
   app.add_option("--servers", servers, "server process counts");
   app.add_option("--patterns", patterns, "inc, get or both");
   app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
+  uint64_t cache_rows = 0;
+  app.add_option("--cache-rows", cache_rows,
+                 "the clients' cache capacity in rows per table (0: no limit)");
+  int window = 4;
+  app.add_option("--window", window, "get: batches in flight per client")->check(CLI::Range(1, 1024));
   bool skip_ceiling = false;
   app.add_flag("--skip-ceiling", skip_ceiling, "run only Tessera (for profiling)");
   CLI11_PARSE(app, argc, argv);
@@ -380,6 +387,8 @@ int main(int argc, char** argv) {
         for (int c : ParseList(clients)) {
           Config cfg{pattern, static_cast<uint32_t>(w), c, s,
                      std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)))};
+          cfg.window = window;
+          cfg.cache_rows = cache_rows;
           Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
           Report ours = RunTessera(cfg);
           auto rate = [](const Report& r) { return r.seconds > 0 ? r.rows / r.seconds : 0.0; };

@@ -55,6 +55,10 @@ struct CacheEntry {
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
   Status error;  // a failed request for this row, reported to the next reader
+  // Under a cache capacity: read since the CLOCK hand last passed (a second chance), and the
+  // reads waiting on this entry (they hold a reference to it across waits, so it stays).
+  bool referenced = false;
+  uint32_t waiters = 0;
 };
 
 // A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
@@ -77,7 +81,11 @@ using OpLog = std::unordered_map<RowId, PendingRow>;
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
-  RowIndex<CacheEntry> cache;  // no eviction: entries stay put, readers wait on them
+  RowIndex<CacheEntry> cache;  // entries stay put until evicted; readers wait on them
+  // Under a cache capacity: the cached rows in CLOCK order (the hand at the front), and the
+  // storage of evicted rows, reused by new entries.
+  std::deque<RowId> clock_order;
+  std::vector<RowValues> spare_values;
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
   // Log entries idle for a whole clock, taken out of the log with their (zeroed) storage and
@@ -91,8 +99,10 @@ struct Stripe {
 };
 
 struct ClientTable {
-  explicit ClientTable(TableSpec s) : spec(std::move(s)) {}
+  ClientTable(TableSpec s, size_t capacity_per_stripe)
+      : spec(std::move(s)), stripe_capacity(capacity_per_stripe) {}
   TableSpec spec;
+  size_t stripe_capacity;  // cached rows per stripe; 0 = no limit
   std::array<Stripe, kStripes> stripes;
   // Blocks of kStripeBlock consecutive rows land in different stripes, which spreads threads
   // working on different parts of a table. Within a block rows share a stripe: a batch of
@@ -141,6 +151,7 @@ enum Counter {
   kStaleWaits,
   kBlockedReads,
   kRowsReceived,
+  kEvictions,
   kPushes,
   kUpdateRowsSent,
   kBytesSent,
@@ -257,7 +268,9 @@ class Client::Impl {
     }
     TESSERA_RETURN_IF_ERROR(CallAll(msgs, fmt::format("creating table '{}'", spec.name)));
     std::unique_lock lock(tables_mu_);
-    auto [it, inserted] = tables_.try_emplace(spec.id, std::make_unique<ClientTable>(spec));
+    const size_t per_stripe = (options_.cache_rows + kStripes - 1) / kStripes;
+    auto [it, inserted] =
+        tables_.try_emplace(spec.id, std::make_unique<ClientTable>(spec, per_stripe));
     if (inserted && spec.id < kFastTables)
       fast_tables_[spec.id].store(it->second.get(), std::memory_order_release);
     return Status::Ok();
@@ -321,12 +334,72 @@ class Client::Impl {
   // reading thread, while its request is in flight: the I/O thread then overwrites it in place.
   // Allocated on the I/O thread instead, a stream of cold rows grows that thread's malloc arena
   // a page at a time (an mprotect(2) per page of rows; the main arena grows in larger steps),
-  // and the I/O thread is on every read's critical path. REQUIRES: stripe.mu.
-  static CacheEntry& NewOrCachedEntry(Stripe& stripe, const TableSpec& spec, RowId row) {
+  // and the I/O thread is on every read's critical path. Under a capacity, a new entry that
+  // fills the stripe evicts others first, and takes the storage of an evicted one.
+  // REQUIRES: stripe.mu.
+  CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
-    if (is_new) entry->value = RowValues::Reserved(spec);
+    if (is_new) {
+      if (table.stripe_capacity > 0) {
+        stripe.clock_order.push_back(row);
+        if (stripe.cache.size() > table.stripe_capacity) Evict(table, stripe);
+      }
+      if (!stripe.spare_values.empty()) {
+        entry->value = std::move(stripe.spare_values.back());
+        stripe.spare_values.pop_back();
+      } else {
+        entry->value = RowValues::Reserved(table.spec);
+      }
+    }
     return *entry;
   }
+
+  // Drops a quarter of the stripe's capacity (at least one row), so that a stream of new rows
+  // evicts in batches and the servers get one Unsubscribe per batch, not per row. CLOCK: the
+  // hand skips (and clears) rows read since it last passed, and rows it may not drop: not yet
+  // answered, with a pending error, or with reads waiting on them. The Unsubscribe goes out
+  // before this thread can request any of the dropped rows again (same connection, in order),
+  // so the server never forgets a row after it was read anew. REQUIRES: stripe.mu.
+  void Evict(ClientTable& table, Stripe& stripe) {
+    const size_t target = std::max<size_t>(1, table.stripe_capacity / 4);
+    const auto num_servers = static_cast<uint32_t>(channels_.size());
+    std::vector<std::vector<RowId>> forget(num_servers);
+    size_t evicted = 0;
+    for (size_t steps = 2 * stripe.clock_order.size(); evicted < target && steps > 0; --steps) {
+      RowId row = stripe.clock_order.front();
+      stripe.clock_order.pop_front();
+      CacheEntry* e = stripe.cache.Find(row);
+      if (e == nullptr) continue;
+      if (e->referenced || !e->valid || e->waiters > 0 || !e->error.ok()) {
+        e->referenced = false;
+        stripe.clock_order.push_back(row);
+        continue;
+      }
+      if (e->subscribed) forget[ServerOfRow(table.spec.id, row, num_servers)].push_back(row);
+      stripe.spare_values.push_back(std::move(e->value));
+      stripe.cache.Erase(row);
+      ++evicted;
+    }
+    Count(kEvictions, evicted);
+    for (uint32_t s = 0; s < num_servers; ++s) {
+      if (forget[s].empty()) continue;
+      OutgoingMessage msg(options_.rank, 0,
+                          static_cast<unsigned>(forget[s].size() + 16));
+      auto body = msg.envelope().getBody().initUnsubscribe();
+      body.setTable(table.spec.id);
+      auto rows = body.initRows(static_cast<unsigned>(forget[s].size()));
+      for (unsigned i = 0; i < forget[s].size(); ++i) rows.set(i, forget[s][i]);
+      Enqueue(static_cast<int>(s), msg.ToFrame());
+    }
+  }
+
+  // Marks the end of a wait on a cache entry (see Read).
+  struct WaitPin {
+    CacheEntry* entry = nullptr;
+    ~WaitPin() {
+      if (entry != nullptr) --entry->waiters;
+    }
+  };
 
   // Reads one row under the SSP bound and hands the cached value to `copy_out` under the lock.
   template <typename CopyOut>
@@ -345,10 +418,12 @@ class Client::Impl {
     uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
     Stripe& stripe = table.StripeOf(row);
     std::unique_lock lock(stripe.mu);
-    CacheEntry& entry = NewOrCachedEntry(stripe, table.spec, row);
+    CacheEntry& entry = NewOrCachedEntry(table, stripe, row);
     // Classified once, on entry: a read waits either for a first copy or for the bound.
     Counter kind = entry.valid ? kStaleWaits : kColdMisses;
     bool waited = false;
+    // Declared after `lock`, so destroyed while the stripe is still locked.
+    WaitPin pin;
     std::chrono::steady_clock::time_point deadline;  // set when the read first waits
     while (true) {
       if (!entry.error.ok()) {
@@ -358,6 +433,7 @@ class Client::Impl {
         return s;
       }
       if (int64_t stamp = EffectiveStamp(entry, server); entry.valid && stamp >= need) {
+        entry.referenced = true;
         copy_out(entry.value);
         Count(waited ? kind : kCacheHits);
         RecordStaleness(thread_clocks_[thread].load(std::memory_order_relaxed) - stamp);
@@ -371,6 +447,8 @@ class Client::Impl {
         SendGet(server, id, std::span<const RowId>(&row, 1), need);
       }
       if (!waited) {
+        ++entry.waiters;  // eviction leaves the entry alone until this read is done
+        pin.entry = &entry;
         Count(kBlockedReads);
         // Only now: most reads are cache hits, and the clock costs them a few percent.
         deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -399,7 +477,7 @@ class Client::Impl {
       uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
       Stripe& stripe = table->StripeOf(row);
       std::lock_guard lock(stripe.mu);
-      CacheEntry& entry = NewOrCachedEntry(stripe, table->spec, row);
+      CacheEntry& entry = NewOrCachedEntry(*table, stripe, row);
       if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
       if (entry.subscribed || entry.requested >= need) continue;
       entry.requested = need;
@@ -526,6 +604,7 @@ class Client::Impl {
     s.stale_waits = get(kStaleWaits);
     s.blocked_reads = get(kBlockedReads);
     s.rows_received = get(kRowsReceived);
+    s.evictions = get(kEvictions);
     s.pushes = get(kPushes);
     s.update_rows_sent = get(kUpdateRowsSent);
     s.bytes_sent = get(kBytesSent);
@@ -1038,9 +1117,11 @@ class Client::Impl {
     for (RowId row : failed_get.second) {
       Stripe& stripe = t->second->StripeOf(row);
       std::lock_guard lock(stripe.mu);
-      CacheEntry& entry = stripe.cache[row];
-      entry.error = status;
-      entry.requested = std::numeric_limits<int64_t>::min();
+      // Entries a read waits on are never evicted: a missing one has no reader to tell.
+      CacheEntry* entry = stripe.cache.Find(row);
+      if (entry == nullptr) continue;
+      entry->error = status;
+      entry->requested = std::numeric_limits<int64_t>::min();
       stripe.cv.notify_all();
     }
   }
@@ -1081,7 +1162,15 @@ class Client::Impl {
       RowId row = wire.getRow();
       Stripe& stripe = table->StripeOf(row);
       std::lock_guard lock(stripe.mu);
-      CacheEntry& entry = stripe.cache[row];
+      // A push of a row evicted since (its Unsubscribe may still be on the way) is dropped; a
+      // reply to a request is kept even if the row was evicted while the request was in flight.
+      CacheEntry* found = stripe.cache.Find(row);
+      if (found == nullptr) {
+        if (id == 0) continue;
+        found = stripe.cache.FindOrAdd(row).first;
+        if (table->stripe_capacity > 0) stripe.clock_order.push_back(row);
+      }
+      CacheEntry& entry = *found;
       // Overwritten in place: a refreshed row keeps its storage.
       entry.value.AssignProto(wire.getValues(), table->spec);
       if (ch.inflight_deltas.load(std::memory_order_relaxed) > 0) {
@@ -1098,6 +1187,7 @@ class Client::Impl {
           entry.value.Add(o->second.delta);
       }
       entry.valid = true;
+      entry.referenced = true;  // just brought in: survives the CLOCK hand once
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);
       touched.push_back(&stripe);

@@ -9,11 +9,12 @@
 namespace tessera {
 namespace {
 
-Result<int> IntVar(const char* name, int min_value) {
+template <typename Int = int>
+Result<Int> IntVar(const char* name, Int min_value) {
   const char* v = std::getenv(name);
   if (v == nullptr) return Status::InvalidArgument(fmt::format("{} is not set", name));
   std::string s(v);
-  int value = 0;
+  Int value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end != s.data() + s.size() || value < min_value) {
     return Status::InvalidArgument(
@@ -52,6 +53,11 @@ Result<std::optional<JobEnvironment>> JobEnvironmentFromEnv() {
   auto comm = CommOptionsFromEnv(env.num_workers);
   if (!comm.ok()) return comm.status();
   env.client.comm = *comm;
+  if (std::getenv("TESSERA_CACHE_ROWS") != nullptr) {
+    auto cache_rows = IntVar<uint64_t>("TESSERA_CACHE_ROWS", 0);
+    if (!cache_rows.ok()) return cache_rows.status();
+    env.client.cache_rows = *cache_rows;
+  }
   return std::optional<JobEnvironment>(std::move(env));
 }
 

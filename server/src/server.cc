@@ -46,6 +46,18 @@ class Subscribers {
     high_.insert(it, w);
     return true;
   }
+  // Returns whether `w` was there.
+  bool Remove(uint32_t w) {
+    if (w < 64) {
+      bool had = (low_ & (uint64_t{1} << w)) != 0;
+      low_ &= ~(uint64_t{1} << w);
+      return had;
+    }
+    auto it = std::lower_bound(high_.begin(), high_.end(), w);
+    if (it == high_.end() || *it != w) return false;
+    high_.erase(it);
+    return true;
+  }
   template <typename F>
   void ForEach(F f) const {
     for (uint64_t bits = low_; bits != 0; bits &= bits - 1)
@@ -74,7 +86,9 @@ struct StoredRow {
 
 struct ShardTable {
   TableSpec spec;
-  RowIndex<StoredRow> rows;  // rows stay put: dirty_ points at them
+  // Rows stay put: dirty_ points at them. Only rows never written (so never in dirty_) are
+  // erased, when their last reader unsubscribes.
+  RowIndex<StoredRow> rows;
 
   // The row's entry, created (without values) on first touch.
   StoredRow& Row(RowId id) {
@@ -318,6 +332,9 @@ class Server::Impl {
         case proto::Envelope::Body::GET:
           OnGet(worker, request_id, body.getGet());
           break;
+        case proto::Envelope::Body::UNSUBSCRIBE:
+          OnUnsubscribe(worker, request_id, body.getUnsubscribe());
+          break;
         case proto::Envelope::Body::UPDATE:
           if (OnUpdate(worker, body.getUpdate()) && body.getUpdate().getClock() >= 0) {
             OnClock(worker, body.getUpdate().getClock());
@@ -422,6 +439,38 @@ class Server::Impl {
       CountStat([](ServerStats& s) { ++s.parked_gets; });
       parked_.push_back(std::move(req));
     }
+  }
+
+  // The worker dropped these rows from its cache: stop pushing them to it. A row nobody reads
+  // any more and nobody has written is all zeros and needs no entry (a later read recreates it),
+  // so a worker streaming through a table does not grow the shard's index. Checked as a whole
+  // before any of it takes effect.
+  void OnUnsubscribe(uint32_t worker, uint64_t request_id, proto::Unsubscribe::Reader msg) {
+    auto table = FindTable(msg.getTable());
+    if (!table.ok()) {
+      Reject(peers_[worker].identity, request_id, table.status());
+      return;
+    }
+    ShardTable& t = **table;
+    auto rows = msg.getRows();
+    for (RowId r : rows) {
+      if (r >= t.spec.num_rows) {
+        Reject(peers_[worker].identity, request_id,
+               Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", r,
+                                              t.spec.name, t.spec.num_rows)));
+        return;
+      }
+    }
+    Peer& peer = peers_[worker];
+    uint64_t ended = 0;
+    for (RowId r : rows) {
+      StoredRow* row = t.rows.Find(r);
+      if (row == nullptr || !row->subscribers.Remove(worker)) continue;
+      --peer.held_rows;
+      ++ended;
+      if (!row->materialized && row->subscribers.empty()) t.rows.Erase(r);
+    }
+    CountStat([&](ServerStats& s) { s.unsubscribed_rows += ended; });
   }
 
   void Answer(const ParkedGet& req) {

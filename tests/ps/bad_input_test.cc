@@ -138,6 +138,43 @@ TEST_F(BadInputTest, UnknownTableAndRowOutOfRangeAnswerTheRequest) {
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 
+// An Unsubscribe naming an unknown table or a row out of range is refused as a whole: the rows
+// before the bad one stay subscribed (a later update is still pushed to the peer).
+TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
+  RawPeer peer(cluster_, ServerEndpoint());
+  peer.Register(1, "test-secret");
+  ASSERT_NE(peer.Receive(), nullptr);
+  ASSERT_EQ(RawRead(peer, 1, 2), 0);  // subscribes the peer to row 2
+  auto unsubscribe = [&](TableId table, std::vector<RowId> rows) {
+    OutgoingMessage msg(1, 13);
+    auto body = msg.envelope().getBody().initUnsubscribe();
+    body.setTable(table);
+    auto list = body.initRows(static_cast<unsigned>(rows.size()));
+    for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
+    peer.Send(msg);
+  };
+  unsubscribe(99, {2});
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::NOT_FOUND);
+  unsubscribe(kTable, {2, 1000});
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::OUT_OF_RANGE);
+  EXPECT_EQ(cluster_.server(0).stats().unsubscribed_rows, 0u);
+  // Worker 0 changes row 2; both workers finish clock 0: the change is pushed to the peer.
+  ASSERT_TRUE(cluster_.client(0).Inc<int64_t>(kTable, 2, 0, 5).ok());
+  ASSERT_TRUE(cluster_.client(0).Clock(0).ok());
+  OutgoingMessage tick(1, 0);
+  tick.envelope().getBody().initClock().setClock(1);
+  peer.Send(tick);
+  std::unique_ptr<IncomingMessage> push;
+  while ((push = peer.Receive()) != nullptr && !push->envelope().getBody().isRows()) {
+  }
+  ASSERT_NE(push, nullptr) << "row 2 was not pushed";
+  auto rows = push->envelope().getBody().getRows().getRows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].getRow(), 2u);
+  EXPECT_EQ(rows[0].getValues().getI64()[0], 5);
+  ExpectClientStillServed(cluster_.client(0), 0);
+}
+
 TEST_F(BadInputTest, BadUpdateBatchIsRejectedWholeAndResentBatchesApplyOnce) {
   RawPeer peer(cluster_, ServerEndpoint());
   peer.Register(1, "test-secret");

@@ -27,6 +27,7 @@ struct ClusterOptions {
   std::string secret = "test-secret";
   CommOptions client_comm;  // managed communication of every client
   CommOptions server_comm;  // and of every server
+  uint64_t cache_rows = 0;  // every client's cache capacity per table (0: no limit)
 };
 
 class InProcessCluster {
@@ -66,6 +67,7 @@ class InProcessCluster {
       o.num_threads = options_.threads_per_worker;
       o.timeout = std::chrono::seconds(60);
       o.comm = options_.client_comm;
+      o.cache_rows = options_.cache_rows;
       clients_.push_back(std::make_unique<Client>(o, context_));
       started.push_back(
           std::async(std::launch::async, [c = clients_.back().get()] { return c->Start(); }));

@@ -12,7 +12,8 @@ class JobEnvironmentTest : public ::testing::Test {
   void TearDown() override {
     for (const char* v : {"TESSERA_COORDINATOR", "TESSERA_ROLE", "TESSERA_RANK",
                           "TESSERA_NUM_WORKERS", "TESSERA_NUM_SERVERS", "TESSERA_JOB_SECRET",
-                          "TESSERA_COMM_POLICY", "TESSERA_COMM_BYTES_PER_SECOND"}) {
+                          "TESSERA_COMM_POLICY", "TESSERA_COMM_BYTES_PER_SECOND",
+                          "TESSERA_CACHE_ROWS"}) {
       unsetenv(v);
     }
   }
@@ -75,6 +76,23 @@ TEST_F(JobEnvironmentTest, ManagedCommunicationSplitsTheJobBudget) {
   setenv("TESSERA_COMM_POLICY", "fifo", 1);
   setenv("TESSERA_COMM_BYTES_PER_SECOND", "fast", 1);
   EXPECT_EQ(JobEnvironmentFromEnv().status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobEnvironmentTest, CacheCapacityFromTheEnvironment) {
+  SetJob("1", "2");
+  auto job = JobEnvironmentFromEnv();
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ((*job)->client.cache_rows, 0u);  // no limit unless asked
+  setenv("TESSERA_CACHE_ROWS", "100000", 1);
+  job = JobEnvironmentFromEnv();
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ((*job)->client.cache_rows, 100000u);
+  for (const char* bad : {"-5", "lots", "10k", ""}) {
+    setenv("TESSERA_CACHE_ROWS", bad, 1);
+    auto refused = JobEnvironmentFromEnv();
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(refused.status().message().find("TESSERA_CACHE_ROWS"), std::string::npos);
+  }
 }
 
 }  // namespace

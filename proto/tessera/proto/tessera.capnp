@@ -5,7 +5,7 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tessera::proto");
 
-const protocolVersion :UInt32 = 1;
+const protocolVersion :UInt32 = 2;
 
 enum ValueType {
   float32 @0;
@@ -84,6 +84,13 @@ struct GetRequest {
   table @0 :UInt32;
   rows @1 :List(UInt64);
   minClock @2 :Int64;       # reply only once the shard's clock (min over workers) reaches this
+}
+
+# Rows a client dropped from its cache (it has a capacity): the server stops pushing them to it
+# until it reads them again. Sent before any later GetRequest of the same rows.
+struct Unsubscribe {
+  table @0 :UInt32;
+  rows @1 :List(UInt64);
 }
 
 # Rows sent to a client, as a reply to a GetRequest or pushed at a clock advance.
@@ -196,5 +203,6 @@ struct Envelope {
     announcePeer @15 :AnnouncePeer;
     peerList @16 :PeerList;
     peer @17 :PeerMessage;
+    unsubscribe @18 :Unsubscribe;
   }
 }

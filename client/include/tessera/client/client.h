@@ -46,6 +46,13 @@ struct ClientOptions {
   // Managed communication: whether and how pending updates go out between clock boundaries,
   // and the bandwidth budget. Default: off (updates go out at clock boundaries only).
   CommOptions comm;
+  // The process cache's capacity, in rows of each table; 0 = no limit. Default: 0 (every row
+  // read stays cached, as an SSP cache that rows never leave). With a limit, reading a new row
+  // into a full cache first drops rows read least recently (a CLOCK sweep; rows a read waits
+  // for are kept), and the servers stop pushing the dropped rows. A limit bounds the memory of
+  // a worker that reads more of a table than it revisits, and lets a stream of new rows reuse
+  // the storage of dropped ones instead of faulting in fresh memory.
+  uint64_t cache_rows = 0;
 };
 
 // Counters for tests and monitoring.
@@ -56,6 +63,7 @@ struct ClientStats {
   uint64_t stale_waits = 0;    // reads of cached rows that waited for the SSP bound
   uint64_t blocked_reads = 0;  // reads waiting right now (a gauge, not a counter)
   uint64_t rows_received = 0;  // rows in replies and pushes
+  uint64_t evictions = 0;      // rows dropped from the cache to respect `cache_rows`
   uint64_t pushes = 0;         // push messages received
   uint64_t update_rows_sent = 0;
   uint64_t bytes_sent = 0;

@@ -46,6 +46,7 @@ struct ServerStats {
   uint64_t early_rows_pushed = 0;  // between clock advances, from spare budget
   uint64_t bytes_sent = 0;
   uint64_t rejected_messages = 0;  // malformed, wrong version, unknown peer, bad content
+  uint64_t unsubscribed_rows = 0;  // (worker, row) subscriptions ended by a worker's cache eviction
   int64_t clock = 0;               // min over workers
 };
 

@@ -1,10 +1,12 @@
 // RowIndex<T>: the T of each row touched so far, for a server's shard and a client's cache.
 //
-// Entries are never removed and never move, so callers may keep pointers to them (a server lists
-// changed rows, a reader waits on a cache entry). They live in fixed-size chunks, found through an
-// open-addressing table of (row, entry) slots, linear probing at a load of at most 1/2. Compared
-// with std::unordered_map it costs no allocation per row, and growing rewrites a flat array
-// instead of relinking a node per row, which matters when every row of a batch is new.
+// Entries never move, so callers may keep pointers to them (a server lists changed rows, a reader
+// waits on a cache entry) until they Erase the row. They live in fixed-size chunks, found through
+// an open-addressing table of (row, entry) slots, linear probing at a load of at most 1/2.
+// Compared with std::unordered_map it costs no allocation per row, and growing rewrites a flat
+// array instead of relinking a node per row, which matters when every row of a batch is new. An
+// erased row's entry is reused for the next new row, so a bounded set of rows that moves (a cache
+// with a capacity) touches no fresh memory.
 // Not thread-safe: callers synchronize.
 #ifndef TESSERA_TABLE_ROW_INDEX_H_
 #define TESSERA_TABLE_ROW_INDEX_H_
@@ -34,17 +36,48 @@ class RowIndex {
   std::pair<T*, bool> FindOrAdd(uint64_t row) {
     if (T* e = Find(row)) return {e, false};
     if ((size_ + 1) * 2 > slots_.size()) Grow();
-    if (chunks_.empty() || used_in_chunk_ == kChunk) {
-      chunks_.push_back(std::make_unique<T[]>(kChunk));
-      used_in_chunk_ = 0;
+    T* e;
+    if (!free_.empty()) {
+      e = free_.back();
+      free_.pop_back();
+    } else {
+      if (chunks_.empty() || used_in_chunk_ == kChunk) {
+        chunks_.push_back(std::make_unique<T[]>(kChunk));
+        used_in_chunk_ = 0;
+      }
+      e = &chunks_.back()[used_in_chunk_++];
     }
-    T* e = &chunks_.back()[used_in_chunk_++];
     Insert(row, e);
     ++size_;
     return {e, true};
   }
   T& operator[](uint64_t row) { return *FindOrAdd(row).first; }
   size_t size() const { return size_; }
+
+  // Removes the row; returns whether it was there. Its entry is value-initialized and kept for
+  // the next new row: a pointer to it no longer refers to this row. Other entries stay put.
+  bool Erase(uint64_t row) {
+    if (slots_.empty()) return false;
+    size_t i = Home(row);
+    for (;; i = (i + 1) & mask_) {
+      if (slots_[i].entry == nullptr) return false;
+      if (slots_[i].row == row) break;
+    }
+    *slots_[i].entry = T{};
+    free_.push_back(slots_[i].entry);
+    --size_;
+    // Backward-shift deletion (no tombstones): move later slots of the probe run into the hole
+    // unless their home lies cyclically after the hole, up to their own position.
+    for (size_t j = (i + 1) & mask_; slots_[j].entry != nullptr; j = (j + 1) & mask_) {
+      size_t home = Home(slots_[j].row);
+      if (((j - home) & mask_) >= ((j - i) & mask_)) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i] = Slot{};
+    return true;
+  }
 
  private:
   struct Slot {
@@ -84,6 +117,7 @@ class RowIndex {
   size_t size_ = 0;
   std::vector<std::unique_ptr<T[]>> chunks_;
   size_t used_in_chunk_ = 0;
+  std::vector<T*> free_;  // entries of erased rows, value-initialized
 };
 
 }  // namespace tessera

@@ -1,0 +1,120 @@
+// The client's process cache under a capacity (ClientOptions::cache_rows): it stays bounded,
+// evicted rows read back exactly, the servers stop pushing evicted rows and push them again once
+// they are read anew, and SSP reads stay exact throughout.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "in_process_cluster.h"
+
+namespace tessera {
+namespace {
+
+using testing::InProcessCluster;
+
+constexpr TableId kTable = 1;
+constexpr uint64_t kRows = 4096;
+constexpr uint64_t kCapacity = 256;  // 4 rows in each of the client's 64 stripes
+
+TableSpec Values() {
+  TableSpec spec;
+  spec.id = kTable;
+  spec.name = "values";
+  spec.value_type = ValueType::kInt64;
+  spec.num_rows = kRows;
+  spec.width = 3;
+  return spec;
+}
+
+int64_t Cell(Client& c, RowId row) {
+  std::vector<int64_t> v;
+  Status s = c.Get<int64_t>(0, kTable, row, &v);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return s.ok() ? v[1] : -1;
+}
+
+// Reading 16x the capacity evicts all but about the capacity; every value read is exact, also
+// for rows read again after their eviction; each eviction of a row the server had answered ends
+// its subscription there (counted once Leave has been acknowledged, i.e. everything applied).
+TEST(CacheCapacityTest, StaysBoundedAndEvictedRowsReadBackExactly) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = kCapacity});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(Values()).ok());
+  for (RowId r = 0; r < kRows; ++r) ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, int64_t(r)).ok());
+  ASSERT_TRUE(c.Clock(0).ok());
+  for (RowId r = 0; r < kRows; ++r) ASSERT_EQ(Cell(c, r), int64_t(r)) << r;
+  ClientStats first = c.stats();
+  EXPECT_GE(first.evictions, kRows - kCapacity - 64);
+  EXPECT_LE(first.evictions, kRows - kCapacity / 2);
+  // The first rows were evicted long ago: read again, from the servers, still exact.
+  for (RowId r = 0; r < 64; ++r) ASSERT_EQ(Cell(c, r), int64_t(r)) << r;
+  ClientStats second = c.stats();
+  EXPECT_EQ(second.cold_misses - first.cold_misses, 64u);
+  ASSERT_TRUE(c.Leave().ok());
+  uint64_t unsubscribed =
+      cluster.server(0).stats().unsubscribed_rows + cluster.server(1).stats().unsubscribed_rows;
+  EXPECT_EQ(unsubscribed, c.stats().evictions);
+}
+
+// A reader with a small cache and a writer, staleness 0. The servers push only rows the reader
+// still caches; a row evicted and read again is pushed again, so a read at the next clock sees
+// the writer's update (a server that forgot the re-read row would leave it stale and the read
+// would return the old value without asking).
+TEST(CacheCapacityTest, EvictedRowsAreNotPushedAndRereadRowsAreAgain) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 2, .cache_rows = kCapacity});
+  Client& reader = cluster.client(0);
+  Client& writer = cluster.client(1);
+  ASSERT_TRUE(reader.CreateTable(Values()).ok());
+  ASSERT_TRUE(writer.CreateTable(Values()).ok());
+  auto both_clock = [&] {
+    std::thread w([&] { ASSERT_TRUE(writer.Clock(0).ok()); });
+    ASSERT_TRUE(reader.Clock(0).ok());
+    w.join();
+  };
+  for (RowId r = 0; r < kRows; ++r) ASSERT_EQ(Cell(reader, r), 0) << r;  // clock 0
+  // Row 0 is long evicted; read it again: cached and subscribed anew.
+  ASSERT_EQ(Cell(reader, 0), 0);
+  uint64_t pushed_before =
+      cluster.server(0).stats().rows_pushed + cluster.server(1).stats().rows_pushed;
+  for (RowId r = 0; r < kRows; ++r) ASSERT_TRUE(writer.Inc<int64_t>(kTable, r, 1, 7).ok());
+  both_clock();
+  // Clock 1: row 0 was pushed (a cache entry that is not refreshed would still say 0).
+  EXPECT_EQ(Cell(reader, 0), 7);
+  EXPECT_EQ(Cell(reader, kRows - 1), 7);
+  ASSERT_TRUE(reader.Leave().ok());
+  ASSERT_TRUE(writer.Leave().ok());
+  uint64_t pushed = cluster.server(0).stats().rows_pushed +
+                    cluster.server(1).stats().rows_pushed - pushed_before;
+  EXPECT_GE(pushed, 1u);
+  EXPECT_LE(pushed, 2 * kCapacity) << "evicted rows were still pushed";
+}
+
+// Several threads of one process read overlapping rows through a small cache while evictions
+// run: every read is exact and none waits forever (a read's entry is never evicted under it).
+TEST(CacheCapacityTest, ConcurrentReadersThroughASmallCache) {
+  InProcessCluster cluster(
+      {.num_servers = 2, .num_workers = 1, .threads_per_worker = 4, .cache_rows = 64});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(Values()).ok());
+  for (RowId r = 0; r < kRows; ++r) ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, int64_t(r)).ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ASSERT_TRUE(c.Clock(t).ok());
+      for (int pass = 0; pass < 2; ++pass) {
+        for (RowId r = t; r < kRows; r += 3) {
+          std::vector<int64_t> v;
+          Status s = c.Get<int64_t>(t, kTable, r, &v);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          ASSERT_EQ(v[1], int64_t(r));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_GT(c.stats().evictions, 0u);
+}
+
+}  // namespace
+}  // namespace tessera
