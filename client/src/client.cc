@@ -35,6 +35,8 @@ namespace {
 // Rows are spread over stripes, each with its own lock, so threads touching different rows
 // rarely contend.
 constexpr size_t kStripes = 64;
+// Evicted rows a server may still push before the client tells it (in one message) to stop.
+constexpr size_t kMaxForgetRows = 4096;
 constexpr int kCoordinator = -1;
 
 struct RowKey {
@@ -82,9 +84,9 @@ struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
   RowIndex<CacheEntry> cache;  // entries stay put until evicted; readers wait on them
-  // Under a cache capacity: the cached rows in CLOCK order (the hand at the front), and the
-  // storage of evicted rows, reused by new entries.
-  std::deque<RowId> clock_order;
+  // Under a cache capacity: the cached rows and their entries in CLOCK order (the hand at the
+  // front), and the storage of evicted rows, reused by new entries.
+  std::deque<std::pair<RowId, CacheEntry*>> clock_order;
   std::vector<RowValues> spare_values;
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
@@ -130,6 +132,14 @@ struct ServerChannel {
   // that holds its stripe lock and sees 0 knows no in-flight batch has a delta for it, and need
   // not take `mu` (pure reads, the common case, never do).
   std::atomic<size_t> inflight_deltas{0};
+  // Rows evicted from the cache that this server still pushes to us, per table, not yet
+  // unsubscribed. They ride on the next GetRequest of the table to this server (or go alone at a
+  // clock, or when many). Guarded by forget_mu, held until the message carrying them is queued,
+  // so a later request of one of them cannot overtake its unsubscription. Taken after a stripe's
+  // lock, never before.
+  std::mutex forget_mu;
+  std::unordered_map<TableId, std::vector<RowId>> forget;
+  size_t forget_rows = 0;
 };
 
 struct Outbound {
@@ -341,7 +351,7 @@ class Client::Impl {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
     if (is_new) {
       if (table.stripe_capacity > 0) {
-        stripe.clock_order.push_back(row);
+        stripe.clock_order.emplace_back(row, entry);
         if (stripe.cache.size() > table.stripe_capacity) Evict(table, stripe);
       }
       if (!stripe.spare_values.empty()) {
@@ -354,43 +364,57 @@ class Client::Impl {
     return *entry;
   }
 
-  // Drops a quarter of the stripe's capacity (at least one row), so that a stream of new rows
-  // evicts in batches and the servers get one Unsubscribe per batch, not per row. CLOCK: the
-  // hand skips (and clears) rows read since it last passed, and rows it may not drop: not yet
-  // answered, with a pending error, or with reads waiting on them. The Unsubscribe goes out
-  // before this thread can request any of the dropped rows again (same connection, in order),
-  // so the server never forgets a row after it was read anew. REQUIRES: stripe.mu.
+  // Drops a quarter of the stripe's capacity (at least one row), so that the sweep and the
+  // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows read since it last
+  // passed, and rows it may not drop: not yet answered, with a pending error, or with reads
+  // waiting on them. A row that has been answered has no request in flight (only rows never
+  // answered are requested; later values come as pushes), so an eviction never races a reply.
+  // The servers learn of the dropped rows through `forget` (see ServerChannel). REQUIRES:
+  // stripe.mu.
   void Evict(ClientTable& table, Stripe& stripe) {
     const size_t target = std::max<size_t>(1, table.stripe_capacity / 4);
     const auto num_servers = static_cast<uint32_t>(channels_.size());
-    std::vector<std::vector<RowId>> forget(num_servers);
     size_t evicted = 0;
     for (size_t steps = 2 * stripe.clock_order.size(); evicted < target && steps > 0; --steps) {
-      RowId row = stripe.clock_order.front();
+      auto [row, e] = stripe.clock_order.front();
       stripe.clock_order.pop_front();
-      CacheEntry* e = stripe.cache.Find(row);
-      if (e == nullptr) continue;
       if (e->referenced || !e->valid || e->waiters > 0 || !e->error.ok()) {
         e->referenced = false;
-        stripe.clock_order.push_back(row);
+        stripe.clock_order.emplace_back(row, e);
         continue;
       }
-      if (e->subscribed) forget[ServerOfRow(table.spec.id, row, num_servers)].push_back(row);
+      ServerChannel& ch = *channels_[ServerOfRow(table.spec.id, row, num_servers)];
+      {
+        std::lock_guard lock(ch.forget_mu);
+        ch.forget[table.spec.id].push_back(row);
+        ++ch.forget_rows;
+      }
       stripe.spare_values.push_back(std::move(e->value));
       stripe.cache.Erase(row);
       ++evicted;
     }
     Count(kEvictions, evicted);
     for (uint32_t s = 0; s < num_servers; ++s) {
-      if (forget[s].empty()) continue;
-      OutgoingMessage msg(options_.rank, 0,
-                          static_cast<unsigned>(forget[s].size() + 16));
-      auto body = msg.envelope().getBody().initUnsubscribe();
-      body.setTable(table.spec.id);
-      auto rows = body.initRows(static_cast<unsigned>(forget[s].size()));
-      for (unsigned i = 0; i < forget[s].size(); ++i) rows.set(i, forget[s][i]);
-      Enqueue(static_cast<int>(s), msg.ToFrame());
+      std::lock_guard lock(channels_[s]->forget_mu);
+      if (channels_[s]->forget_rows >= kMaxForgetRows) SendForgetLocked(s);
     }
+  }
+
+  // Sends every pending unsubscription of server `s`, one message per table.
+  // REQUIRES: channels_[s]->forget_mu.
+  void SendForgetLocked(uint32_t s) {
+    ServerChannel& ch = *channels_[s];
+    for (auto& [table, rows] : ch.forget) {
+      if (rows.empty()) continue;
+      OutgoingMessage msg(options_.rank, 0, static_cast<unsigned>(rows.size() + 16));
+      auto body = msg.envelope().getBody().initUnsubscribe();
+      body.setTable(table);
+      auto list = body.initRows(static_cast<unsigned>(rows.size()));
+      for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
+      Enqueue(static_cast<int>(s), msg.ToFrame());
+      rows.clear();
+    }
+    ch.forget_rows = 0;
   }
 
   // Marks the end of a wait on a cache entry (see Read).
@@ -687,18 +711,34 @@ class Client::Impl {
     unbudgeted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
 
+  // The request carries the table's pending unsubscriptions for this server (see
+  // ServerChannel::forget).
   void SendGet(uint32_t server, TableId table, std::span<const RowId> rows, int64_t min_clock) {
     uint64_t id = next_request_id_.fetch_add(1);
     {
       std::lock_guard lock(calls_mu_);
       pending_gets_[id] = {table, std::vector<RowId>(rows.begin(), rows.end())};
     }
-    OutgoingMessage msg(options_.rank, id);
+    ServerChannel& ch = *channels_[server];
+    std::lock_guard forget_lock(ch.forget_mu);
+    std::vector<RowId>* forget = nullptr;
+    if (ch.forget_rows > 0) {
+      if (auto it = ch.forget.find(table); it != ch.forget.end() && !it->second.empty())
+        forget = &it->second;
+    }
+    const size_t words = rows.size() + (forget != nullptr ? forget->size() : 0) + 24;
+    OutgoingMessage msg(options_.rank, id, static_cast<unsigned>(words));
     auto get = msg.envelope().getBody().initGet();
     get.setTable(table);
     get.setMinClock(min_clock);
     auto list = get.initRows(static_cast<unsigned>(rows.size()));
     for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
+    if (forget != nullptr) {
+      auto out = get.initUnsubscribe(static_cast<unsigned>(forget->size()));
+      for (unsigned i = 0; i < forget->size(); ++i) out.set(i, (*forget)[i]);
+      ch.forget_rows -= forget->size();
+      forget->clear();
+    }
     Count(kGetRequests, rows.size());
     Enqueue(static_cast<int>(server), msg.ToFrame());
   }
@@ -739,6 +779,11 @@ class Client::Impl {
     {
       std::lock_guard fifo_lock(fifo_mu_);
       fifo_.clear();  // everything in it is about to be sent
+    }
+    // Evictions not told yet: a server pushes each of those rows at most until this clock.
+    for (uint32_t s = 0; s < channels_.size(); ++s) {
+      std::lock_guard lock(channels_[s]->forget_mu);
+      if (channels_[s]->forget_rows > 0) SendForgetLocked(s);
     }
     SendPending(nullptr, clock);
   }
@@ -1168,7 +1213,7 @@ class Client::Impl {
       if (found == nullptr) {
         if (id == 0) continue;
         found = stripe.cache.FindOrAdd(row).first;
-        if (table->stripe_capacity > 0) stripe.clock_order.push_back(row);
+        if (table->stripe_capacity > 0) stripe.clock_order.emplace_back(row, found);
       }
       CacheEntry& entry = *found;
       // Overwritten in place: a refreshed row keeps its storage.

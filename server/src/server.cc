@@ -423,16 +423,17 @@ class Server::Impl {
     }
     ParkedGet req{worker, request_id, get.getTable(), {}, get.getMinClock()};
     auto rows = get.getRows();
-    req.rows.reserve(rows.size());
-    for (RowId r : rows) {
-      if (r >= (*table)->spec.num_rows) {
-        Reject(peers_[worker].identity, request_id,
-               Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", r,
-                                              (*table)->spec.name, (*table)->spec.num_rows)));
-        return;
-      }
-      req.rows.push_back(r);
+    Status checked = CheckRows(**table, rows);
+    if (checked.ok()) checked = CheckRows(**table, get.getUnsubscribe());
+    if (!checked.ok()) {
+      Reject(peers_[worker].identity, request_id, checked);
+      return;
     }
+    // Unsubscriptions take effect now, even if the read waits: the rows they name are not
+    // cached at the client, and any of them this request reads is subscribed again when answered.
+    Unsubscribe(worker, **table, get.getUnsubscribe());
+    req.rows.reserve(rows.size());
+    for (RowId r : rows) req.rows.push_back(r);
     if (req.min_clock <= clock_) {
       Answer(req);
     } else {
@@ -441,26 +442,34 @@ class Server::Impl {
     }
   }
 
-  // The worker dropped these rows from its cache: stop pushing them to it. A row nobody reads
-  // any more and nobody has written is all zeros and needs no entry (a later read recreates it),
-  // so a worker streaming through a table does not grow the shard's index. Checked as a whole
-  // before any of it takes effect.
   void OnUnsubscribe(uint32_t worker, uint64_t request_id, proto::Unsubscribe::Reader msg) {
     auto table = FindTable(msg.getTable());
     if (!table.ok()) {
       Reject(peers_[worker].identity, request_id, table.status());
       return;
     }
-    ShardTable& t = **table;
-    auto rows = msg.getRows();
+    if (Status s = CheckRows(**table, msg.getRows()); !s.ok()) {
+      Reject(peers_[worker].identity, request_id, s);
+      return;
+    }
+    Unsubscribe(worker, **table, msg.getRows());
+  }
+
+  Status CheckRows(const ShardTable& t, capnp::List<uint64_t>::Reader rows) const {
     for (RowId r : rows) {
       if (r >= t.spec.num_rows) {
-        Reject(peers_[worker].identity, request_id,
-               Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", r,
-                                              t.spec.name, t.spec.num_rows)));
-        return;
+        return Status::OutOfRange(fmt::format("row {} out of range for table '{}' ({} rows)", r,
+                                              t.spec.name, t.spec.num_rows));
       }
     }
+    return Status::Ok();
+  }
+
+  // The worker dropped these rows from its cache: stop pushing them to it. A row nobody reads
+  // any more and nobody has written is all zeros and needs no entry (a later read recreates it),
+  // so a worker streaming through a table does not grow the shard's index.
+  // REQUIRES: CheckRows(t, rows) is OK.
+  void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows) {
     Peer& peer = peers_[worker];
     uint64_t ended = 0;
     for (RowId r : rows) {

@@ -138,8 +138,8 @@ TEST_F(BadInputTest, UnknownTableAndRowOutOfRangeAnswerTheRequest) {
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 
-// An Unsubscribe naming an unknown table or a row out of range is refused as a whole: the rows
-// before the bad one stay subscribed (a later update is still pushed to the peer).
+// An Unsubscribe (alone or in a read) naming an unknown table or a row out of range is refused
+// as a whole: the rows before the bad one stay subscribed (a later update is still pushed).
 TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
   RawPeer peer(cluster_, ServerEndpoint());
   peer.Register(1, "test-secret");
@@ -156,6 +156,13 @@ TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
   unsubscribe(99, {2});
   EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::NOT_FOUND);
   unsubscribe(kTable, {2, 1000});
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::OUT_OF_RANGE);
+  // The same list riding on a read: the read is refused too, and nothing is unsubscribed.
+  auto get = GetRequest(1, kTable, 3);
+  auto list = get->envelope().getBody().getGet().initUnsubscribe(2);
+  list.set(0, 2);
+  list.set(1, 1000);
+  peer.Send(get);
   EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::OUT_OF_RANGE);
   EXPECT_EQ(cluster_.server(0).stats().unsubscribed_rows, 0u);
   // Worker 0 changes row 2; both workers finish clock 0: the change is pushed to the peer.

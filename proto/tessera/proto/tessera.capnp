@@ -84,10 +84,13 @@ struct GetRequest {
   table @0 :UInt32;
   rows @1 :List(UInt64);
   minClock @2 :Int64;       # reply only once the shard's clock (min over workers) reaches this
+  unsubscribe @3 :List(UInt64);  # rows of the table the client evicted: see Unsubscribe; applied
+                                 # on arrival, before `rows` are answered
 }
 
 # Rows a client dropped from its cache (it has a capacity): the server stops pushing them to it
-# until it reads them again. Sent before any later GetRequest of the same rows.
+# until it reads them again. Sent (alone, or in a GetRequest) before any later GetRequest of the
+# same rows.
 struct Unsubscribe {
   table @0 :UInt32;
   rows @1 :List(UInt64);
