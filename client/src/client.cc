@@ -37,6 +37,10 @@ namespace {
 constexpr size_t kStripes = 64;
 // Evicted rows a server may still push before the client tells it (in one message) to stop.
 constexpr size_t kMaxForgetRows = 4096;
+// The I/O thread, parked while callers receive, checks this often whether to take over again.
+constexpr std::chrono::milliseconds kParkInterval{2};
+// A caller holding the receive role sleeps in poll at most this long per round.
+constexpr std::chrono::milliseconds kMaxReceiveRound{5};
 constexpr int kCoordinator = -1;
 
 struct RowKey {
@@ -239,6 +243,7 @@ class Client::Impl {
       }
       server_sockets_.push_back(std::move(socket));
     }
+    receiver_fds_ = ReceiverFds();
     io_thread_ = std::thread([this] { IoLoop(); });
     started_ = true;
     // Introduce ourselves to every server: they serve only registered workers.
@@ -478,8 +483,10 @@ class Client::Impl {
         deadline = std::chrono::steady_clock::now() + options_.timeout;
       }
       waited = true;
-      if (stripe.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-          std::chrono::steady_clock::now() >= deadline) {
+      auto changed = [&] {
+        return !entry.error.ok() || (entry.valid && EffectiveStamp(entry, server) >= need);
+      };
+      if (!AwaitReady(lock, stripe.cv, changed, deadline)) {
         Uncount(kBlockedReads);
         return Status::Unavailable(
             fmt::format("read of row {} of table '{}' at clock {} got no answer from server {} "
@@ -672,13 +679,18 @@ class Client::Impl {
     std::vector<bool> used(server_sockets_.size() + 1, false);
     SendQueuedLocked(&used);
     SendLocked(Outbound{target, std::move(frame), early}, &used);
-    // Sending may have run the socket's pending commands, and with them used up the edge of its
-    // ZMQ_FD that would wake the I/O thread for a message that arrived meanwhile: if a socket we
-    // used has input waiting, wake the I/O thread ourselves.
+    WakeReceiverIfInputLocked(used);
+  }
+
+  // Sending may have run a socket's pending commands, and with them used up the edge of its
+  // ZMQ_FD that would wake the receiver for a message that arrived meanwhile: if a socket in
+  // `used` has input waiting, wake the receiver (it drains every socket when input_waker_
+  // fires). REQUIRES: socket_mu_.
+  void WakeReceiverIfInputLocked(const std::vector<bool>& used) {
     for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
       if (used[s + 1] && (SocketOf(s).get(zmq::sockopt::events) & ZMQ_POLLIN) != 0) {
-        waker_.Notify();
-        break;
+        input_waker_.Notify();
+        return;
       }
     }
   }
@@ -756,8 +768,9 @@ class Client::Impl {
       Enqueue(target, msg->ToFrame());
     }
     std::unique_lock lock(calls_mu_);
-    bool done =
-        calls_cv_.wait_for(lock, options_.timeout, [&] { return calls_[id].outstanding == 0; });
+    bool done = AwaitReady(
+        lock, calls_cv_, [&] { return calls_[id].outstanding == 0; },
+        std::chrono::steady_clock::now() + options_.timeout);
     Status status = done ? calls_[id].status
                          : Status::Unavailable(fmt::format("{}: no answer within {} ms", what,
                                                            options_.timeout.count()));
@@ -1039,57 +1052,208 @@ class Client::Impl {
     }
   }
 
-  // The I/O thread: receives and handles everything that arrives, sends what callers queued
-  // while another thread was using the sockets, and spends spare budget on early sends.
+  // Receiving. One thread at a time holds the receive role (receive_mu_): it waits in poll(2) on
+  // the sockets' ZMQ_FDs and the waker, then receives everything waiting and handles it. Poll does
+  // not touch the sockets, so callers may send on them meanwhile (under socket_mu_). A ZMQ_FD
+  // signals only that the socket's state may have changed, and only once: after waking, the
+  // receiver drains every socket, and a sender whose send may have consumed a signal checks the
+  // socket and wakes the receiver if input is waiting (Send).
   //
-  // It waits in poll(2) on the sockets' ZMQ_FDs and the waker, without touching the sockets, so
-  // callers may send on them meanwhile (under socket_mu_). A ZMQ_FD signals only that the
-  // socket's state may have changed, and only once: after waking, the loop receives until the
-  // socket has nothing, and a caller whose send may have consumed a signal checks the socket
-  // and wakes this thread if input is waiting (Send).
-  void IoLoop() {
+  // The I/O thread holds the role while no caller waits. A caller that must wait for a reply
+  // (Read, CallAll) takes the role itself, so a reply reaches the thread that wants it without a
+  // hand-over (a wake-up and a context switch per reply, on 2 cores a large share of a cold
+  // read's cost). The I/O thread then parks and takes the role back once callers wait with
+  // nobody receiving, or none has received for a whole park interval: a push that nobody waits
+  // for may sit in ZeroMQ's queue that long, which costs nothing (a read that needs it waits, and
+  // so receives it).
+
+  // Receives everything the sockets hold (those `ready` marks; all if null) and handles it;
+  // returns whether there was anything. Sends what callers queued first. Each socket is read
+  // until it has nothing, which re-arms its ZMQ_FD; a socket whose ZMQ_FD did not signal holds
+  // nothing (or a sender saw its signal and woke the waker, which marks all), and skipping it
+  // saves the system calls of an empty read. REQUIRES: receive_mu_, and no stripe lock,
+  // calls_mu_ or ServerChannel lock (handlers take them).
+  bool DrainAndHandle(std::vector<std::pair<int, zmq::message_t>>* received,
+                      const std::vector<bool>* ready = nullptr) {
+    {
+      std::lock_guard lock(socket_mu_);
+      std::vector<bool> used(server_sockets_.size() + 1, false);
+      SendQueuedLocked(&used);
+      for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
+        // A socket just sent on may have taken its own signal: drain it too.
+        if (ready != nullptr && !(*ready)[s + 1] && !used[s + 1]) continue;
+        zmq::message_t frame;
+        while (SocketOf(s).recv(frame, zmq::recv_flags::dontwait))
+          received->emplace_back(s, std::move(frame));
+      }
+    }
+    // Handled without socket_mu_: handlers take stripe locks, and callers holding a stripe
+    // lock may send.
+    const bool any = !received->empty();
+    for (auto& [source, frame] : *received) Handle(source, std::move(frame));
+    received->clear();
+    return any;
+  }
+
+  // The fds a receiver polls: the sockets' ZMQ_FDs (coordinator first), then input_waker_;
+  // the I/O thread adds waker_ (see Poll).
+  std::vector<pollfd> ReceiverFds() {
     std::vector<pollfd> fds;
     fds.push_back({coordinator_.get(zmq::sockopt::fd), POLLIN, 0});
     for (auto& s : server_sockets_) fds.push_back({s.get(zmq::sockopt::fd), POLLIN, 0});
+    fds.push_back({input_waker_.poll_item().fd, POLLIN, 0});
+    return fds;
+  }
+
+  // Polls `fds` and returns which sockets to drain: those that signaled, or all if input_waker_
+  // fired (a sender took a socket's signal). `fds` is ReceiverFds(), optionally followed by
+  // waker_ (the I/O thread's), or just waker_ (the parked I/O thread).
+  std::vector<bool> Poll(std::vector<pollfd>& fds, int timeout_ms) {
+    const size_t sockets = server_sockets_.size() + 1;
+    std::vector<bool> ready(sockets, false);
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      log_->error("poll failed: {}", std::strerror(errno));
+      ready.assign(sockets, true);
+      return ready;
+    }
+    for (const pollfd& p : fds) {
+      if ((p.revents & POLLIN) == 0) continue;
+      if (p.fd == waker_.poll_item().fd) {
+        waker_.Drain();
+      } else if (p.fd == input_waker_.poll_item().fd) {
+        input_waker_.Drain();
+        ready.assign(sockets, true);
+        return ready;
+      }
+    }
+    if (fds.size() > sockets) {
+      for (size_t i = 0; i < sockets; ++i) ready[i] = (fds[i].revents & POLLIN) != 0;
+    }
+    return ready;
+  }
+
+  // One round of a caller's receiving: handles what is waiting, or else sleeps in poll until
+  // something arrives (at most until `deadline`, and at most kMaxReceiveRound, so the role
+  // changes hands now and then) and handles that. REQUIRES: as DrainAndHandle.
+  void ReceiveRound(std::chrono::steady_clock::time_point deadline) {
+    std::vector<std::pair<int, zmq::message_t>> received;
+    std::vector<bool> ready = Poll(receiver_fds_, 0);
+    if (std::find(ready.begin(), ready.end(), true) != ready.end() &&
+        DrainAndHandle(&received, &ready)) {
+      return;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto wait = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(0),
+                           kMaxReceiveRound);
+    ready = Poll(receiver_fds_, static_cast<int>(wait.count()));
+    DrainAndHandle(&received, &ready);
+  }
+
+  // Waits until ready() (called with `lock` held) or `deadline`, receiving itself when it can
+  // take the receive role, else sleeping on `cv` (which the receiver's handlers notify).
+  // Returns ready(). REQUIRES: `lock` holds the mutex that ready()'s state and `cv` go with;
+  // that mutex is released while receiving, so ready() must be re-checked by the caller's logic
+  // only through this function.
+  template <typename Ready>
+  bool AwaitReady(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, Ready ready,
+                  std::chrono::steady_clock::time_point deadline) {
+    if (ready()) return true;
+    waiting_callers_.fetch_add(1, std::memory_order_acq_rel);
+    bool received = false;
+    while (!ready() && std::chrono::steady_clock::now() < deadline) {
+      std::unique_lock role(receive_mu_, std::try_to_lock);
+      if (!role.owns_lock() && io_has_role_.load(std::memory_order_acquire)) {
+        // The I/O thread is in poll: ask it to hand the role over, and take it.
+        role_wanted_.fetch_add(1, std::memory_order_acq_rel);
+        waker_.Notify();
+        lock.unlock();
+        role.lock();
+        role_wanted_.fetch_sub(1, std::memory_order_acq_rel);
+        lock.lock();
+        if (ready()) break;  // handled while we waited for the role
+      }
+      if (role.owns_lock()) {
+        lock.unlock();
+        ReceiveRound(deadline);
+        role.unlock();
+        received = true;
+        lock.lock();
+        continue;
+      }
+      // Another caller receives: its handlers wake us.
+      cv.wait_until(lock, deadline);
+    }
+    const bool done = ready();
+    if (received) receiver_epoch_.fetch_add(1, std::memory_order_acq_rel);
+    // Others still waiting may have nobody receiving now: let the I/O thread take over.
+    if (waiting_callers_.fetch_sub(1, std::memory_order_acq_rel) > 1 && received) waker_.Notify();
+    return done;
+  }
+
+  // The I/O thread: receives while no caller does (see above), sends what callers queued while
+  // another thread was using the sockets, and spends spare budget on early sends.
+  void IoLoop() {
+    std::vector<pollfd> fds = ReceiverFds();
     fds.push_back({waker_.poll_item().fd, POLLIN, 0});
+    std::vector<pollfd> parked_fds = {fds.back()};  // waker_ only: input_waker_ is the receiver's
+    std::vector<bool> ready(server_sockets_.size() + 1, true);
     const CommOptions& comm = options_.comm;
     // Up to 100 ms of budget (at least one full message) may build up: enough to catch up after
     // the thread was descheduled, little enough to keep any window within a few percent.
     TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.1, 64.0 * 1024));
     std::vector<std::pair<int, zmq::message_t>> received;
-    std::vector<bool> used(server_sockets_.size() + 1, false);
+    std::unique_lock role(receive_mu_);
+    io_has_role_.store(true, std::memory_order_release);
+    uint64_t epoch_seen = 0;
     while (true) {
       const bool stopping = stop_io_.load(std::memory_order_acquire);
-      {
+      if (role.owns_lock()) {
+        DrainAndHandle(&received, &ready);
+      } else {
         std::lock_guard lock(socket_mu_);
+        std::vector<bool> used(server_sockets_.size() + 1, false);
         SendQueuedLocked(&used);
-        for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
-          zmq::message_t frame;
-          while (SocketOf(s).recv(frame, zmq::recv_flags::dontwait))
-            received.emplace_back(s, std::move(frame));
-        }
+        WakeReceiverIfInputLocked(used);
       }
-      // Handled without socket_mu_: handlers take stripe locks, and callers holding a stripe
-      // lock may send.
-      for (auto& [source, frame] : received) Handle(source, std::move(frame));
-      received.clear();
       if (stopping) break;
+      if (role.owns_lock() && role_wanted_.load(std::memory_order_acquire) > 0) {
+        io_has_role_.store(false, std::memory_order_release);
+        role.unlock();
+        epoch_seen = receiver_epoch_.load(std::memory_order_acquire);
+      }
+      if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0) {
+        const uint64_t epoch = receiver_epoch_.load(std::memory_order_acquire);
+        if ((waiting_callers_.load(std::memory_order_acquire) > 0 || epoch == epoch_seen) &&
+            role.try_lock()) {
+          io_has_role_.store(true, std::memory_order_release);
+          ready.assign(ready.size(), true);
+          continue;  // drain before polling: messages may have waited
+        }
+        epoch_seen = epoch;
+      }
       budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
       int timeout_ms = -1;
       if (comm.early_sends() && pending_rows_.load(std::memory_order_relaxed) > 0) {
         budget.Refill(TokenBucket::Clock::now());
         timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
       }
-      if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-        log_->error("poll failed: {}", std::strerror(errno));
+      if (!role.owns_lock()) {
+        const int park = static_cast<int>(kParkInterval.count());
+        timeout_ms = timeout_ms < 0 ? park : std::min(timeout_ms, park);
       }
-      if (fds.back().revents & POLLIN) waker_.Drain();
+      if (role.owns_lock()) {
+        ready = Poll(fds, timeout_ms);
+      } else {
+        (void)Poll(parked_fds, timeout_ms);
+      }
       if (comm.early_sends()) {
         budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
         budget.Refill(TokenBucket::Clock::now());
         if (budget.has_tokens() && pending_rows_.load(std::memory_order_relaxed) > 0) SendEarly();
       }
     }
+    if (role.owns_lock()) io_has_role_.store(false, std::memory_order_release);
   }
 
   void CompleteCall(uint64_t id, const Status& status) {
@@ -1271,6 +1435,14 @@ class Client::Impl {
   uint64_t barriers_ = 0;
 
   std::mutex socket_mu_;  // held by whoever uses the sockets after Start: see Send, IoLoop
+  // The receive role (see DrainAndHandle). Taken before stripe locks, calls_mu_ and channel
+  // locks, never while holding one.
+  std::mutex receive_mu_;
+  std::atomic<bool> io_has_role_{false};       // the I/O thread holds receive_mu_
+  std::atomic<int> role_wanted_{0};            // callers asking the I/O thread for the role
+  std::atomic<int> waiting_callers_{0};        // callers in AwaitReady
+  std::atomic<uint64_t> receiver_epoch_{0};    // bumped when a caller stops receiving
+  std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)
   tbb::concurrent_queue<Outbound> outbound_;  // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};
@@ -1278,7 +1450,8 @@ class Client::Impl {
   std::mutex fifo_mu_;
   std::deque<std::pair<ClientTable*, RowId>> fifo_;  // kFifo: rows in the order they became pending
   std::mt19937_64 rng_{0x7e55e7a};                   // I/O thread only
-  Waker waker_;
+  Waker waker_;        // the I/O thread's: queued sends, pending updates, the receive role
+  Waker input_waker_;  // the receiver's: a socket has input whose signal a sender took
   std::thread io_thread_;
   std::atomic<uint64_t> next_request_id_{1};
   bool started_ = false;

@@ -241,8 +241,11 @@ class Server::Impl {
             HandleClient(frame->identity, std::move(frame->payload));
           }
         }
+        // The coordinator speaks rarely: only when poll saw it readable (an empty read costs
+        // system calls, and this loop runs once per client message).
         zmq::message_t frame;
-        if (coordinator_.recv(frame, zmq::recv_flags::dontwait)) {
+        if ((items[1].revents & ZMQ_POLLIN) != 0 &&
+            coordinator_.recv(frame, zmq::recv_flags::dontwait)) {
           progress = true;
           HandleCoordinator(std::move(frame));
         }
