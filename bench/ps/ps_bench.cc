@@ -7,8 +7,9 @@
 //          per server; timed until the servers have applied everything (a staleness-0 read after
 //          the last clock).
 //   get  - each client reads batches of `batch` rows it has not read before: one request and one
-//          reply per server per batch, with `window` batches in flight (Prefetch ahead, then Get),
-//          as a loader that reads ahead does.
+//          reply per server per batch, with `window` batches in flight (Prefetch ahead, then
+//          GetRows of the batch, or Get of each row with --per-row-get), as a loader that reads
+//          ahead does.
 // The ceiling runs the same pattern with bare ZeroMQ DEALER/ROUTER sockets and raw float frames:
 // no tables, no Cap'n Proto, no cache.
 //
@@ -47,6 +48,7 @@ struct Config {
   uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
   int window = 4;               // get: batches in flight
   uint64_t cache_rows = 0;      // the clients' cache capacity per table (0: no limit)
+  bool per_row_get = false;     // get: a Get per row instead of a GetRows per batch
 };
 
 // Children report "<rows> <seconds>" through a pipe.
@@ -207,13 +209,20 @@ Report RunTessera(const Config& cfg) {
         for (uint64_t b = 0; b < std::min<uint64_t>(cfg.window, batches); ++b) {
           if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
         }
+        std::vector<float> rows_out(static_cast<size_t>(cfg.batch) * cfg.width);
         for (uint64_t b = 0; b < batches; ++b) {
           if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
             return 1;
-          for (tessera::RowId id : batch_ids(b)) {
-            if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
-            ++moved;
+          std::vector<tessera::RowId> ids = batch_ids(b);
+          if (cfg.per_row_get) {
+            for (tessera::RowId id : ids) {
+              if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
+            }
+          } else {
+            std::span<float> out(rows_out.data(), ids.size() * cfg.width);
+            if (!client.GetRows<float>(0, 1, ids, out).ok()) return 1;
           }
+          moved += ids.size();
         }
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
@@ -362,6 +371,9 @@ int main(int argc, char** argv) {
   uint64_t cache_rows = 0;
   app.add_option("--cache-rows", cache_rows,
                  "the clients' cache capacity in rows per table (0: no limit)");
+  bool per_row_get = false;
+  app.add_flag("--per-row-get", per_row_get,
+               "get: read each row with Get instead of each batch with GetRows");
   int window = 4;
   app.add_option("--window", window, "get: batches in flight per client")->check(CLI::Range(1, 1024));
   bool skip_ceiling = false;
@@ -389,6 +401,7 @@ int main(int argc, char** argv) {
                      std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)))};
           cfg.window = window;
           cfg.cache_rows = cache_rows;
+          cfg.per_row_get = per_row_get;
           Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
           Report ours = RunTessera(cfg);
           auto rate = [](const Report& r) { return r.seconds > 0 ? r.rows / r.seconds : 0.0; };

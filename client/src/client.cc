@@ -61,8 +61,10 @@ struct CacheEntry {
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
   Status error;  // a failed request for this row, reported to the next reader
-  // Under a cache capacity: read since the CLOCK hand last passed (a second chance), and the
-  // reads waiting on this entry (they hold a reference to it across waits, so it stays).
+  // Under a cache capacity: read from the cache (a hit) since the CLOCK hand last passed, which
+  // earns a second chance (a row read once, as a stream of new rows is, gets none, so the hand
+  // does not sweep the whole cache to evict it); and the reads waiting on this entry (they hold a
+  // reference to it across waits, so it stays).
   bool referenced = false;
   uint32_t waiters = 0;
 };
@@ -462,7 +464,7 @@ class Client::Impl {
         return s;
       }
       if (int64_t stamp = EffectiveStamp(entry, server); entry.valid && stamp >= need) {
-        entry.referenced = true;
+        if (!waited) entry.referenced = true;  // a hit
         copy_out(entry.value);
         Count(waited ? kind : kCacheHits);
         RecordStaleness(thread_clocks_[thread].load(std::memory_order_relaxed) - stamp);
@@ -1044,13 +1046,110 @@ class Client::Impl {
 
   void RecordStaleness(int64_t staleness) {
     uint64_t s = staleness > 0 ? static_cast<uint64_t>(staleness) : 0;
-    Count(kReads);
-    Count(kStalenessSum, s);
+    RecordReads(1, s, s);
+  }
+  void RecordReads(uint64_t reads, uint64_t staleness_sum, uint64_t staleness_max) {
+    Count(kReads, reads);
+    Count(kStalenessSum, staleness_sum);
     std::atomic<uint64_t>& max = counters_[kStalenessMax].value;
     uint64_t seen = max.load(std::memory_order_relaxed);
-    while (s > seen && !max.compare_exchange_weak(seen, s, std::memory_order_relaxed)) {
+    while (staleness_max > seen &&
+           !max.compare_exchange_weak(seen, staleness_max, std::memory_order_relaxed)) {
     }
   }
+
+ public:
+  // Reads dense rows into out[i * width ...]: the rows the cache can answer are copied at once,
+  // the others are requested together (one message per server), then waited for in order; a
+  // row that arrived meanwhile costs no further wait. Per row it takes one stripe lock (one per
+  // run of rows in the same stripe) and no shared counter: the statistics are added once.
+  template <typename T>
+  Status ReadRows(int thread, TableId id, std::span<const RowId> rows, T* out) {
+    TESSERA_RETURN_IF_ERROR(CheckThread(thread));
+    auto t = Table(id, ValueTypeOf<T>());
+    if (!t.ok()) return t.status();
+    ClientTable& table = **t;
+    if (table.spec.sparse) {
+      return Status::InvalidArgument(
+          fmt::format("table '{}' has sparse rows; use GetSparse", table.spec.name));
+    }
+    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    const size_t width = table.spec.width;
+    const int64_t need = NeededClock(thread, table);
+    const int64_t clock = thread_clocks_[thread].load(std::memory_order_relaxed);
+    const auto num_servers = static_cast<uint32_t>(channels_.size());
+    std::vector<std::vector<RowId>> per_server(num_servers);
+    std::vector<size_t> missing;
+    std::vector<bool> missing_was_valid;  // a stale copy (a wait for the bound), not a cold miss
+    uint64_t hits = 0, taken = 0, staleness_sum = 0, staleness_max = 0;
+    // Copies the entry if the bound holds. REQUIRES: its stripe's lock.
+    auto try_copy = [&](CacheEntry& e, size_t i, uint32_t server, bool hit) {
+      if (!e.valid || !e.error.ok()) return false;
+      int64_t stamp = EffectiveStamp(e, server);
+      if (stamp < need) return false;
+      if (hit) e.referenced = true;
+      auto cells = e.value.dense<T>();
+      std::copy(cells.begin(), cells.end(), out + i * width);
+      uint64_t st = clock > stamp ? static_cast<uint64_t>(clock - stamp) : 0;
+      staleness_sum += st;
+      staleness_max = std::max(staleness_max, st);
+      return true;
+    };
+    {
+      Stripe* locked = nullptr;
+      std::unique_lock<std::mutex> lock;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        Stripe& stripe = table.StripeOf(rows[i]);
+        if (&stripe != locked) {
+          lock = std::unique_lock(stripe.mu);
+          locked = &stripe;
+        }
+        uint32_t server = ServerOfRow(id, rows[i], num_servers);
+        CacheEntry& e = NewOrCachedEntry(table, stripe, rows[i]);
+        if (try_copy(e, i, server, /*hit=*/true)) {
+          ++hits;
+          continue;
+        }
+        missing.push_back(i);
+        missing_was_valid.push_back(e.valid);
+        if (!e.subscribed && e.requested < need && e.error.ok()) {
+          e.requested = need;
+          per_server[server].push_back(rows[i]);
+        }
+      }
+    }
+    for (uint32_t s = 0; s < num_servers; ++s) {
+      if (!per_server[s].empty()) SendGet(s, id, per_server[s], need);
+    }
+    Count(kCacheHits, hits);
+    // Waits for the first row still missing (a full Read: errors, time-out, statistics), then
+    // takes every later one that has come meanwhile without waiting.
+    for (size_t k = 0; k < missing.size(); ++k) {
+      const size_t i = missing[k];
+      const RowId row = rows[i];
+      Stripe& stripe = table.StripeOf(row);
+      {
+        std::lock_guard lock(stripe.mu);
+        CacheEntry* e = stripe.cache.Find(row);
+        if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers), /*hit=*/false)) {
+          Count(missing_was_valid[k] ? kStaleWaits : kColdMisses);
+          ++taken;
+          continue;
+        }
+      }
+      TESSERA_RETURN_IF_ERROR(Read(thread, id, ValueTypeOf<T>(), false, row,
+                                   [&](const RowValues& v) {
+                                     auto cells = v.dense<T>();
+                                     std::copy(cells.begin(), cells.end(), out + i * width);
+                                   }));
+    }
+    // Rows taken without a Read (a Read records its own): the hits and the missing rows that
+    // came meanwhile.
+    RecordReads(hits + taken, staleness_sum, staleness_max);
+    return Status::Ok();
+  }
+
+ private:
 
   // Receiving. One thread at a time holds the receive role (receive_mu_): it waits in poll(2) on
   // the sockets' ZMQ_FDs and the waker, then receives everything waiting and handles it. Poll does
@@ -1137,16 +1236,12 @@ class Client::Impl {
   // changes hands now and then) and handles that. REQUIRES: as DrainAndHandle.
   void ReceiveRound(std::chrono::steady_clock::time_point deadline) {
     std::vector<std::pair<int, zmq::message_t>> received;
-    std::vector<bool> ready = Poll(receiver_fds_, 0);
-    if (std::find(ready.begin(), ready.end(), true) != ready.end() &&
-        DrainAndHandle(&received, &ready)) {
-      return;
-    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     auto wait = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(0),
                            kMaxReceiveRound);
-    ready = Poll(receiver_fds_, static_cast<int>(wait.count()));
+    // Returns at once if a socket has signaled (or input_waker_ has fired) already.
+    std::vector<bool> ready = Poll(receiver_fds_, static_cast<int>(wait.count()));
     DrainAndHandle(&received, &ready);
   }
 
@@ -1396,7 +1491,6 @@ class Client::Impl {
           entry.value.Add(o->second.delta);
       }
       entry.valid = true;
-      entry.referenced = true;  // just brought in: survives the CLOCK hand once
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);
       touched.push_back(&stripe);
@@ -1491,6 +1585,17 @@ Status Client::Get(int thread, TableId table, RowId row, std::vector<T>* out) {
 }
 
 template <typename T>
+Status Client::GetRows(int thread, TableId table, std::span<const RowId> rows, std::span<T> out) {
+  const TableSpec* spec = impl_->FindTableSpec(table);
+  if (spec != nullptr && out.size() != rows.size() * spec->width) {
+    return Status::InvalidArgument(
+        fmt::format("GetRows of {} rows of table '{}' needs {} values of room, not {}",
+                    rows.size(), spec->name, rows.size() * spec->width, out.size()));
+  }
+  return impl_->ReadRows<T>(thread, table, rows, out.data());
+}
+
+template <typename T>
 Status Client::GetSparse(int thread, TableId table, RowId row,
                          std::vector<std::pair<uint32_t, T>>* out) {
   return impl_->Read(thread, table, ValueTypeOf<T>(), true, row, [&](const RowValues& v) {
@@ -1546,6 +1651,7 @@ Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
 
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template Status Client::Get<T>(int, TableId, RowId, std::vector<T>*);                            \
+  template Status Client::GetRows<T>(int, TableId, std::span<const RowId>, std::span<T>);          \
   template Status Client::GetSparse<T>(int, TableId, RowId, std::vector<std::pair<uint32_t, T>>*); \
   template Status Client::Inc<T>(TableId, RowId, uint32_t, T);                                     \
   template Status Client::IncRow<T>(TableId, RowId, std::span<const T>);

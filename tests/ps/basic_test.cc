@@ -95,6 +95,50 @@ TEST(ClientServerTest, IncRowAddsAWholeRow) {
   });
 }
 
+// GetRows returns what Get returns for each row (own writes included, rows of both servers, in
+// any order and repeated), and refuses bad calls before reading anything.
+TEST(ClientServerTest, GetRowsMatchesGetAndRefusesBadCalls) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(DenseFloat(1, 64, 3)).ok());
+  for (RowId r = 0; r < 64; r += 3) ASSERT_TRUE(c.Inc<float>(1, r, 1, float(r)).ok());
+  ASSERT_TRUE(c.Clock(0).ok());
+  ASSERT_TRUE(c.Inc<float>(1, 6, 2, 0.5f).ok());  // not sent yet: read-my-writes
+  std::vector<RowId> ids = {9, 0, 63, 6, 9, 17, 33, 6};
+  std::vector<float> got(ids.size() * 3, -1.0f);
+  ASSERT_TRUE(c.GetRows<float>(0, 1, ids, got).ok());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<float> row;
+    ASSERT_TRUE(c.Get<float>(0, 1, ids[i], &row).ok());
+    EXPECT_EQ(std::vector<float>(got.begin() + 3 * i, got.begin() + 3 * i + 3), row) << ids[i];
+  }
+  EXPECT_EQ(got[3 * 3 + 1], 6.0f);
+  EXPECT_EQ(got[3 * 3 + 2], 0.5f);
+  ClientStats stats = c.stats();
+  EXPECT_EQ(stats.reads, 2 * ids.size());
+  EXPECT_EQ(stats.cold_misses + stats.cache_hits + stats.stale_waits, 2 * ids.size());
+
+  std::vector<float> small(5);
+  EXPECT_EQ(c.GetRows<float>(0, 1, ids, small).code(), StatusCode::kInvalidArgument);
+  std::vector<RowId> bad = {1, 64};
+  std::vector<float> out(6);
+  EXPECT_EQ(c.GetRows<float>(0, 1, bad, out).code(), StatusCode::kOutOfRange);
+  std::vector<double> wrong(6);
+  EXPECT_EQ(c.GetRows<double>(0, 1, std::vector<RowId>{1, 2}, wrong).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.GetRows<float>(0, 7, std::vector<RowId>{1}, std::span<float>()).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(c.GetRows<float>(3, 1, std::vector<RowId>{1, 2}, out).code(),
+            StatusCode::kInvalidArgument);  // no thread 3
+  TableSpec sparse = DenseFloat(2, 8, 100);
+  sparse.sparse = true;
+  ASSERT_TRUE(c.CreateTable(sparse).ok());
+  std::vector<float> sparse_out(100);
+  EXPECT_EQ(c.GetRows<float>(0, 2, std::vector<RowId>{1}, sparse_out).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.stats().reads, 2 * ids.size());  // nothing read by the refused calls
+}
+
 class TransportTest : public ::testing::TestWithParam<bool> {};
 
 // Several nodes in one process, over inproc:// and over tcp on loopback (ephemeral ports).

@@ -99,6 +99,12 @@ class Client {
   // REQUIRES: T is the table's value type.
   template <typename T>
   Status Get(int thread, TableId table, RowId row, std::vector<T>* out);
+  // Reads dense rows `rows` into `out` (row i at out[i * width]), each as Get would, but asking
+  // the servers for all the rows the cache cannot answer at once (one message per server) and
+  // paying the per-row costs of Get (a lock, the checks, the statistics) once per batch.
+  // REQUIRES: T is the table's value type; out.size() == rows.size() * width.
+  template <typename T>
+  Status GetRows(int thread, TableId table, std::span<const RowId> rows, std::span<T> out);
   // Reads a sparse row: (column, value) pairs sorted by column.
   template <typename T>
   Status GetSparse(int thread, TableId table, RowId row, std::vector<std::pair<uint32_t, T>>* out);
