@@ -1453,8 +1453,16 @@ class Client::Impl {
     // the reader and this thread trade the CPU for every row of the batch.
     std::vector<Stripe*> touched;
     ClientTable* table = nullptr;  // a batch's rows are mostly of one table: look it up once
+    // A batch's rows come in runs of the same stripe (blocks of consecutive rows): the stripe's
+    // lock is held across a run, not taken per row.
+    std::unique_lock<std::mutex> lock;
+    Stripe* locked = nullptr;
     for (auto wire : rows) {
-      if (table == nullptr || table->spec.id != wire.getTable()) table = FindClientTable(wire.getTable());
+      if (table == nullptr || table->spec.id != wire.getTable()) {
+        if (lock.owns_lock()) lock.unlock();  // no stripe lock while looking up a table
+        locked = nullptr;
+        table = FindClientTable(wire.getTable());
+      }
       if (table == nullptr) {
         log_->error("server {} sent a row of unknown table {}", server, wire.getTable());
         continue;
@@ -1465,7 +1473,11 @@ class Client::Impl {
       }
       RowId row = wire.getRow();
       Stripe& stripe = table->StripeOf(row);
-      std::lock_guard lock(stripe.mu);
+      if (&stripe != locked) {
+        lock = std::unique_lock(stripe.mu);
+        locked = &stripe;
+        touched.push_back(&stripe);
+      }
       // A push of a row evicted since (its Unsubscribe may still be on the way) is dropped; a
       // reply to a request is kept even if the row was evicted while the request was in flight.
       CacheEntry* found = stripe.cache.Find(row);
@@ -1493,8 +1505,8 @@ class Client::Impl {
       entry.valid = true;
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);
-      touched.push_back(&stripe);
     }
+    if (lock.owns_lock()) lock.unlock();
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (Stripe* stripe : touched) stripe->cv.notify_all();
