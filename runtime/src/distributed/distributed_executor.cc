@@ -654,13 +654,15 @@ class DistributedExecutor::Impl {
     const int64_t n = a->value_count();
     std::vector<RowId> ids(static_cast<size_t>(rows));
     std::iota(ids.begin(), ids.end(), RowId{0});
-    CheckOk(client_->Prefetch(0, table, ids), "reading from the parameter servers");
-    std::vector<V> row;
-    for (int64_t r = 0; r < rows; ++r) {
-      CheckOk(client_->Get<V>(0, table, static_cast<RowId>(r), &row),
+    // One batched read: a request per server for the rows not fresh enough, not a call per row.
+    if (n == rows * width) {
+      CheckOk(client_->GetRows<V>(0, table, ids, std::span<V>(out, static_cast<size_t>(n))),
               "reading from the parameter servers");
-      for (int64_t j = 0; j < width && r * width + j < n; ++j) out[r * width + j] = row[j];
+      return;
     }
+    std::vector<V> all(static_cast<size_t>(rows * width));  // the last flat row is partial
+    CheckOk(client_->GetRows<V>(0, table, ids, all), "reading from the parameter servers");
+    std::copy(all.begin(), all.begin() + n, out);
   }
 
   // Relaxed arrays and data-parallel arrays on the servers: push what this worker changed since
