@@ -41,6 +41,12 @@ constexpr size_t kMaxForgetRows = 4096;
 constexpr std::chrono::milliseconds kParkInterval{2};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
+// Flow control: update batches a client may have sent to a server and not seen applied; a
+// clock boundary that would exceed it waits for the server. Every kAckEvery-th batch asks for an
+// acknowledgement. 32 batches of 64 128-float rows are 1 MiB: enough to keep a server busy,
+// little enough that a fast writer reuses its buffers instead of queueing all it writes.
+constexpr uint64_t kMaxUnackedBatches = 32;
+constexpr uint64_t kAckEvery = 8;
 constexpr int kCoordinator = -1;
 
 struct RowKey {
@@ -131,9 +137,11 @@ struct InflightBatch {
 struct ServerChannel {
   std::string endpoint;
   std::atomic<int64_t> seen_clock{std::numeric_limits<int64_t>::min()};
-  std::mutex mu;  // guards inflight and next_seq; taken after a stripe's lock, never before
+  std::mutex mu;  // guards inflight, next_seq and acked_seq; taken after a stripe's lock, never before
   std::deque<InflightBatch> inflight;
   uint64_t next_seq = 0;
+  uint64_t acked_seq = 0;        // the server has applied our batches up to this one
+  std::condition_variable acked;  // acked_seq advanced (or an error came)
   // Row deltas held by `inflight`. Added to under the row's stripe lock, so a reader of a row
   // that holds its stripe lock and sees 0 knows no in-flight batch has a delta for it, and need
   // not take `mu` (pure reads, the common case, never do).
@@ -168,6 +176,8 @@ enum Counter {
   kBlockedReads,
   kRowsReceived,
   kEvictions,
+  kFlowWaits,
+  kUnackedMax,
   kPushes,
   kUpdateRowsSent,
   kBytesSent,
@@ -638,6 +648,8 @@ class Client::Impl {
     s.blocked_reads = get(kBlockedReads);
     s.rows_received = get(kRowsReceived);
     s.evictions = get(kEvictions);
+    s.flow_control_waits = get(kFlowWaits);
+    s.unacked_batches_max = get(kUnackedMax);
     s.pushes = get(kPushes);
     s.update_rows_sent = get(kUpdateRowsSent);
     s.bytes_sent = get(kBytesSent);
@@ -658,6 +670,13 @@ class Client::Impl {
     counters_[c].value.fetch_add(n, std::memory_order_relaxed);
   }
   void Uncount(Counter c) { counters_[c].value.fetch_sub(1, std::memory_order_relaxed); }
+
+  void SetAsyncError(Status status) {
+    log_->error("{}", status.ToString());
+    std::lock_guard lock(calls_mu_);
+    if (async_error_.ok()) async_error_ = std::move(status);
+    async_failed_.store(true, std::memory_order_release);
+  }
 
   Status TakeAsyncError() {
     std::lock_guard lock(calls_mu_);
@@ -823,8 +842,30 @@ class Client::Impl {
     std::vector<InflightBatch*> batches(num_servers, nullptr);
     auto open_batch = [&](uint32_t s) {
       if (seqs[s] != 0) return;
-      std::lock_guard lock(channels_[s]->mu);
-      seqs[s] = ++channels_[s]->next_seq;
+      ServerChannel& ch = *channels_[s];
+      std::unique_lock lock(ch.mu);
+      // Flow control at boundaries only: early sends come from the I/O thread, which must not
+      // wait, and the budget bounds them anyway.
+      if (!early && ch.next_seq - ch.acked_seq >= kMaxUnackedBatches) {
+        Count(kFlowWaits);
+        auto room = [&] {
+          return ch.next_seq - ch.acked_seq < kMaxUnackedBatches ||
+                 async_failed_.load(std::memory_order_acquire);
+        };
+        if (!AwaitReady(lock, ch.acked, room,
+                        std::chrono::steady_clock::now() + options_.timeout)) {
+          // Sent anyway: nothing is dropped, the queue only grows. The error reaches Clock.
+          SetAsyncError(Status::Unavailable(fmt::format(
+              "server {} ({}) acknowledged no update batch within {} ms", s, ch.endpoint,
+              options_.timeout.count())));
+        }
+      }
+      seqs[s] = ++ch.next_seq;
+      uint64_t unacked = ch.next_seq - ch.acked_seq;
+      std::atomic<uint64_t>& max = counters_[kUnackedMax].value;
+      uint64_t seen = max.load(std::memory_order_relaxed);
+      while (unacked > seen && !max.compare_exchange_weak(seen, unacked)) {
+      }
     };
     if (!early) {
       for (uint32_t s = 0; s < num_servers; ++s) open_batch(s);
@@ -852,6 +893,7 @@ class Client::Impl {
       auto update = messages[s]->envelope().getBody().initUpdate();
       update.setSeq(seqs[s]);
       update.setClock(clock);
+      update.setAckWanted(seqs[s] % kAckEvery == 0);
       return update.initRows(static_cast<unsigned>(rows));
     };
     auto write_row = [&](uint32_t s, TableId id, RowId row, const RowValues& delta) {
@@ -1101,6 +1143,7 @@ class Client::Impl {
       for (size_t i = 0; i < rows.size(); ++i) {
         Stripe& stripe = table.StripeOf(rows[i]);
         if (&stripe != locked) {
+          if (lock.owns_lock()) lock.unlock();  // never two stripes at once
           lock = std::unique_lock(stripe.mu);
           locked = &stripe;
         }
@@ -1378,6 +1421,9 @@ class Client::Impl {
         case proto::Envelope::Body::ERROR:
           OnError(source, id, StatusFromError(body.getError()));
           break;
+        case proto::Envelope::Body::UPDATE_ACK:
+          if (source != kCoordinator) OnApplied(source, body.getUpdateAck().getAppliedSeq());
+          break;
         case proto::Envelope::Body::TABLE_ACK:
         case proto::Envelope::Body::MEMBERSHIP:
         case proto::Envelope::Body::BARRIER_RELEASE:
@@ -1397,6 +1443,7 @@ class Client::Impl {
     status = Status(status.code(), fmt::format("{}: {}", from, status.message()));
     std::pair<TableId, std::vector<RowId>> failed_get;
     bool was_get = false;
+    bool was_async = false;
     {
       std::lock_guard lock(calls_mu_);
       if (calls_.count(id) == 0) {
@@ -1407,9 +1454,18 @@ class Client::Impl {
         } else {
           log_->error("{}", status.ToString());
           if (async_error_.ok()) async_error_ = status;
-          return;
+          async_failed_.store(true, std::memory_order_release);
+          was_async = true;
         }
       }
+    }
+    if (was_async) {
+      // A flush waiting for acknowledgements stops waiting: the batches will not be applied.
+      for (auto& ch : channels_) {
+        std::lock_guard lock(ch->mu);
+        ch->acked.notify_all();
+      }
+      return;
     }
     if (!was_get) {
       CompleteCall(id, status);
@@ -1430,17 +1486,25 @@ class Client::Impl {
     }
   }
 
+  // The server has applied our update batches up to `applied`: their in-flight records go, and
+  // a flush waiting for room may go on.
+  void OnApplied(int server, uint64_t applied) {
+    ServerChannel& ch = *channels_[server];
+    std::lock_guard lock(ch.mu);
+    while (!ch.inflight.empty() && ch.inflight.front().seq <= applied) {
+      ch.inflight_deltas.fetch_sub(ch.inflight.front().deltas.size(), std::memory_order_relaxed);
+      ch.inflight.pop_front();
+    }
+    if (applied > ch.acked_seq) {
+      ch.acked_seq = applied;
+      ch.acked.notify_all();
+    }
+  }
+
   void OnRows(int server, uint64_t id, proto::RowBatch::Reader batch) {
     ServerChannel& ch = *channels_[server];
-    uint64_t applied = batch.getAppliedSeq();
     int64_t clock = batch.getClock();
-    {
-      std::lock_guard lock(ch.mu);
-      while (!ch.inflight.empty() && ch.inflight.front().seq <= applied) {
-        ch.inflight_deltas.fetch_sub(ch.inflight.front().deltas.size(), std::memory_order_relaxed);
-        ch.inflight.pop_front();
-      }
-    }
+    OnApplied(server, batch.getAppliedSeq());
     if (id != 0) {
       std::lock_guard lock(calls_mu_);
       pending_gets_.erase(id);
@@ -1474,6 +1538,7 @@ class Client::Impl {
       RowId row = wire.getRow();
       Stripe& stripe = table->StripeOf(row);
       if (&stripe != locked) {
+        if (lock.owns_lock()) lock.unlock();  // never two stripes at once
         lock = std::unique_lock(stripe.mu);
         locked = &stripe;
         touched.push_back(&stripe);
@@ -1568,6 +1633,7 @@ class Client::Impl {
   std::unordered_map<uint64_t, PendingCall> calls_;
   std::unordered_map<uint64_t, std::pair<TableId, std::vector<RowId>>> pending_gets_;
   Status async_error_;
+  std::atomic<bool> async_failed_{false};  // async_error_ was set (sticky; read without calls_mu_)
 
   std::array<PaddedCounter, kNumCounters> counters_{};
   std::shared_ptr<spdlog::logger> log_;

@@ -339,8 +339,13 @@ class Server::Impl {
           OnUnsubscribe(worker, request_id, body.getUnsubscribe());
           break;
         case proto::Envelope::Body::UPDATE:
-          if (OnUpdate(worker, body.getUpdate()) && body.getUpdate().getClock() >= 0) {
-            OnClock(worker, body.getUpdate().getClock());
+          if (OnUpdate(worker, body.getUpdate())) {
+            if (body.getUpdate().getAckWanted()) {
+              OutgoingMessage ack(options_.rank, 0);
+              ack.envelope().getBody().initUpdateAck().setAppliedSeq(peers_[worker].applied_seq);
+              Send(identity, ack);
+            }
+            if (body.getUpdate().getClock() >= 0) OnClock(worker, body.getUpdate().getClock());
           }
           break;
         case proto::Envelope::Body::CLOCK:

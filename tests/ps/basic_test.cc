@@ -139,6 +139,37 @@ TEST(ClientServerTest, GetRowsMatchesGetAndRefusesBadCalls) {
   EXPECT_EQ(c.stats().reads, 2 * ids.size());  // nothing read by the refused calls
 }
 
+// Writers faster than their server: each keeps at most 32 update batches unacknowledged per
+// server, waiting at clock boundaries for the server to catch up, and nothing is lost or counted
+// twice.
+TEST(ClientServerTest, FlowControlBoundsUnacknowledgedBatchesAndLosesNothing) {
+  constexpr int kWriters = 4, kClocks = 200, kRows = 256, kWidth = 32;
+  InProcessCluster cluster({.num_servers = 1, .num_workers = kWriters});
+  OnEachWorker(cluster, [&](int w) {
+    Client& c = cluster.client(w);
+    ASSERT_TRUE(c.CreateTable(DenseFloat(1, kRows, kWidth)).ok());
+    std::vector<float> delta(kWidth, 1.0f);
+    for (int clock = 0; clock < kClocks; ++clock) {
+      for (RowId r = 0; r < kRows; ++r) ASSERT_TRUE(c.IncRow<float>(1, r, delta).ok());
+      ASSERT_TRUE(c.Clock(0).ok());
+    }
+  });
+  uint64_t waits = 0;
+  for (int w = 0; w < kWriters; ++w) {
+    ClientStats stats = cluster.client(w).stats();
+    EXPECT_LE(stats.unacked_batches_max, 32u) << "worker " << w;
+    EXPECT_GE(stats.unacked_batches_max, 1u);
+    waits += stats.flow_control_waits;
+  }
+  EXPECT_GT(waits, 0u) << "the writers never outran the server: the window was not tested";
+  // Every worker has finished kClocks clocks: a staleness-0 read sees every update exactly once.
+  std::vector<float> row;
+  for (RowId r = 0; r < kRows; r += 37) {
+    ASSERT_TRUE(cluster.client(0).Get<float>(0, 1, r, &row).ok());
+    EXPECT_EQ(row, std::vector<float>(kWidth, float(kWriters * kClocks))) << r;
+  }
+}
+
 class TransportTest : public ::testing::TestWithParam<bool> {};
 
 // Several nodes in one process, over inproc:// and over tcp on loopback (ephemeral ports).

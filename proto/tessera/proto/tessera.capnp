@@ -107,6 +107,13 @@ struct UpdateBatch {
   seq @0 :UInt64;           # per (client, server): 1, 2, 3, ... ; duplicates are ignored
   rows @1 :List(Row);       # additive deltas
   clock @2 :Int64 = -1;     # if >= 0, a ClockTick that follows the deltas (saves a message)
+  ackWanted @3 :Bool;       # answer with an UpdateAck once applied (flow control)
+}
+
+# The client's update batches up to `appliedSeq` are applied: it may send more (it keeps at most
+# a window of unacknowledged batches per server, so a fast writer cannot queue without bound).
+struct UpdateAck {
+  appliedSeq @0 :UInt64;
 }
 
 struct ClockTick {
@@ -207,5 +214,6 @@ struct Envelope {
     peerList @16 :PeerList;
     peer @17 :PeerMessage;
     unsubscribe @18 :Unsubscribe;
+    updateAck @19 :UpdateAck;
   }
 }

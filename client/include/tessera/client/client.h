@@ -64,6 +64,10 @@ struct ClientStats {
   uint64_t blocked_reads = 0;  // reads waiting right now (a gauge, not a counter)
   uint64_t rows_received = 0;  // rows in replies and pushes
   uint64_t evictions = 0;      // rows dropped from the cache to respect `cache_rows`
+  // Flow control: clock boundaries that waited for a server to apply earlier update batches
+  // (at most 32 may be unacknowledged per server), and the most that ever were.
+  uint64_t flow_control_waits = 0;
+  uint64_t unacked_batches_max = 0;
   uint64_t pushes = 0;         // push messages received
   uint64_t update_rows_sent = 0;
   uint64_t bytes_sent = 0;
