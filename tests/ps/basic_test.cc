@@ -143,7 +143,7 @@ TEST(ClientServerTest, GetRowsMatchesGetAndRefusesBadCalls) {
 // server, waiting at clock boundaries for the server to catch up, and nothing is lost or counted
 // twice.
 TEST(ClientServerTest, FlowControlBoundsUnacknowledgedBatchesAndLosesNothing) {
-  constexpr int kWriters = 4, kClocks = 200, kRows = 256, kWidth = 32;
+  constexpr int kWriters = 4, kClocks = 100, kRows = 64, kWidth = 16;
   InProcessCluster cluster({.num_servers = 1, .num_workers = kWriters});
   OnEachWorker(cluster, [&](int w) {
     Client& c = cluster.client(w);
