@@ -16,13 +16,7 @@ using testing::RawPeer;
 constexpr TableId kTable = 1;
 
 TableSpec Counters(uint64_t rows = 4) {
-  TableSpec spec;
-  spec.id = kTable;
-  spec.name = "counters";
-  spec.value_type = ValueType::kInt64;
-  spec.num_rows = rows;
-  spec.width = 2;
-  return spec;
+  return testing::TestTable(kTable, "counters", ValueType::kInt64, rows, 2);
 }
 
 // The real client of worker 0 still works: its table answers and counts are exact.

@@ -17,15 +17,7 @@ constexpr TableId kTable = 1;
 constexpr uint64_t kRows = 4096;
 constexpr uint64_t kCapacity = 256;  // 4 rows in each of the client's 64 stripes
 
-TableSpec Values() {
-  TableSpec spec;
-  spec.id = kTable;
-  spec.name = "values";
-  spec.value_type = ValueType::kInt64;
-  spec.num_rows = kRows;
-  spec.width = 3;
-  return spec;
-}
+TableSpec Values() { return testing::TestTable(kTable, "values", ValueType::kInt64, kRows, 3); }
 
 int64_t Cell(Client& c, RowId row) {
   std::vector<int64_t> v;

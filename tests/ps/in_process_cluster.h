@@ -18,6 +18,19 @@
 
 namespace tessera::testing {
 
+// A dense table of `type` for tests.
+inline TableSpec TestTable(TableId id, std::string name, ValueType type, uint64_t rows,
+                           uint32_t width, uint32_t staleness = 0) {
+  TableSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.value_type = type;
+  spec.num_rows = rows;
+  spec.width = width;
+  spec.staleness = staleness;
+  return spec;
+}
+
 struct ClusterOptions {
   int num_servers = 2;
   int num_workers = 2;

@@ -18,14 +18,7 @@ using testing::InProcessCluster;
 constexpr TableId kTable = 1;
 
 TableSpec CounterTable(uint64_t rows, uint32_t staleness) {
-  TableSpec spec;
-  spec.id = kTable;
-  spec.name = "counters";
-  spec.value_type = ValueType::kInt64;
-  spec.num_rows = rows;
-  spec.width = 2;
-  spec.staleness = staleness;
-  return spec;
+  return testing::TestTable(kTable, "counters", ValueType::kInt64, rows, 2, staleness);
 }
 
 struct SspCase {
