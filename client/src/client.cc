@@ -37,7 +37,8 @@ namespace {
 constexpr size_t kStripes = 64;
 // Evicted rows a server may still push before the client tells it (in one message) to stop.
 constexpr size_t kMaxForgetRows = 4096;
-// The I/O thread, parked while callers receive, checks this often whether to take over again.
+// The I/O thread, parked while a caller receives, is woken when the caller is done; it also
+// checks this often whether the role is free (a safety net, not the mechanism).
 constexpr std::chrono::milliseconds kParkInterval{2};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
@@ -1202,12 +1203,10 @@ class Client::Impl {
   // socket and wakes the receiver if input is waiting (Send).
   //
   // The I/O thread holds the role while no caller waits. A caller that must wait for a reply
-  // (Read, CallAll) takes the role itself, so a reply reaches the thread that wants it without a
-  // hand-over (a wake-up and a context switch per reply, on 2 cores a large share of a cold
-  // read's cost). The I/O thread then parks and takes the role back once callers wait with
-  // nobody receiving, or none has received for a whole park interval: a push that nobody waits
-  // for may sit in ZeroMQ's queue that long, which costs nothing (a read that needs it waits, and
-  // so receives it).
+  // (Read, CallAll) takes the role itself, so the reply it waits for reaches it without a
+  // hand-over through the I/O thread. The I/O thread parks meanwhile, and the caller wakes it
+  // when it is done, so pushes nobody waits for are applied promptly (reads between clocks take
+  // whatever has arrived; see docs/parameter-server.md for what leaving them queued cost).
 
   // Receives everything the sockets hold (those `ready` marks; all if null) and handles it;
   // returns whether there was anything. Sends what callers queued first. Each socket is read
@@ -1297,7 +1296,6 @@ class Client::Impl {
   bool AwaitReady(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, Ready ready,
                   std::chrono::steady_clock::time_point deadline) {
     if (ready()) return true;
-    waiting_callers_.fetch_add(1, std::memory_order_acq_rel);
     bool received = false;
     while (!ready() && std::chrono::steady_clock::now() < deadline) {
       std::unique_lock role(receive_mu_, std::try_to_lock);
@@ -1323,9 +1321,11 @@ class Client::Impl {
       cv.wait_until(lock, deadline);
     }
     const bool done = ready();
-    if (received) receiver_epoch_.fetch_add(1, std::memory_order_acq_rel);
-    // Others still waiting may have nobody receiving now: let the I/O thread take over.
-    if (waiting_callers_.fetch_sub(1, std::memory_order_acq_rel) > 1 && received) waker_.Notify();
+    // Hand the role back to the I/O thread at once: pushes nobody waits for must still be
+    // applied promptly (a read between clocks takes whatever has arrived, and data-parallel
+    // loops converge worse on staler values: LDA's log-likelihood measurably so when the I/O
+    // thread took the role back only after 2 ms without a receiving caller).
+    if (received) waker_.Notify();
     return done;
   }
 
@@ -1343,7 +1343,6 @@ class Client::Impl {
     std::vector<std::pair<int, zmq::message_t>> received;
     std::unique_lock role(receive_mu_);
     io_has_role_.store(true, std::memory_order_release);
-    uint64_t epoch_seen = 0;
     while (true) {
       const bool stopping = stop_io_.load(std::memory_order_acquire);
       if (role.owns_lock()) {
@@ -1358,17 +1357,12 @@ class Client::Impl {
       if (role.owns_lock() && role_wanted_.load(std::memory_order_acquire) > 0) {
         io_has_role_.store(false, std::memory_order_release);
         role.unlock();
-        epoch_seen = receiver_epoch_.load(std::memory_order_acquire);
       }
-      if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0) {
-        const uint64_t epoch = receiver_epoch_.load(std::memory_order_acquire);
-        if ((waiting_callers_.load(std::memory_order_acquire) > 0 || epoch == epoch_seen) &&
-            role.try_lock()) {
-          io_has_role_.store(true, std::memory_order_release);
-          ready.assign(ready.size(), true);
-          continue;  // drain before polling: messages may have waited
-        }
-        epoch_seen = epoch;
+      if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0 &&
+          role.try_lock()) {
+        io_has_role_.store(true, std::memory_order_release);
+        ready.assign(ready.size(), true);
+        continue;  // drain before polling: messages may have waited
       }
       budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
       int timeout_ms = -1;
@@ -1611,8 +1605,6 @@ class Client::Impl {
   std::mutex receive_mu_;
   std::atomic<bool> io_has_role_{false};       // the I/O thread holds receive_mu_
   std::atomic<int> role_wanted_{0};            // callers asking the I/O thread for the role
-  std::atomic<int> waiting_callers_{0};        // callers in AwaitReady
-  std::atomic<uint64_t> receiver_epoch_{0};    // bumped when a caller stops receiving
   std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)
   tbb::concurrent_queue<Outbound> outbound_;  // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget

@@ -251,7 +251,9 @@ TEST_F(AppsDistributedTest, LdaDataParallelWithTwoWorkersReachesTheSerialLogLike
   const double serial_ll = s.back()["loglik_per_token"], dist_ll = d.back()["loglik_per_token"];
   RecordProperty("serial_loglik_per_token", std::to_string(serial_ll));
   RecordProperty("dp_loglik_per_token", std::to_string(dist_ll));
-  EXPECT_NEAR(dist_ll, serial_ll, 0.01 * std::fabs(serial_ll))
+  // 1.5%, not the 1% of the 2D schedule: under SSP the result depends on timing. Measured at
+  // 45630dd, 18 runs: 0.24-0.83% from serial (mean 0.5%); one loaded CI run reached 1.1%.
+  EXPECT_NEAR(dist_ll, serial_ll, 0.015 * std::fabs(serial_ll))
       << "log-likelihood per token after 10 iterations: serial " << serial_ll
       << ", data-parallel " << dist_ll;
 }
