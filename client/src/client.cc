@@ -1322,9 +1322,8 @@ class Client::Impl {
     }
     const bool done = ready();
     // Hand the role back to the I/O thread at once: pushes nobody waits for must still be
-    // applied promptly (a read between clocks takes whatever has arrived, and data-parallel
-    // loops converge worse on staler values: LDA's log-likelihood measurably so when the I/O
-    // thread took the role back only after 2 ms without a receiving caller).
+    // applied promptly (a read between clocks takes whatever has arrived; docs/parameter-server.md
+    // "Nodes" has what leaving them queued cost).
     if (received) waker_.Notify();
     return done;
   }
