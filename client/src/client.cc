@@ -670,6 +670,13 @@ class Client::Impl {
   void Count(Counter c, uint64_t n = 1) {
     counters_[c].value.fetch_add(n, std::memory_order_relaxed);
   }
+  // Raises counter `c` to `value` if it is below.
+  void CountMax(Counter c, uint64_t value) {
+    std::atomic<uint64_t>& max = counters_[c].value;
+    uint64_t seen = max.load(std::memory_order_relaxed);
+    while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+    }
+  }
   void Uncount(Counter c) { counters_[c].value.fetch_sub(1, std::memory_order_relaxed); }
 
   void SetAsyncError(Status status) {
@@ -862,11 +869,7 @@ class Client::Impl {
         }
       }
       seqs[s] = ++ch.next_seq;
-      uint64_t unacked = ch.next_seq - ch.acked_seq;
-      std::atomic<uint64_t>& max = counters_[kUnackedMax].value;
-      uint64_t seen = max.load(std::memory_order_relaxed);
-      while (unacked > seen && !max.compare_exchange_weak(seen, unacked)) {
-      }
+      CountMax(kUnackedMax, ch.next_seq - ch.acked_seq);
     };
     if (!early) {
       for (uint32_t s = 0; s < num_servers; ++s) open_batch(s);
@@ -1094,11 +1097,7 @@ class Client::Impl {
   void RecordReads(uint64_t reads, uint64_t staleness_sum, uint64_t staleness_max) {
     Count(kReads, reads);
     Count(kStalenessSum, staleness_sum);
-    std::atomic<uint64_t>& max = counters_[kStalenessMax].value;
-    uint64_t seen = max.load(std::memory_order_relaxed);
-    while (staleness_max > seen &&
-           !max.compare_exchange_weak(seen, staleness_max, std::memory_order_relaxed)) {
-    }
+    CountMax(kStalenessMax, staleness_max);
   }
 
  public:

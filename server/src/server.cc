@@ -487,7 +487,8 @@ class Server::Impl {
       ++ended;
       if (!row->materialized && row->subscribers.empty()) t.rows.Erase(r);
     }
-    CountStat([&](ServerStats& s) { s.unsubscribed_rows += ended; });
+    // Most reads carry no unsubscriptions: no stats lock for them.
+    if (ended > 0) CountStat([&](ServerStats& s) { s.unsubscribed_rows += ended; });
   }
 
   void Answer(const ParkedGet& req) {
