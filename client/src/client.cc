@@ -1504,31 +1504,24 @@ class Client::Impl {
       Count(kPushes);
     }
     auto rows = batch.getRows();
-    Count(kRowsReceived, rows.size());
+    auto dense = batch.getDense();
     // Readers are woken once per stripe after the whole batch is in: waking one per row makes
     // the reader and this thread trade the CPU for every row of the batch.
     std::vector<Stripe*> touched;
-    ClientTable* table = nullptr;  // a batch's rows are mostly of one table: look it up once
     // A batch's rows come in runs of the same stripe (blocks of consecutive rows): the stripe's
     // lock is held across a run, not taken per row.
     std::unique_lock<std::mutex> lock;
     Stripe* locked = nullptr;
-    for (auto wire : rows) {
-      if (table == nullptr || table->spec.id != wire.getTable()) {
-        if (lock.owns_lock()) lock.unlock();  // no stripe lock while looking up a table
-        locked = nullptr;
-        table = FindClientTable(wire.getTable());
+    uint64_t received = 0;
+    // Stores one row; `assign(value)` overwrites a cache entry's value with the row's cells.
+    auto take = [&](ClientTable& table, RowId row, auto assign) {
+      if (row >= table.spec.num_rows) {
+        log_->error("server {} sent row {} of table '{}' ({} rows)", server, row,
+                    table.spec.name, table.spec.num_rows);
+        return;
       }
-      if (table == nullptr) {
-        log_->error("server {} sent a row of unknown table {}", server, wire.getTable());
-        continue;
-      }
-      if (Status s = RowValues::CheckProto(wire.getValues(), table->spec); !s.ok()) {
-        log_->error("server {} sent a bad row: {}", server, s.ToString());
-        continue;
-      }
-      RowId row = wire.getRow();
-      Stripe& stripe = table->StripeOf(row);
+      ++received;
+      Stripe& stripe = table.StripeOf(row);
       if (&stripe != locked) {
         if (lock.owns_lock()) lock.unlock();  // never two stripes at once
         lock = std::unique_lock(stripe.mu);
@@ -1539,18 +1532,18 @@ class Client::Impl {
       // reply to a request is kept even if the row was evicted while the request was in flight.
       CacheEntry* found = stripe.cache.Find(row);
       if (found == nullptr) {
-        if (id == 0) continue;
+        if (id == 0) return;
         found = stripe.cache.FindOrAdd(row).first;
-        if (table->stripe_capacity > 0) stripe.clock_order.emplace_back(row, found);
+        if (table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, found);
       }
       CacheEntry& entry = *found;
       // Overwritten in place: a refreshed row keeps its storage.
-      entry.value.AssignProto(wire.getValues(), table->spec);
+      assign(entry.value);
       if (ch.inflight_deltas.load(std::memory_order_relaxed) > 0) {
         // Updates of ours the server has not applied yet, then those not even sent.
         std::lock_guard ch_lock(ch.mu);
         for (const InflightBatch& b : ch.inflight) {
-          if (auto d = b.deltas.find(RowKey{table->spec.id, row}); d != b.deltas.end())
+          if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end())
             entry.value.Add(d->second);
         }
       }
@@ -1562,7 +1555,43 @@ class Client::Impl {
       entry.valid = true;
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);
+    };
+    // No stripe lock while looking up a table.
+    auto find_table = [&](TableId tid) {
+      if (lock.owns_lock()) lock.unlock();
+      locked = nullptr;
+      ClientTable* table = FindClientTable(tid);
+      if (table == nullptr) log_->error("server {} sent rows of unknown table {}", server, tid);
+      return table;
+    };
+    ClientTable* table = nullptr;  // a batch's rows are mostly of one table: look it up once
+    for (auto wire : rows) {
+      if (table == nullptr || table->spec.id != wire.getTable()) {
+        table = find_table(wire.getTable());
+        if (table == nullptr) continue;
+      }
+      if (Status s = RowValues::CheckProto(wire.getValues(), table->spec); !s.ok()) {
+        log_->error("server {} sent a bad row: {}", server, s.ToString());
+        continue;
+      }
+      auto values = wire.getValues();
+      take(*table, wire.getRow(), [&](RowValues& v) { v.AssignProto(values, table->spec); });
     }
+    for (auto block : dense) {
+      table = find_table(block.getTable());
+      if (table == nullptr) continue;
+      auto ids = block.getRows();
+      auto cells = DenseBlock::Check(block.getValues(), ids.size(), table->spec);
+      if (!cells.ok()) {
+        log_->error("server {} sent a bad block of rows: {}", server, cells.status().ToString());
+        continue;
+      }
+      for (unsigned i = 0; i < ids.size(); ++i) {
+        const std::byte* row_cells = cells->row(i);
+        take(*table, ids[i], [&](RowValues& v) { v.AssignDense(row_cells, table->spec); });
+      }
+    }
+    Count(kRowsReceived, received);
     if (lock.owns_lock()) lock.unlock();
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());

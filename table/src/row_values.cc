@@ -232,6 +232,78 @@ void RowValues::AssignProto(proto::Values::Reader wire, const TableSpec& spec) {
   });
 }
 
+Result<DenseBlock> DenseBlock::Check(proto::Values::Reader wire, size_t rows,
+                                     const TableSpec& spec) {
+  if (spec.sparse) {
+    return Status::InvalidArgument(
+        fmt::format("table '{}' has sparse rows; a packed block holds dense rows", spec.name));
+  }
+  return VisitValueType(spec.value_type, [&](auto tag) -> Result<DenseBlock> {
+    using T = typename decltype(tag)::type;
+    if (wire.which() != WhichOf<T>()) {
+      return Status::InvalidArgument(
+          fmt::format("table '{}' holds {} values; message has another type", spec.name,
+                      ValueTypeName(spec.value_type)));
+    }
+    auto list = GetList<T>(wire);
+    auto cols = wire.getColumns();
+    if (cols.size() != 0 || list.size() != rows * spec.width) {
+      return Status::InvalidArgument(
+          fmt::format("a block of {} rows of table '{}' must have {} values, message has {} "
+                      "values and {} columns",
+                      rows, spec.name, rows * spec.width, list.size(), cols.size()));
+    }
+    const T* cells = list.size() > 0 ? RawCells<T>(list) : nullptr;
+    return DenseBlock(reinterpret_cast<const std::byte*>(cells), spec.width * sizeof(T));
+  });
+}
+
+std::byte* RowValues::InitDenseBlock(proto::Values::Builder out, const TableSpec& spec,
+                                     size_t rows) {
+  TESSERA_CHECK(!spec.sparse);
+  return VisitValueType(spec.value_type, [&](auto tag) -> std::byte* {
+    using T = typename decltype(tag)::type;
+    // Cap'n Proto lists start out zeroed: rows never written need no copy.
+    auto list = InitList<T>(out, static_cast<unsigned>(rows * spec.width));
+    return list.size() > 0 ? reinterpret_cast<std::byte*>(RawCells<T>(list)) : nullptr;
+  });
+}
+
+void RowValues::CopyDenseTo(std::byte* dst) const {
+  TESSERA_CHECK(!sparse_);
+  std::visit(
+      [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if (!v.empty()) std::memcpy(dst, v.data(), v.size() * sizeof(T));
+      },
+      values_);
+}
+
+void RowValues::AssignDense(const std::byte* cells, const TableSpec& spec) {
+  TESSERA_CHECK(!spec.sparse);
+  sparse_ = false;
+  columns_.clear();
+  VisitValueType(spec.value_type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (!std::holds_alternative<std::vector<T>>(values_)) values_ = std::vector<T>();
+    auto& v = std::get<std::vector<T>>(values_);
+    v.resize(spec.width);
+    if (!v.empty()) std::memcpy(v.data(), cells, v.size() * sizeof(T));
+  });
+}
+
+void RowValues::AddDense(const std::byte* cells) {
+  TESSERA_CHECK(!sparse_);
+  std::visit(
+      [&](auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        // A row of a block starts at a multiple of sizeof(T) from the word-aligned list.
+        const T* src = reinterpret_cast<const T*>(cells);
+        AddCells(v.data(), src, v.size());
+      },
+      values_);
+}
+
 void RowValues::SetZero() {
   columns_.clear();
   std::visit(

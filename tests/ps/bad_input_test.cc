@@ -74,7 +74,12 @@ int64_t RawRead(RawPeer& peer, uint32_t rank, RowId row) {
     ADD_FAILURE() << "expected rows";
     return -1;
   }
-  return reply->envelope().getBody().getRows().getRows()[0].getValues().getI64()[0];
+  auto rows = testing::RowsOf(reply->envelope().getBody().getRows(), Counters());
+  if (rows.size() != 1 || rows[0].first != row) {
+    ADD_FAILURE() << "expected row " << row;
+    return -1;
+  }
+  return static_cast<int64_t>(rows[0].second[0]);
 }
 
 TEST_F(BadInputTest, GarbageFramesAreRejectedAndTheServerKeepsServing) {
@@ -169,10 +174,10 @@ TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
   while ((push = peer.Receive()) != nullptr && !push->envelope().getBody().isRows()) {
   }
   ASSERT_NE(push, nullptr) << "row 2 was not pushed";
-  auto rows = push->envelope().getBody().getRows().getRows();
+  auto rows = testing::RowsOf(push->envelope().getBody().getRows(), Counters());
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].getRow(), 2u);
-  EXPECT_EQ(rows[0].getValues().getI64()[0], 5);
+  EXPECT_EQ(rows[0].first, 2u);
+  EXPECT_EQ(rows[0].second[0], 5);
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 

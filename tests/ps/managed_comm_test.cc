@@ -99,8 +99,8 @@ TEST(ClientBudgetTest, PolicyOffSendsNothingEarly) {
 // exactly what has arrived there.
 class RawReader {
  public:
-  RawReader(InProcessCluster& cluster, uint32_t rank)
-      : rank_(rank), peer_(cluster, cluster.server(0).endpoint()) {
+  RawReader(InProcessCluster& cluster, uint32_t rank, TableSpec spec)
+      : rank_(rank), spec_(std::move(spec)), peer_(cluster, cluster.server(0).endpoint()) {
     peer_.Register(rank, cluster.options().secret);
     EXPECT_NE(peer_.Receive(), nullptr);
   }
@@ -115,14 +115,14 @@ class RawReader {
     auto reply = peer_.Receive();
     std::vector<float> values(n, -1);
     if (reply == nullptr || !reply->envelope().getBody().isRows()) return values;
-    for (auto row : reply->envelope().getBody().getRows().getRows()) {
-      values[row.getRow()] = row.getValues().getF32()[0];
-    }
+    for (const auto& [row, cells] : testing::RowsOf(reply->envelope().getBody().getRows(), spec_))
+      values[row] = static_cast<float>(cells[0]);
     return values;
   }
 
  private:
   uint32_t rank_;
+  TableSpec spec_;
   RawPeer peer_;
 };
 
@@ -136,7 +136,7 @@ TEST(PriorityTest, MostImportantRowsLeaveFirst) {
       {.num_servers = 1, .num_workers = 2, .num_clients = 1, .client_comm = comm});
   Client& writer = cluster.client(0);
   ASSERT_TRUE(writer.CreateTable(FloatTable(kRows, 1)).ok());
-  RawReader reader(cluster, 1);
+  RawReader reader(cluster, 1, FloatTable(kRows, 1));
   // Row r changes by r + 1 (from 0, so its importance is r + 1). Most important first, so that
   // whatever leaves while the loop runs is already the global top.
   for (RowId r = kRows; r-- > 0;)

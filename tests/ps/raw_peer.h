@@ -8,9 +8,12 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 #include <zmq.hpp>
 
 #include "in_process_cluster.h"
+#include "tessera/table/row_values.h"
 #include "tessera/transport/message.h"
 
 namespace tessera::testing {
@@ -55,6 +58,36 @@ class RawPeer {
  private:
   zmq::socket_t socket_;
 };
+
+// The rows of table `spec` in a RowBatch, as (row, cells), whether sent one by one (`rows`) or
+// packed (`dense`); a malformed batch is a test failure.
+inline std::vector<std::pair<RowId, std::vector<double>>> RowsOf(proto::RowBatch::Reader batch,
+                                                                  const TableSpec& spec) {
+  std::vector<std::pair<RowId, std::vector<double>>> out;
+  auto cells_of = [&](const RowValues& v) {
+    std::vector<double> cells(spec.width);
+    for (uint32_t c = 0; c < spec.width; ++c) cells[c] = v.CellAsDouble(c);
+    return cells;
+  };
+  for (auto row : batch.getRows()) {
+    if (row.getTable() != spec.id) continue;
+    auto values = RowValues::FromProto(row.getValues(), spec);
+    EXPECT_TRUE(values.ok()) << values.status().ToString();
+    if (values.ok()) out.emplace_back(row.getRow(), cells_of(*values));
+  }
+  for (auto block : batch.getDense()) {
+    if (block.getTable() != spec.id) continue;
+    auto cells = DenseBlock::Check(block.getValues(), block.getRows().size(), spec);
+    EXPECT_TRUE(cells.ok()) << cells.status().ToString();
+    if (!cells.ok()) continue;
+    for (unsigned i = 0; i < block.getRows().size(); ++i) {
+      RowValues v;
+      v.AssignDense(cells->row(i), spec);
+      out.emplace_back(block.getRows()[i], cells_of(v));
+    }
+  }
+  return out;
+}
 
 }  // namespace tessera::testing
 

@@ -141,6 +141,72 @@ TEST(RowValuesTest, FromProtoRejectsWrongTypeWidthAndColumns) {
       StatusCode::kInvalidArgument);
 }
 
+TEST(RowValuesTest, DenseBlockPacksRowsAndReadsThemBack) {
+  for (ValueType type :
+       {ValueType::kFloat32, ValueType::kFloat64, ValueType::kInt32, ValueType::kInt64}) {
+    auto spec = Spec(type, 3, false);
+    std::vector<RowValues> rows;
+    for (int r = 0; r < 4; ++r) {
+      RowValues v = RowValues::Zero(spec);
+      if (r != 2) {  // row 2 stays zero, as a row never written that the block does not copy
+        for (uint32_t c = 0; c < 3; ++c) {
+          VisitValueType(type, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            v.AddCell<T>(c, static_cast<T>(10 * r + c + 1));
+          });
+        }
+      }
+      rows.push_back(std::move(v));
+    }
+    capnp::MallocMessageBuilder builder;
+    auto values = builder.initRoot<proto::Values>();
+    std::byte* cells = RowValues::InitDenseBlock(values, spec, rows.size());
+    const size_t row_bytes = 3 * ValueTypeSize(type);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (r != 2) rows[r].CopyDenseTo(cells + r * row_bytes);
+    }
+    auto block = DenseBlock::Check(values.asReader(), rows.size(), spec);
+    ASSERT_TRUE(block.ok()) << block.status().ToString();
+    RowValues sum = RowValues::Zero(spec);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      RowValues got = RowValues::Reserved(spec);
+      got.AssignDense(block->row(r), spec);
+      EXPECT_EQ(got, rows[r]) << "row " << r << " of type " << ValueTypeName(type);
+      sum.AddDense(block->row(r));
+    }
+    for (uint32_t c = 0; c < 3; ++c) EXPECT_EQ(sum.CellAsDouble(c), 10 * 0 + 10 * 1 + 10 * 3 + 3 * (c + 1));
+  }
+}
+
+TEST(RowValuesTest, DenseBlockCheckRejectsWrongCountTypeColumnsAndSparseTables) {
+  auto spec = Spec(ValueType::kFloat32, 4, false);
+  capnp::MallocMessageBuilder builder;
+  auto values = builder.initRoot<proto::Values>();
+  RowValues::InitDenseBlock(values, spec, 3);
+  EXPECT_TRUE(DenseBlock::Check(values.asReader(), 3, spec).ok());
+  // 12 cells are not 2 or 4 rows of 4.
+  EXPECT_EQ(DenseBlock::Check(values.asReader(), 2, spec).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(DenseBlock::Check(values.asReader(), 4, spec).status().code(),
+            StatusCode::kInvalidArgument);
+  // Another value type.
+  EXPECT_EQ(DenseBlock::Check(values.asReader(), 3, Spec(ValueType::kInt32, 4, false)).status().code(),
+            StatusCode::kInvalidArgument);
+  // A sparse table's rows do not come packed.
+  auto sparse = DenseBlock::Check(values.asReader(), 3, Spec(ValueType::kFloat32, 4, true));
+  EXPECT_EQ(sparse.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sparse.status().message().find("sparse"), std::string::npos);
+  // Columns in a block.
+  values.initColumns(12);
+  EXPECT_EQ(DenseBlock::Check(values.asReader(), 3, spec).status().code(),
+            StatusCode::kInvalidArgument);
+  // An empty block is fine.
+  capnp::MallocMessageBuilder empty_builder;
+  auto empty = empty_builder.initRoot<proto::Values>();
+  RowValues::InitDenseBlock(empty, spec, 0);
+  EXPECT_TRUE(DenseBlock::Check(empty.asReader(), 0, spec).ok());
+}
+
 TEST(RowValuesTest, RelativeMagnitudeWeighsChangesByTheValueTheyChange) {
   auto spec = Spec(ValueType::kFloat64, 2, false);
   RowValues base = RowValues::Zero(spec);

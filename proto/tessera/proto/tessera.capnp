@@ -5,7 +5,7 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tessera::proto");
 
-const protocolVersion :UInt32 = 2;
+const protocolVersion :UInt32 = 3;
 
 enum ValueType {
   float32 @0;
@@ -96,11 +96,22 @@ struct Unsubscribe {
   rows @1 :List(UInt64);
 }
 
-# Rows sent to a client, as a reply to a GetRequest or pushed at a clock advance.
+# Whole rows of one dense table, packed: the cells of rows[i] are values[i * width, (i + 1) *
+# width) of the list of the table's value type (columns empty). One list for the whole batch
+# instead of two structs and a list per row: a reader checks the block once, then copies rows.
+struct DenseRows {
+  table @0 :UInt32;
+  rows @1 :List(UInt64);
+  values @2 :Values;
+}
+
+# Rows sent to a client, as a reply to a GetRequest or pushed at a clock advance. Servers send
+# rows of sparse tables in `rows` and rows of dense tables in `dense` (a reader accepts either).
 struct RowBatch {
   rows @0 :List(Row);
   clock @1 :Int64;          # the shard's clock: every update from clocks < clock is included
   appliedSeq @2 :UInt64;    # the highest update batch of the receiving client applied here
+  dense @3 :List(DenseRows);
 }
 
 struct UpdateBatch {

@@ -6,6 +6,7 @@
 #ifndef TESSERA_TABLE_ROW_VALUES_H_
 #define TESSERA_TABLE_ROW_VALUES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <variant>
@@ -30,6 +31,24 @@ inline void AddCells(T* __restrict dst, const T* __restrict src, size_t n) {
   for (; i < n; ++i) dst[i] += src[i];
 }
 
+// The cells of a wire DenseRows block: whole rows of one dense table packed in one list, row i
+// at cells [i * width, (i + 1) * width). Checked once, then read row by row without further
+// checks. Points into the message it was read from: valid while that message is.
+class DenseBlock {
+ public:
+  // InvalidArgument unless `values` holds exactly `rows` rows of dense table `spec` (its value
+  // type, no columns).
+  static Result<DenseBlock> Check(proto::Values::Reader values, size_t rows,
+                                  const TableSpec& spec);
+  // The bytes of row i's cells. REQUIRES: i < the block's rows.
+  const std::byte* row(size_t i) const { return cells_ + i * row_bytes_; }
+
+ private:
+  DenseBlock(const std::byte* cells, size_t row_bytes) : cells_(cells), row_bytes_(row_bytes) {}
+  const std::byte* cells_;
+  size_t row_bytes_;
+};
+
 class RowValues {
  public:
   // An all-zero row of `spec`'s type and layout.
@@ -53,6 +72,19 @@ class RowValues {
   // Overwrites this row with wire values, reusing its storage when the layout matches.
   // REQUIRES: CheckProto(values, spec) is OK.
   void AssignProto(proto::Values::Reader values, const TableSpec& spec);
+
+  // Packed dense rows (DenseBlock). Starts a block of `rows` all-zero rows of dense table `spec`
+  // in `out` and returns where its cells begin (row i at i * width cells on), for CopyDenseTo.
+  static std::byte* InitDenseBlock(proto::Values::Builder out, const TableSpec& spec,
+                                   size_t rows);
+  // Writes this row's cells to `dst`, a row of InitDenseBlock. REQUIRES: a dense row of that
+  // block's table.
+  void CopyDenseTo(std::byte* dst) const;
+  // Overwrites this row with `cells`, a row of a DenseBlock of `spec`, reusing its storage.
+  // REQUIRES: `spec` is dense.
+  void AssignDense(const std::byte* cells, const TableSpec& spec);
+  // Adds `cells`, a row of a DenseBlock of this row's table. REQUIRES: a dense row.
+  void AddDense(const std::byte* cells);
 
   RowValues() = default;
 
