@@ -37,9 +37,11 @@ namespace {
 constexpr size_t kStripes = 64;
 // Evicted rows a server may still push before the client tells it (in one message) to stop.
 constexpr size_t kMaxForgetRows = 4096;
-// The I/O thread, parked while a caller receives, is woken when the caller is done; it also
-// checks this often whether the role is free (a safety net, not the mechanism).
-constexpr std::chrono::milliseconds kParkInterval{2};
+// The I/O thread, parked while a caller holds the receive role, checks this often whether the
+// caller has let the role go, and takes it back if so: the longest a push nobody waits for waits
+// to be applied. Callers let the role go without waking the I/O thread, so one that reads batch
+// after batch keeps receiving its replies itself (see AwaitReady).
+constexpr std::chrono::microseconds kParkInterval{500};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
 // Flow control: update batches a client may have sent to a server and not seen applied; a
@@ -61,20 +63,30 @@ struct RowKeyHash {
   }
 };
 
+// What the CLOCK hand checks comes first, on the entry's first cache line: the entries it
+// reaches are the least recently cached, long out of the CPU's caches, and it prefetches them.
 struct CacheEntry {
-  RowValues value;  // server value + own updates not yet reflected there
   bool valid = false;
   bool subscribed = false;  // the server pushes changes of this row to us
-  int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
-  int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
-  Status error;  // a failed request for this row, reported to the next reader
   // Under a cache capacity: read from the cache (a hit) since the CLOCK hand last passed, which
   // earns a second chance (a row read once, as a stream of new rows is, gets none, so the hand
   // does not sweep the whole cache to evict it); and the reads waiting on this entry (they hold a
   // reference to it across waits, so it stays).
   bool referenced = false;
   uint32_t waiters = 0;
+  Status error;  // a failed request for this row, reported to the next reader
+  int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
+  int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
+  RowValues value;  // server value + own updates not yet reflected there
 };
+
+// Asks the CPU to bring all of `*p` into its cache ahead of use.
+template <typename T>
+void PrefetchObject(const T* p) {
+  const char* bytes = reinterpret_cast<const char*>(p);
+  for (size_t off = 0; off < sizeof(T); off += 64) __builtin_prefetch(bytes + off, 1);
+  __builtin_prefetch(bytes + sizeof(T) - 1, 1);
+}
 
 // A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
 // pending) until the next one, so a row updated every clock reuses its storage.
@@ -101,6 +113,7 @@ struct Stripe {
   // front), and the storage of evicted rows, reused by new entries.
   std::deque<std::pair<RowId, CacheEntry*>> clock_order;
   std::vector<RowValues> spare_values;
+  std::vector<std::pair<uint32_t, RowId>> evicted;  // Evict's scratch: (server, row)
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
   // Log entries idle for a whole clock, taken out of the log with their (zeroed) storage and
@@ -392,8 +405,16 @@ class Client::Impl {
   void Evict(ClientTable& table, Stripe& stripe) {
     const size_t target = std::max<size_t>(1, table.stripe_capacity / 4);
     const auto num_servers = static_cast<uint32_t>(channels_.size());
-    size_t evicted = 0;
-    for (size_t steps = 2 * stripe.clock_order.size(); evicted < target && steps > 0; --steps) {
+    // The entries under the hand are the coldest of the cache: fetch those it will look at
+    // together, so their cache misses overlap rather than come one after another.
+    size_t ahead = 0;
+    for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < target;
+         ++it, ++ahead) {
+      PrefetchObject(it->second);
+    }
+    std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
+    for (size_t steps = 2 * stripe.clock_order.size(); evicted.size() < target && steps > 0;
+         --steps) {
       auto [row, e] = stripe.clock_order.front();
       stripe.clock_order.pop_front();
       if (e->referenced || !e->valid || e->waiters > 0 || !e->error.ok()) {
@@ -401,21 +422,23 @@ class Client::Impl {
         stripe.clock_order.emplace_back(row, e);
         continue;
       }
-      ServerChannel& ch = *channels_[ServerOfRow(table.spec.id, row, num_servers)];
-      {
-        std::lock_guard lock(ch.forget_mu);
-        ch.forget[table.spec.id].push_back(row);
-        ++ch.forget_rows;
-      }
+      evicted.emplace_back(ServerOfRow(table.spec.id, row, num_servers), row);
       stripe.spare_values.push_back(std::move(e->value));
       stripe.cache.Erase(row);
-      ++evicted;
     }
-    Count(kEvictions, evicted);
+    Count(kEvictions, evicted.size());
     for (uint32_t s = 0; s < num_servers; ++s) {
-      std::lock_guard lock(channels_[s]->forget_mu);
-      if (channels_[s]->forget_rows >= kMaxForgetRows) SendForgetLocked(s);
+      ServerChannel& ch = *channels_[s];
+      std::lock_guard lock(ch.forget_mu);
+      std::vector<RowId>& forget = ch.forget[table.spec.id];
+      for (auto [server, row] : evicted) {
+        if (server != s) continue;
+        forget.push_back(row);
+        ++ch.forget_rows;
+      }
+      if (ch.forget_rows >= kMaxForgetRows) SendForgetLocked(s);
     }
+    evicted.clear();
   }
 
   // Sends every pending unsubscription of server `s`, one message per table.
@@ -1248,10 +1271,17 @@ class Client::Impl {
   // Polls `fds` and returns which sockets to drain: those that signaled, or all if input_waker_
   // fired (a sender took a socket's signal). `fds` is ReceiverFds(), optionally followed by
   // waker_ (the I/O thread's), or just waker_ (the parked I/O thread).
-  std::vector<bool> Poll(std::vector<pollfd>& fds, int timeout_ms) {
+  // A negative `timeout` waits without a limit.
+  std::vector<bool> Poll(std::vector<pollfd>& fds, std::chrono::microseconds timeout) {
     const size_t sockets = server_sockets_.size() + 1;
     std::vector<bool> ready(sockets, false);
-    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+    timespec ts{};
+    if (timeout.count() >= 0) {
+      ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
+      ts.tv_nsec = static_cast<long>(timeout.count() % 1000000) * 1000;
+    }
+    if (ppoll(fds.data(), fds.size(), timeout.count() >= 0 ? &ts : nullptr, nullptr) < 0 &&
+        errno != EINTR) {
       log_->error("poll failed: {}", std::strerror(errno));
       ready.assign(sockets, true);
       return ready;
@@ -1277,12 +1307,12 @@ class Client::Impl {
   // changes hands now and then) and handles that. REQUIRES: as DrainAndHandle.
   void ReceiveRound(std::chrono::steady_clock::time_point deadline) {
     std::vector<std::pair<int, zmq::message_t>> received;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
-    auto wait = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(0),
-                           kMaxReceiveRound);
+    auto wait = std::clamp(left + std::chrono::microseconds(1), std::chrono::microseconds(0),
+                           std::chrono::microseconds(kMaxReceiveRound));
     // Returns at once if a socket has signaled (or input_waker_ has fired) already.
-    std::vector<bool> ready = Poll(receiver_fds_, static_cast<int>(wait.count()));
+    std::vector<bool> ready = Poll(receiver_fds_, wait);
     DrainAndHandle(&received, &ready);
   }
 
@@ -1295,7 +1325,6 @@ class Client::Impl {
   bool AwaitReady(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, Ready ready,
                   std::chrono::steady_clock::time_point deadline) {
     if (ready()) return true;
-    bool received = false;
     while (!ready() && std::chrono::steady_clock::now() < deadline) {
       std::unique_lock role(receive_mu_, std::try_to_lock);
       if (!role.owns_lock() && io_has_role_.load(std::memory_order_acquire)) {
@@ -1312,19 +1341,17 @@ class Client::Impl {
         lock.unlock();
         ReceiveRound(deadline);
         role.unlock();
-        received = true;
         lock.lock();
         continue;
       }
       // Another caller receives: its handlers wake us.
       cv.wait_until(lock, deadline);
     }
-    const bool done = ready();
-    // Hand the role back to the I/O thread at once: pushes nobody waits for must still be
-    // applied promptly (a read between clocks takes whatever has arrived; docs/parameter-server.md
-    // "Nodes" has what leaving them queued cost).
-    if (received) waker_.Notify();
-    return done;
+    // The role is let go without waking the I/O thread: a caller that reads batch after batch
+    // takes it again at once, and receives its next reply itself. The parked I/O thread takes it
+    // back within kParkInterval if nobody does (pushes nobody waits for must still be applied
+    // soon: a read between clocks takes whatever has arrived; docs/parameter-server.md "Nodes").
+    return ready();
   }
 
   // The I/O thread: receives while no caller does (see above), sends what callers queued while
@@ -1363,19 +1390,18 @@ class Client::Impl {
         continue;  // drain before polling: messages may have waited
       }
       budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
-      int timeout_ms = -1;
+      std::chrono::microseconds timeout(-1);
       if (comm.early_sends() && pending_rows_.load(std::memory_order_relaxed) > 0) {
         budget.Refill(TokenBucket::Clock::now());
-        timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
+        timeout = budget.TimeUntilPositive();
       }
       if (!role.owns_lock()) {
-        const int park = static_cast<int>(kParkInterval.count());
-        timeout_ms = timeout_ms < 0 ? park : std::min(timeout_ms, park);
+        timeout = timeout.count() < 0 ? kParkInterval : std::min(timeout, kParkInterval);
       }
       if (role.owns_lock()) {
-        ready = Poll(fds, timeout_ms);
+        ready = Poll(fds, timeout);
       } else {
-        (void)Poll(parked_fds, timeout_ms);
+        (void)Poll(parked_fds, timeout);
       }
       if (comm.early_sends()) {
         budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));

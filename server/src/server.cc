@@ -71,14 +71,15 @@ class Subscribers {
   std::vector<uint32_t> high_;
 };
 
+// What an unsubscription checks comes first, on the entry's first cache line.
 struct StoredRow {
-  TableId table = 0;
   RowId id = 0;
+  Subscribers subscribers;
+  bool materialized = false;
+  TableId table = 0;
   // Empty until the row is first updated: a row that has only been read is all zeros, and a
   // cold read should not cost an allocation and a copy of zeros.
   RowValues values;
-  bool materialized = false;
-  Subscribers subscribers;
   // kClean, or kPushedEarly (still listed in dirty_ but sent since), or the clock at which it
   // changed and was listed in dirty_ for the next push.
   int64_t dirty_epoch = -1;
@@ -504,7 +505,10 @@ class Server::Impl {
       const unsigned n = std::min(kGroup, rows.size() - base);
       for (unsigned i = 0; i < n; ++i) {
         found[i] = t.rows.Find(rows[base + i]);
-        if (found[i] != nullptr) __builtin_prefetch(found[i], 1);
+        if (found[i] == nullptr) continue;
+        // All of it: an erased entry is reset whole.
+        const char* bytes = reinterpret_cast<const char*>(found[i]);
+        for (size_t off = 0; off < sizeof(StoredRow); off += 64) __builtin_prefetch(bytes + off, 1);
       }
       for (unsigned i = 0; i < n; ++i) {
         StoredRow* row = found[i];
