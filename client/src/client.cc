@@ -388,6 +388,8 @@ class Client::Impl {
       if (!stripe.spare_values.empty()) {
         entry->value = std::move(stripe.spare_values.back());
         stripe.spare_values.pop_back();
+        // Evicted long ago: cold. The reply writes it some time from now.
+        entry->value.PrefetchCellsForWrite();
       } else {
         entry->value = RowValues::Reserved(table.spec);
       }

@@ -1,11 +1,13 @@
 #include "tessera/server/server.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -216,20 +218,35 @@ class Server::Impl {
     f(stats_);
   }
 
+  // Polls the sockets' ZMQ_FDs with poll(2) rather than zmq_poll, which asks every socket for
+  // ZMQ_EVENTS (system calls) on every wake: this loop wakes once per client message. A ZMQ_FD
+  // signals a change of its socket's state once, and using the socket (a receive, and a send
+  // too) may take the signal; so a socket is read until it has nothing after its FD fired or
+  // after any send on it (Send sets socket_may_have_input_), and the loop waits in poll only
+  // when no socket may hold input.
   void Loop() {
-    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                          {coordinator_.handle(), 0, ZMQ_POLLIN, 0},
-                                          loop_.waker().poll_item()};
+    std::array<pollfd, 3> fds = {pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
+                                 pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
+                                 pollfd{loop_.waker().poll_item().fd, POLLIN, 0}};
+    bool coordinator_may_have_input = true;
+    socket_may_have_input_ = true;
     const CommOptions& comm = options_.comm;
     TokenBucket budget(comm.bytes_per_second, std::max(comm.bytes_per_second * 0.1, 64.0 * 1024));
     while (!loop_.stopping() && !finished_) {
-      auto timeout = std::chrono::milliseconds(-1);
+      int timeout_ms = -1;
       if (comm.early_sends() && HasChangedRows()) {
         budget.Refill(TokenBucket::Clock::now());
-        timeout = budget.TimeUntilPositive();
+        timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
       }
-      PollItems(items.data(), items.size(), timeout);
-      if (items[2].revents & ZMQ_POLLIN) loop_.waker().Drain();
+      if (socket_may_have_input_ || coordinator_may_have_input) timeout_ms = 0;
+      for (pollfd& p : fds) p.revents = 0;
+      if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+        log_->error("poll failed: {}", std::strerror(errno));
+        socket_may_have_input_ = coordinator_may_have_input = true;
+      }
+      if ((fds[0].revents & POLLIN) != 0) socket_may_have_input_ = true;
+      if ((fds[1].revents & POLLIN) != 0) coordinator_may_have_input = true;
+      if ((fds[2].revents & POLLIN) != 0) loop_.waker().Drain();
       if (comm.early_sends()) {
         budget.Refill(TokenBucket::Clock::now());
         // Everything sent counts against the budget; only early pushes wait for it.
@@ -244,26 +261,28 @@ class Server::Impl {
       }
       // Take one message from each socket per round so a busy client cannot starve the other,
       // and return to the top after a bounded number of rounds so early pushes get their turn
-      // (poll reports the sockets readable again at once if more is waiting).
-      int rounds = 0;
-      for (bool progress = true;
-           progress && rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_; ++rounds) {
-        progress = false;
-        if (auto frame = TryReceiveRouted(socket_)) {
-          progress = true;
-          if (frame->multipart) {
-            Reject(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+      // (the sockets still count as holding input then, so the poll does not wait).
+      for (int rounds = 0; (socket_may_have_input_ || coordinator_may_have_input) &&
+                           rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_;
+           ++rounds) {
+        if (socket_may_have_input_) {
+          if (auto frame = TryReceiveRouted(socket_)) {
+            if (frame->multipart) {
+              Reject(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+            } else {
+              HandleClient(frame->identity, std::move(frame->payload));
+            }
           } else {
-            HandleClient(frame->identity, std::move(frame->payload));
+            socket_may_have_input_ = false;
           }
         }
-        // The coordinator speaks rarely: only when poll saw it readable (an empty read costs
-        // system calls, and this loop runs once per client message).
-        zmq::message_t frame;
-        if ((items[1].revents & ZMQ_POLLIN) != 0 &&
-            coordinator_.recv(frame, zmq::recv_flags::dontwait)) {
-          progress = true;
-          HandleCoordinator(std::move(frame));
+        if (coordinator_may_have_input) {
+          zmq::message_t frame;
+          if (coordinator_.recv(frame, zmq::recv_flags::dontwait)) {
+            HandleCoordinator(std::move(frame));
+          } else {
+            coordinator_may_have_input = false;
+          }
         }
       }
     }
@@ -282,6 +301,7 @@ class Server::Impl {
   }
 
   bool Send(const std::string& identity, OutgoingMessage& msg) {
+    socket_may_have_input_ = true;  // see Loop
     zmq::message_t frame = msg.ToFrame();
     bytes_since_refill_ += frame.size();
     CountStat([&](ServerStats& s) { s.bytes_sent += frame.size(); });
@@ -771,6 +791,7 @@ class Server::Impl {
   std::vector<ParkedGet> parked_;
   int64_t clock_ = 0;
   bool finished_ = false;
+  bool socket_may_have_input_ = true;  // see Loop
 
   mutable std::mutex stats_mu_;
   ServerStats stats_;

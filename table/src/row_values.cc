@@ -304,6 +304,19 @@ void RowValues::AddDense(const std::byte* cells) {
       values_);
 }
 
+void RowValues::PrefetchCellsForWrite() const {
+  if (sparse_) return;
+  std::visit(
+      [](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        // The capacity, not the size: a reserved row has none yet.
+        const char* bytes = reinterpret_cast<const char*>(v.data());
+        const size_t n = v.capacity() * sizeof(T);
+        for (size_t off = 0; off < n; off += 64) __builtin_prefetch(bytes + off, 1);
+      },
+      values_);
+}
+
 void RowValues::SetZero() {
   columns_.clear();
   std::visit(

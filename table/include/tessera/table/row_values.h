@@ -96,6 +96,11 @@ class RowValues {
   size_t payload_bytes() const;
   bool IsZero() const;
 
+  // Asks the CPU to bring the storage of a dense row's cells into its cache, for a write soon:
+  // storage reused from rows dropped long ago is out of the caches, and writing it cold stalls
+  // the writer (and the next lock it takes) on one cache miss after another.
+  void PrefetchCellsForWrite() const;
+
   // Sets every cell to zero, keeping the storage (sparse rows drop their cells).
   void SetZero();
 
