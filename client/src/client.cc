@@ -210,6 +210,86 @@ struct PendingCall {
   Status status;
 };
 
+// Writes one update batch: rows of dense tables packed in a DenseRows block per table, rows of
+// sparse tables one by one. First every row is counted, so the message is sized (one segment,
+// no copy) and each block allocated once; then the rows are written in any order.
+class BatchWriter {
+ public:
+  void Count(const TableSpec& spec, const RowValues& delta) {
+    if (spec.sparse) {
+      ++sparse_rows_;
+      sparse_bytes_ += delta.payload_bytes();
+      return;
+    }
+    ++Block(spec).rows;
+  }
+  bool empty() const { return sparse_rows_ == 0 && blocks_.empty(); }
+  // REQUIRES: every row to be written was counted.
+  void Start(uint32_t rank, uint64_t seq, int64_t clock, bool ack_wanted) {
+    // Per sparse row a Row struct, a Values struct and list headers, about 8 words; per block
+    // its cells, a row id per row, and headers.
+    size_t words = sparse_bytes_ / sizeof(capnp::word) + sparse_rows_ * 8 + 16;
+    for (const DenseBlockOut& b : blocks_) {
+      words += (b.rows * b.row_bytes + 7) / sizeof(capnp::word) + b.rows + 16;
+    }
+    message_ = std::make_unique<OutgoingMessage>(rank, 0, static_cast<unsigned>(words));
+    auto update = message_->envelope().getBody().initUpdate();
+    update.setSeq(seq);
+    update.setClock(clock);
+    update.setAckWanted(ack_wanted);
+    if (sparse_rows_ > 0) sparse_ = update.initRows(static_cast<unsigned>(sparse_rows_));
+    if (!blocks_.empty()) {
+      auto dense = update.initDense(static_cast<unsigned>(blocks_.size()));
+      for (unsigned i = 0; i < blocks_.size(); ++i) {
+        DenseBlockOut& b = blocks_[i];
+        dense[i].setTable(b.spec->id);
+        b.ids = dense[i].initRows(static_cast<unsigned>(b.rows));
+        b.cells = RowValues::InitDenseBlock(dense[i].initValues(), *b.spec, b.rows);
+      }
+    }
+  }
+  void Write(const TableSpec& spec, RowId row, const RowValues& delta) {
+    ++written_;
+    if (spec.sparse) {
+      auto out = sparse_[sparse_filled_++];
+      out.setTable(spec.id);
+      out.setRow(row);
+      delta.ToProto(out.initValues());
+      return;
+    }
+    DenseBlockOut& b = Block(spec);
+    b.ids.set(b.filled, row);
+    delta.CopyDenseTo(b.cells + b.filled * b.row_bytes);
+    ++b.filled;
+  }
+  size_t written() const { return written_; }
+  zmq::message_t Finish() { return message_->ToFrame(); }
+
+ private:
+  struct DenseBlockOut {
+    const TableSpec* spec;
+    size_t row_bytes;
+    size_t rows = 0;
+    unsigned filled = 0;
+    capnp::List<uint64_t>::Builder ids;
+    std::byte* cells = nullptr;
+  };
+  // A batch holds rows of a few tables: a linear search beats a map.
+  DenseBlockOut& Block(const TableSpec& spec) {
+    for (DenseBlockOut& b : blocks_) {
+      if (b.spec == &spec) return b;
+    }
+    blocks_.push_back({&spec, spec.width * ValueTypeSize(spec.value_type)});
+    return blocks_.back();
+  }
+
+  std::vector<DenseBlockOut> blocks_;
+  size_t sparse_rows_ = 0, sparse_bytes_ = 0, written_ = 0;
+  unsigned sparse_filled_ = 0;
+  capnp::List<proto::Row>::Builder sparse_{nullptr};
+  std::unique_ptr<OutgoingMessage> message_;
+};
+
 }  // namespace
 
 class Client::Impl {
@@ -911,25 +991,9 @@ class Client::Impl {
         channels_[s]->inflight_deltas.fetch_add(1, std::memory_order_relaxed);
     };
     // Only this thread (holding clock_mu_) adds to the batches, so `seq` is read without locks.
-    std::vector<std::unique_ptr<OutgoingMessage>> messages(num_servers);
-    std::vector<capnp::List<proto::Row>::Builder> wire_rows;
-    std::vector<unsigned> filled(num_servers, 0);
-    auto start_message = [&](uint32_t s, size_t rows, size_t payload_bytes) {
-      // Per row: a Row struct, a Values struct and list headers, about 8 words.
-      messages[s] = std::make_unique<OutgoingMessage>(
-          options_.rank, 0,
-          static_cast<unsigned>(payload_bytes / sizeof(capnp::word) + rows * 8 + 16));
-      auto update = messages[s]->envelope().getBody().initUpdate();
-      update.setSeq(seqs[s]);
-      update.setClock(clock);
-      update.setAckWanted(seqs[s] % kAckEvery == 0);
-      return update.initRows(static_cast<unsigned>(rows));
-    };
-    auto write_row = [&](uint32_t s, TableId id, RowId row, const RowValues& delta) {
-      auto out = wire_rows[s][filled[s]++];
-      out.setTable(id);
-      out.setRow(row);
-      delta.ToProto(out.initValues());
+    std::vector<BatchWriter> writers(num_servers);
+    auto start = [&](uint32_t s) {
+      writers[s].Start(options_.rank, seqs[s], clock, seqs[s] % kAckEvery == 0);
     };
     uint64_t taken = 0;
     if (!early) {
@@ -940,12 +1004,11 @@ class Client::Impl {
       // clock_mu_) removes entries and new ones are appended.
       std::shared_lock tables_lock(tables_mu_);
       struct Counted {
-        TableId id;
+        const TableSpec* spec;
         Stripe* stripe;
         size_t rows;
       };
       std::vector<Counted> counted;
-      std::vector<size_t> rows_per_server(num_servers, 0), bytes_per_server(num_servers, 0);
       for (auto& [id, table] : tables_) {
         for (Stripe& stripe : table->stripes) {
           std::lock_guard lock(stripe.mu);
@@ -968,26 +1031,22 @@ class Client::Impl {
           }
           if (stripe.spare.size() > keep_spare) stripe.spare.resize(keep_spare);
           if (stripe.pending.empty()) continue;
-          counted.push_back({id, &stripe, stripe.pending.size()});
+          counted.push_back({&table->spec, &stripe, stripe.pending.size()});
           for (const PendingRef& ref : stripe.pending) {
-            uint32_t s = ServerOfRow(id, ref.row, num_servers);
-            ++rows_per_server[s];
-            bytes_per_server[s] += ref.entry->delta.payload_bytes();
+            writers[ServerOfRow(id, ref.row, num_servers)].Count(table->spec, ref.entry->delta);
           }
         }
       }
-      for (uint32_t s = 0; s < num_servers; ++s) {
-        wire_rows.push_back(start_message(s, rows_per_server[s], bytes_per_server[s]));
-      }
+      for (uint32_t s = 0; s < num_servers; ++s) start(s);
       for (const Counted& c : counted) {
         Stripe& stripe = *c.stripe;
         std::lock_guard lock(stripe.mu);
         for (size_t i = 0; i < c.rows; ++i) {
           RowId row = stripe.pending[i].row;
           PendingRow& p = *stripe.pending[i].entry;
-          uint32_t s = ServerOfRow(c.id, row, num_servers);
-          keep(c.id, stripe, row, s, p.delta);
-          write_row(s, c.id, row, p.delta);
+          uint32_t s = ServerOfRow(c.spec->id, row, num_servers);
+          keep(c.spec->id, stripe, row, s, p.delta);
+          writers[s].Write(*c.spec, row, p.delta);
           p.delta.SetZero();
           p.pending = false;
           p.importance = 0;
@@ -999,7 +1058,12 @@ class Client::Impl {
       }
     } else {
       // Early: few rows; move them out, then write.
-      std::vector<std::vector<std::pair<RowKey, RowValues>>> outgoing(num_servers);
+      struct Outgoing {
+        const TableSpec* spec;
+        RowId row;
+        RowValues delta;
+      };
+      std::vector<std::vector<Outgoing>> outgoing(num_servers);
       for (auto [table, row] : *chosen) {
         Stripe& stripe = table->StripeOf(row);
         std::lock_guard lock(stripe.mu);
@@ -1007,24 +1071,23 @@ class Client::Impl {
         if (it == stripe.oplog.end() || !it->second.pending) continue;  // sent meanwhile, or chosen twice
         uint32_t s = ServerOfRow(table->spec.id, row, num_servers);
         keep(table->spec.id, stripe, row, s, it->second.delta);
-        outgoing[s].emplace_back(RowKey{table->spec.id, row}, it->second.delta);
+        outgoing[s].push_back({&table->spec, row, it->second.delta});
         ErasePending(stripe, it);
         ++taken;
       }
       for (uint32_t s = 0; s < num_servers; ++s) {
-        size_t payload = 0;
-        for (const auto& [key, delta] : outgoing[s]) payload += delta.payload_bytes();
-        wire_rows.push_back(seqs[s] == 0 ? capnp::List<proto::Row>::Builder(nullptr)
-                                                  : start_message(s, outgoing[s].size(), payload));
-        for (const auto& [key, delta] : outgoing[s]) write_row(s, key.table, key.row, delta);
+        if (seqs[s] == 0) continue;
+        for (const Outgoing& o : outgoing[s]) writers[s].Count(*o.spec, o.delta);
+        start(s);
+        for (const Outgoing& o : outgoing[s]) writers[s].Write(*o.spec, o.row, o.delta);
       }
     }
     pending_rows_.fetch_sub(static_cast<int64_t>(taken), std::memory_order_relaxed);
     uint64_t rows_sent = 0;
     for (uint32_t s = 0; s < num_servers; ++s) {
-      if (messages[s] == nullptr) continue;
-      rows_sent += filled[s];
-      Send(static_cast<int>(s), messages[s]->ToFrame(), early);
+      if (seqs[s] == 0) continue;  // no batch opened for this server
+      rows_sent += writers[s].written();
+      Send(static_cast<int>(s), writers[s].Finish(), early);
     }
     Count(kUpdateRowsSent, rows_sent);
     if (early) Count(kEarlyRows, rows_sent);

@@ -613,8 +613,36 @@ class Server::Impl {
       }
       checked.emplace_back(*table, row);
     }
+    struct CheckedBlock {
+      ShardTable* table;
+      capnp::List<uint64_t>::Reader ids;
+      DenseBlock cells;
+    };
+    std::vector<CheckedBlock> blocks;
+    for (auto block : batch.getDense()) {
+      Result<ShardTable*> table = FindTable(block.getTable());
+      if (!table.ok()) {
+        Reject(peer.identity, 0, table.status());
+        return false;
+      }
+      auto ids = block.getRows();
+      Status rows_ok = CheckRows(**table, ids);
+      auto cells = DenseBlock::Check(block.getValues(), ids.size(), (*table)->spec);
+      if (!rows_ok.ok() || !cells.ok()) {
+        Reject(peer.identity, 0, rows_ok.ok() ? cells.status() : rows_ok);
+        return false;
+      }
+      blocks.push_back({*table, ids, *cells});
+    }
     const bool weigh =
         options_.comm.early_sends() && options_.comm.policy == SendPolicy::kRelativeMagnitude;
+    // A changed row is pushed at the next clock advance to the workers that read it.
+    auto changed = [&](StoredRow* row) {
+      if (row->subscribers.empty()) return;
+      if (row->dirty_epoch == kClean) dirty_.push_back(row);
+      if (row->dirty_epoch < 0) ++changed_rows_;
+      row->dirty_epoch = clock_;
+    };
     for (auto& [table, wire] : checked) {
       StoredRow* row = &table->RowToUpdate(wire.getRow());
       if (weigh && !row->subscribers.empty()) {
@@ -622,10 +650,19 @@ class Server::Impl {
         row->change += delta->RelativeMagnitude(row->values);
       }
       row->values.AddProto(wire.getValues(), table->spec);
-      if (row->subscribers.empty()) continue;
-      if (row->dirty_epoch == kClean) dirty_.push_back(row);
-      if (row->dirty_epoch < 0) ++changed_rows_;
-      row->dirty_epoch = clock_;
+      changed(row);
+    }
+    RowValues delta;  // for weighing a packed row
+    for (const CheckedBlock& b : blocks) {
+      for (unsigned i = 0; i < b.ids.size(); ++i) {
+        StoredRow* row = &b.table->RowToUpdate(b.ids[i]);
+        if (weigh && !row->subscribers.empty()) {
+          delta.AssignDense(b.cells.row(i), b.table->spec);
+          row->change += delta.RelativeMagnitude(row->values);
+        }
+        row->values.AddDense(b.cells.row(i));
+        changed(row);
+      }
     }
     peer.applied_seq = seq;
     CountStat([](ServerStats& s) { ++s.update_batches; });

@@ -207,6 +207,60 @@ TEST_F(BadInputTest, BadUpdateBatchIsRejectedWholeAndResentBatchesApplyOnce) {
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 
+// An update batch with one packed block of `rows` of table `table`, adding `delta` to column 0
+// of each; `cells` overrides the number of cells (a well-formed block has 2 per row).
+std::unique_ptr<OutgoingMessage> PackedUpdate(uint32_t rank, uint64_t seq, TableId table,
+                                              std::vector<RowId> rows, int64_t delta,
+                                              int cells = -1) {
+  auto msg = std::make_unique<OutgoingMessage>(rank, 0);
+  auto update = msg->envelope().getBody().initUpdate();
+  update.setSeq(seq);
+  auto block = update.initDense(1)[0];
+  block.setTable(table);
+  auto ids = block.initRows(static_cast<unsigned>(rows.size()));
+  for (unsigned i = 0; i < rows.size(); ++i) ids.set(i, rows[i]);
+  auto values =
+      block.initValues().initI64(static_cast<unsigned>(cells >= 0 ? cells : 2 * rows.size()));
+  for (unsigned i = 0; i < rows.size() && 2 * i < values.size(); ++i) values.set(2 * i, delta);
+  return msg;
+}
+
+TEST_F(BadInputTest, BadPackedUpdateBlockIsRejectedWhole) {
+  RawPeer peer(cluster_, ServerEndpoint());
+  peer.Register(1, "test-secret");
+  ASSERT_NE(peer.Receive(), nullptr);
+  // Each bad batch also carries a good per-row update of row 3: nothing of it may apply.
+  auto with_good_row = [](std::unique_ptr<OutgoingMessage> msg) {
+    auto rows = msg->envelope().getBody().getUpdate().initRows(1);
+    rows[0].setTable(kTable);
+    rows[0].setRow(3);
+    rows[0].initValues().initI64(2).set(0, 100);
+    return msg;
+  };
+  auto out_of_range = with_good_row(PackedUpdate(1, 1, kTable, {2, 77}, 5));
+  peer.Send(out_of_range);
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::OUT_OF_RANGE);
+  auto unknown_table = with_good_row(PackedUpdate(1, 1, 9, {2}, 5));
+  peer.Send(unknown_table);
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::NOT_FOUND);
+  auto short_block = with_good_row(PackedUpdate(1, 1, kTable, {1, 2}, 5, 3));
+  peer.Send(short_block);
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::INVALID_ARGUMENT);
+  auto wrong_type = with_good_row(PackedUpdate(1, 1, kTable, {2}, 5));
+  wrong_type->envelope().getBody().getUpdate().getDense()[0].initValues().initF32(2);
+  peer.Send(wrong_type);
+  EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::INVALID_ARGUMENT);
+  EXPECT_EQ(RawRead(peer, 1, 2), 0);
+  EXPECT_EQ(RawRead(peer, 1, 3), 0);
+  // The same sequence number, well formed, applies once: the packed rows and the per-row one.
+  auto good = with_good_row(PackedUpdate(1, 1, kTable, {1, 2}, 5));
+  peer.Send(good);
+  EXPECT_EQ(RawRead(peer, 1, 1), 5);
+  EXPECT_EQ(RawRead(peer, 1, 2), 5);
+  EXPECT_EQ(RawRead(peer, 1, 3), 100);
+  ExpectClientStillServed(cluster_.client(0), 0);
+}
+
 TEST_F(BadInputTest, PeerThatVanishesMidRequestDoesNotStopTheServer) {
   {
     RawPeer peer(cluster_, ServerEndpoint());

@@ -116,9 +116,10 @@ struct RowBatch {
 
 struct UpdateBatch {
   seq @0 :UInt64;           # per (client, server): 1, 2, 3, ... ; duplicates are ignored
-  rows @1 :List(Row);       # additive deltas
+  rows @1 :List(Row);       # additive deltas (clients send rows of sparse tables here)
   clock @2 :Int64 = -1;     # if >= 0, a ClockTick that follows the deltas (saves a message)
   ackWanted @3 :Bool;       # answer with an UpdateAck once applied (flow control)
+  dense @4 :List(DenseRows);  # additive whole-row deltas of dense tables, packed per table
 }
 
 # The client's update batches up to `appliedSeq` are applied: it may send more (it keeps at most
