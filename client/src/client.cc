@@ -493,6 +493,7 @@ class Client::Impl {
     for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < target;
          ++it, ++ahead) {
       PrefetchObject(it->second);
+      stripe.cache.Prefetch(it->first);
     }
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
     for (size_t steps = 2 * stripe.clock_order.size(); evicted.size() < target && steps > 0;
@@ -1204,6 +1205,14 @@ class Client::Impl {
           fmt::format("table '{}' has sparse rows; use GetSparse", table.spec.name));
     }
     for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    // Rows requested ahead (Prefetch) have often arrived by now and wait in a socket: if no
+    // other thread is receiving, take them in first, so that the pass below finds them instead
+    // of listing them as missing and waiting for each.
+    if (std::unique_lock role(receive_mu_, std::try_to_lock); role.owns_lock()) {
+      std::vector<std::pair<int, zmq::message_t>> received;
+      std::vector<bool> ready = Poll(receiver_fds_, std::chrono::microseconds(0));
+      DrainAndHandle(&received, &ready);
+    }
     const size_t width = table.spec.width;
     const int64_t need = NeededClock(thread, table);
     const int64_t clock = thread_clocks_[thread].load(std::memory_order_relaxed);

@@ -517,12 +517,13 @@ class Server::Impl {
     Peer& peer = peers_[worker];
     uint64_t ended = 0;
     // A client drops rows it read long ago (thousands of rows of traffic back), so their entries
-    // have left the CPU's caches: find a group of them and prefetch the entries first, so that
-    // their cache misses overlap instead of coming one after another.
+    // have left the CPU's caches: prefetch a group's index slots, then find them and prefetch
+    // their entries, so that the cache misses overlap instead of coming one after another.
     constexpr unsigned kGroup = 32;
     std::array<StoredRow*, kGroup> found;
     for (unsigned base = 0; base < rows.size(); base += kGroup) {
       const unsigned n = std::min(kGroup, rows.size() - base);
+      for (unsigned i = 0; i < n; ++i) t.rows.Prefetch(rows[base + i]);
       for (unsigned i = 0; i < n; ++i) {
         found[i] = t.rows.Find(rows[base + i]);
         if (found[i] == nullptr) continue;
