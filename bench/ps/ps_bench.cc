@@ -50,6 +50,7 @@ struct Config {
   int window = 4;               // get: batches in flight
   uint64_t cache_rows = 0;      // the clients' cache capacity per table (0: no limit)
   bool per_row_get = false;     // get: a Get per row instead of a GetRows per batch
+  bool client_stats = false;    // print each Tessera client's statistics to stderr
 };
 
 // Children report "<rows> <seconds>" through a pipe.
@@ -228,6 +229,14 @@ Report RunTessera(const Config& cfg) {
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
       WriteReport(wfd, moved, secs);
+      if (cfg.client_stats) {
+        tessera::ClientStats st = client.stats();
+        std::fprintf(stderr,
+                     "client %d: rows requested %lu, hits %lu, cold misses %lu, stale waits %lu, "
+                     "rows received %lu, evictions %lu, messages sent %lu\n",
+                     w, st.get_requests, st.cache_hits, st.cold_misses, st.stale_waits,
+                     st.rows_received, st.evictions, st.messages_sent);
+      }
       (void)client.Leave();
       return 0;
     }));
@@ -385,6 +394,8 @@ int main(int argc, char** argv) {
                "get: read each row with Get instead of each batch with GetRows");
   int window = 4;
   app.add_option("--window", window, "get: batches in flight per client")->check(CLI::Range(1, 1024));
+  bool client_stats = false;
+  app.add_flag("--client-stats", client_stats, "print each Tessera client's statistics to stderr");
   bool skip_ceiling = false, skip_tessera = false;
   app.add_flag("--skip-ceiling", skip_ceiling, "run only Tessera (for profiling)");
   app.add_flag("--skip-tessera", skip_tessera, "run only the ceiling (for profiling)");
@@ -412,6 +423,7 @@ int main(int argc, char** argv) {
           cfg.window = window;
           cfg.cache_rows = cache_rows;
           cfg.per_row_get = per_row_get;
+          cfg.client_stats = client_stats;
           Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
           Report ours = skip_tessera ? Report{} : RunTessera(cfg);
           auto rate = [](const Report& r) { return r.seconds > 0 ? r.rows / r.seconds : 0.0; };

@@ -68,11 +68,14 @@ struct RowKeyHash {
 struct CacheEntry {
   bool valid = false;
   bool subscribed = false;  // the server pushes changes of this row to us
-  // Under a cache capacity: read from the cache (a hit) since the CLOCK hand last passed, which
-  // earns a second chance (a row read once, as a stream of new rows is, gets none, so the hand
-  // does not sweep the whole cache to evict it); and the reads waiting on this entry (they hold a
-  // reference to it across waits, so it stays).
+  // Under a cache capacity, the CLOCK bit: the row earns a second chance when the hand reaches
+  // it. Set when the row's first copy arrives, so a row requested ahead of its reader (Prefetch)
+  // is not dropped before it is read; cleared by its first read, so a stream of rows each read
+  // once is evicted in order without the hand sweeping the whole cache; set again by every later
+  // read. And the reads waiting on this entry (they hold a reference to it across waits, so it
+  // stays).
   bool referenced = false;
+  bool read = false;  // read since it was cached
   uint32_t waiters = 0;
   Status error;  // a failed request for this row, reported to the next reader
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
@@ -455,16 +458,14 @@ class Client::Impl {
   // reading thread, while its request is in flight: the I/O thread then overwrites it in place.
   // Allocated on the I/O thread instead, a stream of cold rows grows that thread's malloc arena
   // a page at a time (an mprotect(2) per page of rows; the main arena grows in larger steps),
-  // and the I/O thread is on every read's critical path. Under a capacity, a new entry that
-  // fills the stripe evicts others first, and takes the storage of an evicted one.
-  // REQUIRES: stripe.mu.
+  // and the I/O thread is on every read's critical path. Under a capacity, a new entry takes the
+  // storage of an evicted one; the stripe may then hold more than its share until the caller
+  // calls EvictIfOver, which batched reads do once their requests are sent (the requests go out
+  // sooner, and eviction overlaps the round trip). REQUIRES: stripe.mu.
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
     if (is_new) {
-      if (table.stripe_capacity > 0) {
-        stripe.clock_order.emplace_back(row, entry);
-        if (stripe.cache.size() > table.stripe_capacity) Evict(table, stripe);
-      }
+      if (table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, entry);
       if (!stripe.spare_values.empty()) {
         entry->value = std::move(stripe.spare_values.back());
         stripe.spare_values.pop_back();
@@ -475,6 +476,29 @@ class Client::Impl {
       }
     }
     return *entry;
+  }
+
+  // The CLOCK bit after a read (see CacheEntry::referenced). REQUIRES: the entry's stripe lock.
+  static void MarkRead(CacheEntry& e) {
+    e.referenced = e.read;
+    e.read = true;
+  }
+
+  // Evicts if the stripe holds more rows than its share. Entries may go: the caller holds no
+  // reference to an entry it has not pinned (WaitPin) or that is not waiting for its reply.
+  // REQUIRES: stripe.mu.
+  void EvictIfOver(ClientTable& table, Stripe& stripe) {
+    if (table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity)
+      Evict(table, stripe);
+  }
+  // EvictIfOver for each of `stripes` (consecutive duplicates allowed), each under its lock.
+  void EvictIfOver(ClientTable& table, const std::vector<Stripe*>& stripes) {
+    if (table.stripe_capacity == 0) return;
+    for (size_t i = 0; i < stripes.size(); ++i) {
+      if (i > 0 && stripes[i] == stripes[i - 1]) continue;
+      std::lock_guard lock(stripes[i]->mu);
+      EvictIfOver(table, *stripes[i]);
+    }
   }
 
   // Drops a quarter of the stripe's capacity (at least one row), so that the sweep and the
@@ -566,6 +590,7 @@ class Client::Impl {
     uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
     Stripe& stripe = table.StripeOf(row);
     std::unique_lock lock(stripe.mu);
+    EvictIfOver(table, stripe);  // before taking an entry, which it might evict
     CacheEntry& entry = NewOrCachedEntry(table, stripe, row);
     // Classified once, on entry: a read waits either for a first copy or for the bound.
     Counter kind = entry.valid ? kStaleWaits : kColdMisses;
@@ -581,7 +606,7 @@ class Client::Impl {
         return s;
       }
       if (int64_t stamp = EffectiveStamp(entry, server); entry.valid && stamp >= need) {
-        if (!waited) entry.referenced = true;  // a hit
+        MarkRead(entry);
         copy_out(entry.value);
         Count(waited ? kind : kCacheHits);
         RecordStaleness(thread_clocks_[thread].load(std::memory_order_relaxed) - stamp);
@@ -621,21 +646,32 @@ class Client::Impl {
     ClientTable* table = FindClientTable(id);
     if (table == nullptr) return Status::NotFound(fmt::format("unknown table {}", id));
     int64_t need = NeededClock(thread, *table);
+    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(*table, row));
     std::vector<std::vector<RowId>> per_server(channels_.size());
-    for (RowId row : rows) {
-      TESSERA_RETURN_IF_ERROR(CheckRow(*table, row));
-      uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
-      Stripe& stripe = table->StripeOf(row);
-      std::lock_guard lock(stripe.mu);
-      CacheEntry& entry = NewOrCachedEntry(*table, stripe, row);
-      if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
-      if (entry.subscribed || entry.requested >= need) continue;
-      entry.requested = need;
-      per_server[server].push_back(row);
+    std::vector<Stripe*> touched;
+    {
+      Stripe* locked = nullptr;
+      std::unique_lock<std::mutex> lock;
+      for (RowId row : rows) {
+        uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
+        Stripe& stripe = table->StripeOf(row);
+        if (&stripe != locked) {  // one lock per run of rows in the same stripe
+          if (lock.owns_lock()) lock.unlock();  // never two stripes at once
+          lock = std::unique_lock(stripe.mu);
+          locked = &stripe;
+          touched.push_back(&stripe);
+        }
+        CacheEntry& entry = NewOrCachedEntry(*table, stripe, row);
+        if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
+        if (entry.subscribed || entry.requested >= need) continue;
+        entry.requested = need;
+        per_server[server].push_back(row);
+      }
     }
     for (size_t s = 0; s < per_server.size(); ++s) {
       if (!per_server[s].empty()) SendGet(static_cast<uint32_t>(s), id, per_server[s], need);
     }
+    EvictIfOver(*table, touched);
     return Status::Ok();
   }
 
@@ -1222,11 +1258,11 @@ class Client::Impl {
     std::vector<bool> missing_was_valid;  // a stale copy (a wait for the bound), not a cold miss
     uint64_t hits = 0, taken = 0, staleness_sum = 0, staleness_max = 0;
     // Copies the entry if the bound holds. REQUIRES: its stripe's lock.
-    auto try_copy = [&](CacheEntry& e, size_t i, uint32_t server, bool hit) {
+    auto try_copy = [&](CacheEntry& e, size_t i, uint32_t server) {
       if (!e.valid || !e.error.ok()) return false;
       int64_t stamp = EffectiveStamp(e, server);
       if (stamp < need) return false;
-      if (hit) e.referenced = true;
+      MarkRead(e);
       auto cells = e.value.dense<T>();
       std::copy(cells.begin(), cells.end(), out + i * width);
       uint64_t st = clock > stamp ? static_cast<uint64_t>(clock - stamp) : 0;
@@ -1234,6 +1270,7 @@ class Client::Impl {
       staleness_max = std::max(staleness_max, st);
       return true;
     };
+    std::vector<Stripe*> touched;
     {
       Stripe* locked = nullptr;
       std::unique_lock<std::mutex> lock;
@@ -1243,10 +1280,11 @@ class Client::Impl {
           if (lock.owns_lock()) lock.unlock();  // never two stripes at once
           lock = std::unique_lock(stripe.mu);
           locked = &stripe;
+          touched.push_back(&stripe);
         }
         uint32_t server = ServerOfRow(id, rows[i], num_servers);
         CacheEntry& e = NewOrCachedEntry(table, stripe, rows[i]);
-        if (try_copy(e, i, server, /*hit=*/true)) {
+        if (try_copy(e, i, server)) {
           ++hits;
           continue;
         }
@@ -1261,6 +1299,8 @@ class Client::Impl {
     for (uint32_t s = 0; s < num_servers; ++s) {
       if (!per_server[s].empty()) SendGet(s, id, per_server[s], need);
     }
+    // Entries of this pass are found again below: eviction may drop those it copied.
+    EvictIfOver(table, touched);
     Count(kCacheHits, hits);
     // Waits for the first row still missing (a full Read: errors, time-out, statistics), then
     // takes every later one that has come meanwhile without waiting.
@@ -1271,7 +1311,7 @@ class Client::Impl {
       {
         std::lock_guard lock(stripe.mu);
         CacheEntry* e = stripe.cache.Find(row);
-        if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers), /*hit=*/false)) {
+        if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers))) {
           Count(missing_was_valid[k] ? kStaleWaits : kColdMisses);
           ++taken;
           continue;
@@ -1652,6 +1692,7 @@ class Client::Impl {
         if (auto o = stripe.oplog.find(row); o != stripe.oplog.end() && o->second.pending)
           entry.value.Add(o->second.delta);
       }
+      if (!entry.valid) entry.referenced = true;  // kept until read (see CacheEntry)
       entry.valid = true;
       entry.subscribed = true;
       entry.stamp = std::max(entry.stamp, clock);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -473,14 +474,19 @@ class Server::Impl {
       Reject(peers_[worker].identity, request_id, checked);
       return;
     }
-    // Unsubscriptions take effect now, even if the read waits: the rows they name are not
-    // cached at the client, and any of them this request reads is subscribed again when answered.
-    Unsubscribe(worker, **table, get.getUnsubscribe());
     req.rows.reserve(rows.size());
     for (RowId r : rows) req.rows.push_back(r);
     if (req.min_clock <= clock_) {
+      // The reply goes first, the unsubscriptions after it: the client waits for the one, not
+      // the other. A row this request reads again is subscribed by the answer, so it is left
+      // out of the unsubscriptions (the client dropped it, then asked for it again).
       Answer(req);
+      std::sort(req.rows.begin(), req.rows.end());
+      Unsubscribe(worker, **table, get.getUnsubscribe(), req.rows);
     } else {
+      // Unsubscriptions take effect now: the rows they name are not cached at the client, and
+      // any of them this request reads is subscribed again when it is answered.
+      Unsubscribe(worker, **table, get.getUnsubscribe());
       CountStat([](ServerStats& s) { ++s.parked_gets; });
       parked_.push_back(std::move(req));
     }
@@ -513,7 +519,9 @@ class Server::Impl {
   // any more and nobody has written is all zeros and needs no entry (a later read recreates it),
   // so a worker streaming through a table does not grow the shard's index.
   // REQUIRES: CheckRows(t, rows) is OK.
-  void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows) {
+  // Rows in `keep` (sorted) stay subscribed.
+  void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows,
+                   std::span<const RowId> keep = {}) {
     Peer& peer = peers_[worker];
     uint64_t ended = 0;
     // A client drops rows it read long ago (thousands of rows of traffic back), so their entries
@@ -533,7 +541,9 @@ class Server::Impl {
       }
       for (unsigned i = 0; i < n; ++i) {
         StoredRow* row = found[i];
-        if (row == nullptr || !row->subscribers.Remove(worker)) continue;
+        if (row == nullptr) continue;
+        if (!keep.empty() && std::binary_search(keep.begin(), keep.end(), row->id)) continue;
+        if (!row->subscribers.Remove(worker)) continue;
         --peer.held_rows;
         ++ended;
         // Erasing moves no other entry, so the rest of `found` stays valid.

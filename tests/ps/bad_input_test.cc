@@ -181,6 +181,37 @@ TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 
+// A client may drop a row and ask for it again before its unsubscription has left: both ride on
+// one request. The row must stay subscribed (the client caches it again).
+TEST_F(BadInputTest, ARowUnsubscribedAndReadInOneRequestStaysSubscribed) {
+  RawPeer peer(cluster_, ServerEndpoint());
+  peer.Register(1, "test-secret");
+  ASSERT_NE(peer.Receive(), nullptr);
+  ASSERT_EQ(RawRead(peer, 1, 2), 0);  // subscribes the peer to row 2
+  auto get = GetRequest(1, kTable, 2);
+  get->envelope().getBody().getGet().initUnsubscribe(1).set(0, 2);
+  peer.Send(get);
+  auto reply = peer.Receive();
+  ASSERT_NE(reply, nullptr);
+  ASSERT_TRUE(reply->envelope().getBody().isRows());
+  // Worker 0 changes row 2; both workers finish clock 0: the change is pushed to the peer.
+  ASSERT_TRUE(cluster_.client(0).Inc<int64_t>(kTable, 2, 0, 7).ok());
+  ASSERT_TRUE(cluster_.client(0).Clock(0).ok());
+  OutgoingMessage tick(1, 0);
+  tick.envelope().getBody().initClock().setClock(1);
+  peer.Send(tick);
+  std::vector<std::pair<RowId, std::vector<double>>> pushed;
+  while (pushed.empty()) {
+    auto push = peer.Receive();
+    ASSERT_NE(push, nullptr) << "row 2 was not pushed";
+    if (push->envelope().getBody().isRows())
+      pushed = testing::RowsOf(push->envelope().getBody().getRows(), Counters());
+  }
+  ASSERT_EQ(pushed.size(), 1u);
+  EXPECT_EQ(pushed[0].first, 2u);
+  EXPECT_EQ(pushed[0].second[0], 7);
+}
+
 TEST_F(BadInputTest, BadUpdateBatchIsRejectedWholeAndResentBatchesApplyOnce) {
   RawPeer peer(cluster_, ServerEndpoint());
   peer.Register(1, "test-secret");

@@ -3,6 +3,7 @@
 // they are read anew, and SSP reads stay exact throughout.
 #include <gtest/gtest.h>
 
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,35 @@ TEST(CacheCapacityTest, StaysBoundedAndEvictedRowsReadBackExactly) {
   uint64_t unsubscribed =
       cluster.server(0).stats().unsubscribed_rows + cluster.server(1).stats().unsubscribed_rows;
   EXPECT_EQ(unsubscribed, c.stats().evictions);
+}
+
+// A reader that requests rows ahead (Prefetch) of reading them, as a loader does: rows that have
+// arrived but are not read yet must not be evicted (each would cost a second request and a
+// round trip), even though rows already read were read from the cache (hits).
+TEST(CacheCapacityTest, RowsRequestedAheadAreNotDroppedBeforeTheyAreRead) {
+  constexpr uint64_t kStream = 20000, kBatch = 64, kAhead = 16;  // 16 batches of 64 in flight
+  InProcessCluster cluster({.num_servers = 1, .num_workers = 1, .cache_rows = 4096});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(
+      c.CreateTable(testing::TestTable(kTable, "stream", ValueType::kInt64, kStream, 2)).ok());
+  auto batch = [&](uint64_t b) {
+    std::vector<RowId> ids;
+    for (RowId r = b * kBatch; r < std::min((b + 1) * kBatch, kStream); ++r) ids.push_back(r);
+    return ids;
+  };
+  const uint64_t batches = (kStream + kBatch - 1) / kBatch;
+  for (uint64_t b = 0; b < kAhead; ++b) ASSERT_TRUE(c.Prefetch(0, kTable, batch(b)).ok());
+  std::vector<int64_t> out(kBatch * 2);
+  for (uint64_t b = 0; b < batches; ++b) {
+    if (b + kAhead < batches) {
+      ASSERT_TRUE(c.Prefetch(0, kTable, batch(b + kAhead)).ok());
+    }
+    std::vector<RowId> ids = batch(b);
+    ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, std::span(out.data(), ids.size() * 2)).ok());
+  }
+  ClientStats st = c.stats();
+  EXPECT_EQ(st.get_requests, kStream) << "rows requested twice: evicted before they were read";
+  EXPECT_GE(st.evictions, kStream - 4096 - kBatch);
 }
 
 // A reader with a small cache and a writer, staleness 0. The servers push only rows the reader
