@@ -81,6 +81,16 @@ struct CacheEntry {
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
   RowValues value;  // server value + own updates not yet reflected there
+
+  // For RowIndex::Erase: as a new entry, but the value keeps its storage (and stale cells, which
+  // nothing reads until a reply overwrites them: `valid` is false), so the next row cached in
+  // this entry writes into memory it already owns.
+  void Reset() {
+    valid = subscribed = referenced = read = false;
+    waiters = 0;
+    if (!error.ok()) error = Status::Ok();
+    stamp = requested = std::numeric_limits<int64_t>::min();
+  }
 };
 
 // Asks the CPU to bring all of `*p` into its cache ahead of use.
@@ -113,9 +123,8 @@ struct Stripe {
   std::condition_variable cv;
   RowIndex<CacheEntry> cache;  // entries stay put until evicted; readers wait on them
   // Under a cache capacity: the cached rows and their entries in CLOCK order (the hand at the
-  // front), and the storage of evicted rows, reused by new entries.
+  // front).
   std::deque<std::pair<RowId, CacheEntry*>> clock_order;
-  std::vector<RowValues> spare_values;
   std::vector<std::pair<uint32_t, RowId>> evicted;  // Evict's scratch: (server, row)
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
@@ -458,18 +467,18 @@ class Client::Impl {
   // reading thread, while its request is in flight: the I/O thread then overwrites it in place.
   // Allocated on the I/O thread instead, a stream of cold rows grows that thread's malloc arena
   // a page at a time (an mprotect(2) per page of rows; the main arena grows in larger steps),
-  // and the I/O thread is on every read's critical path. Under a capacity, a new entry takes the
-  // storage of an evicted one; the stripe may then hold more than its share until the caller
+  // and the I/O thread is on every read's critical path. Under a capacity, a new entry is an
+  // evicted one, reset with its storage kept (RowIndex reuses erased entries; CacheEntry::Reset);
+  // the stripe may hold more than its share until the caller
   // calls EvictIfOver, which batched reads do once their requests are sent (the requests go out
   // sooner, and eviction overlaps the round trip). REQUIRES: stripe.mu.
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
     if (is_new) {
       if (table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, entry);
-      if (!stripe.spare_values.empty()) {
-        entry->value = std::move(stripe.spare_values.back());
-        stripe.spare_values.pop_back();
-        // Evicted long ago: cold. The reply writes it some time from now.
+      if (entry->value.size() > 0 || entry->value.sparse()) {
+        // A reused entry: its storage held a row evicted long ago, so it is cold, and the reply
+        // writes it some time from now.
         entry->value.PrefetchCellsForWrite();
       } else {
         entry->value = RowValues::Reserved(table.spec);
@@ -530,7 +539,6 @@ class Client::Impl {
         continue;
       }
       evicted.emplace_back(ServerOfRow(table.spec.id, row, num_servers), row);
-      stripe.spare_values.push_back(std::move(e->value));
       stripe.cache.Erase(row);
     }
     Count(kEvictions, evicted.size());

@@ -538,6 +538,7 @@ class Server::Impl {
         // All of it: an erased entry is reset whole.
         const char* bytes = reinterpret_cast<const char*>(found[i]);
         for (size_t off = 0; off < sizeof(StoredRow); off += 64) __builtin_prefetch(bytes + off, 1);
+        __builtin_prefetch(bytes + sizeof(StoredRow) - 1, 1);  // an entry may straddle one more
       }
       for (unsigned i = 0; i < n; ++i) {
         StoredRow* row = found[i];

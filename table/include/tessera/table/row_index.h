@@ -32,7 +32,8 @@ class RowIndex {
       if (slots_[i].row == row) return slots_[i].entry;
     }
   }
-  // The row's entry, value-initialized if it is new; `second` says whether it is.
+  // The row's entry, value-initialized (or as Erase left it) if it is new; `second` says
+  // whether it is.
   std::pair<T*, bool> FindOrAdd(uint64_t row) {
     if (T* e = Find(row)) return {e, false};
     if ((size_ + 1) * 2 > slots_.size()) Grow();
@@ -61,8 +62,9 @@ class RowIndex {
     if (!slots_.empty()) __builtin_prefetch(&slots_[Home(row)]);
   }
 
-  // Removes the row; returns whether it was there. Its entry is value-initialized and kept for
-  // the next new row: a pointer to it no longer refers to this row. Other entries stay put.
+  // Removes the row; returns whether it was there. Its entry is value-initialized (or, if T has
+  // a Reset(), reset by it: a T may keep storage for the next row) and kept for the next new
+  // row: a pointer to it no longer refers to this row. Other entries stay put.
   bool Erase(uint64_t row) {
     if (slots_.empty()) return false;
     size_t i = Home(row);
@@ -70,9 +72,13 @@ class RowIndex {
       if (slots_[i].entry == nullptr) return false;
       if (slots_[i].row == row) break;
     }
-    // Reset in place (cheaper than assigning a fresh T for a T with strings and vectors).
-    std::destroy_at(slots_[i].entry);
-    std::construct_at(slots_[i].entry);
+    if constexpr (requires(T& t) { t.Reset(); }) {
+      slots_[i].entry->Reset();
+    } else {
+      // In place: cheaper than assigning a fresh T for a T with strings and vectors.
+      std::destroy_at(slots_[i].entry);
+      std::construct_at(slots_[i].entry);
+    }
     free_.push_back(slots_[i].entry);
     --size_;
     // Backward-shift deletion (no tombstones): move later slots of the probe run into the hole
