@@ -37,10 +37,11 @@ namespace {
 constexpr size_t kStripes = 64;
 // Evicted rows a server may still push before the client tells it (in one message) to stop.
 constexpr size_t kMaxForgetRows = 4096;
-// The I/O thread, parked while a caller holds the receive role, checks this often whether the
-// caller has let the role go, and takes it back if so: the longest a push nobody waits for waits
-// to be applied. Callers let the role go without waking the I/O thread, so one that reads batch
-// after batch keeps receiving its replies itself (see AwaitReady).
+// The I/O thread, parked while callers receive, checks this often whether they still do, and
+// takes the receive role back once a whole interval passed without a caller receiving: a push
+// nobody waits for waits at most about two intervals to be applied. Callers let the role go
+// without waking the I/O thread, so one that reads batch after batch keeps receiving its
+// replies itself (see AwaitReady).
 constexpr std::chrono::microseconds kParkInterval{500};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
@@ -1256,6 +1257,7 @@ class Client::Impl {
       std::vector<std::pair<int, zmq::message_t>> received;
       std::vector<bool> ready = Poll(receiver_fds_, std::chrono::microseconds(0));
       DrainAndHandle(&received, &ready);
+      caller_rounds_.fetch_add(1, std::memory_order_relaxed);
     }
     const size_t width = table.spec.width;
     const int64_t need = NeededClock(thread, table);
@@ -1462,6 +1464,7 @@ class Client::Impl {
       if (role.owns_lock()) {
         lock.unlock();
         ReceiveRound(deadline);
+        caller_rounds_.fetch_add(1, std::memory_order_relaxed);
         role.unlock();
         lock.lock();
         continue;
@@ -1471,8 +1474,8 @@ class Client::Impl {
     }
     // The role is let go without waking the I/O thread: a caller that reads batch after batch
     // takes it again at once, and receives its next reply itself. The parked I/O thread takes it
-    // back within kParkInterval if nobody does (pushes nobody waits for must still be applied
-    // soon: a read between clocks takes whatever has arrived; docs/parameter-server.md "Nodes").
+    // back once callers stop receiving (pushes nobody waits for must still be applied soon: a
+    // read between clocks takes whatever has arrived; docs/parameter-server.md "Nodes").
     return ready();
   }
 
@@ -1490,6 +1493,7 @@ class Client::Impl {
     std::vector<std::pair<int, zmq::message_t>> received;
     std::unique_lock role(receive_mu_);
     io_has_role_.store(true, std::memory_order_release);
+    uint64_t seen_rounds = 0;  // caller_rounds_ when last looked at
     while (true) {
       const bool stopping = stop_io_.load(std::memory_order_acquire);
       if (role.owns_lock()) {
@@ -1505,8 +1509,14 @@ class Client::Impl {
         io_has_role_.store(false, std::memory_order_release);
         role.unlock();
       }
+      // The role comes back once callers have stopped receiving: while one reads batch after
+      // batch (and handles every message that arrives, pushes too), taking it would only make
+      // that caller ask for it again.
+      const uint64_t rounds = caller_rounds_.load(std::memory_order_relaxed);
+      const bool callers_idle = rounds == seen_rounds;
+      seen_rounds = rounds;
       if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0 &&
-          role.try_lock()) {
+          callers_idle && role.try_lock()) {
         io_has_role_.store(true, std::memory_order_release);
         ready.assign(ready.size(), true);
         continue;  // drain before polling: messages may have waited
@@ -1781,6 +1791,7 @@ class Client::Impl {
   std::mutex receive_mu_;
   std::atomic<bool> io_has_role_{false};       // the I/O thread holds receive_mu_
   std::atomic<int> role_wanted_{0};            // callers asking the I/O thread for the role
+  std::atomic<uint64_t> caller_rounds_{0};     // receive rounds of callers (see IoLoop)
   std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)
   tbb::concurrent_queue<Outbound> outbound_;  // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
