@@ -393,7 +393,8 @@ int main(int argc, char** argv) {
   app.add_flag("--per-row-get", per_row_get,
                "get: read each row with Get instead of each batch with GetRows");
   int window = 4;
-  app.add_option("--window", window, "get: batches in flight per client")->check(CLI::Range(1, 1024));
+  app.add_option("--window", window, "get: batches in flight per client")
+      ->check(CLI::Range(1, 1024));
   bool client_stats = false;
   app.add_flag("--client-stats", client_stats, "print each Tessera client's statistics to stderr");
   bool skip_ceiling = false, skip_tessera = false;

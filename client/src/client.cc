@@ -1,8 +1,8 @@
 #include "tessera/client/client.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <tbb/concurrent_queue.h>
 
 #include <algorithm>
@@ -164,10 +164,11 @@ struct InflightBatch {
 struct ServerChannel {
   std::string endpoint;
   std::atomic<int64_t> seen_clock{std::numeric_limits<int64_t>::min()};
-  std::mutex mu;  // guards inflight, next_seq and acked_seq; taken after a stripe's lock, never before
+  // Guards inflight, next_seq and acked_seq; taken after a stripe's lock, never before.
+  std::mutex mu;
   std::deque<InflightBatch> inflight;
   uint64_t next_seq = 0;
-  uint64_t acked_seq = 0;        // the server has applied our batches up to this one
+  uint64_t acked_seq = 0;         // the server has applied our batches up to this one
   std::condition_variable acked;  // acked_seq advanced (or an error came)
   // Row deltas held by `inflight`. Added to under the row's stripe lock, so a reader of a row
   // that holds its stripe lock and sees 0 knows no in-flight batch has a delta for it, and need
@@ -664,8 +665,9 @@ class Client::Impl {
       for (RowId row : rows) {
         uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
         Stripe& stripe = table->StripeOf(row);
-        if (&stripe != locked) {  // one lock per run of rows in the same stripe
-          if (lock.owns_lock()) lock.unlock();  // never two stripes at once
+        // One lock per run of rows in the same stripe, never two stripes at once.
+        if (&stripe != locked) {
+          if (lock.owns_lock()) lock.unlock();
           lock = std::unique_lock(stripe.mu);
           locked = &stripe;
           touched.push_back(&stripe);
@@ -688,7 +690,8 @@ class Client::Impl {
   // the update against the table; `importance(base)` is the update's sum |delta / value| against
   // the cached value (`base`, null when not cached), evaluated only under kRelativeMagnitude.
   template <typename Check, typename Apply, typename Importance>
-  Status Update(TableId id, ValueType type, RowId row, Check check, Apply apply, Importance importance) {
+  Status Update(TableId id, ValueType type, RowId row, Check check, Apply apply,
+                Importance importance) {
     auto t = Table(id, type);
     if (!t.ok()) return t.status();
     ClientTable& table = **t;
@@ -1014,9 +1017,9 @@ class Client::Impl {
         if (!AwaitReady(lock, ch.acked, room,
                         std::chrono::steady_clock::now() + options_.timeout)) {
           // Sent anyway: nothing is dropped, the queue only grows. The error reaches Clock.
-          SetAsyncError(Status::Unavailable(fmt::format(
-              "server {} ({}) acknowledged no update batch within {} ms", s, ch.endpoint,
-              options_.timeout.count())));
+          SetAsyncError(Status::Unavailable(
+              fmt::format("server {} ({}) acknowledged no update batch within {} ms", s,
+                          ch.endpoint, options_.timeout.count())));
         }
       }
       seqs[s] = ++ch.next_seq;
@@ -1061,8 +1064,8 @@ class Client::Impl {
           // Entries not updated since the last flush leave the log: only rows updated clock
           // after clock keep their entries, so memory follows the working set, not every row
           // ever touched. About one flush's worth of them (spare_target) is kept aside for reuse.
-          stripe.spare_target = std::max(stripe.pending.size(),
-                                         stripe.spare_target - stripe.spare_target / 16);
+          stripe.spare_target =
+              std::max(stripe.pending.size(), stripe.spare_target - stripe.spare_target / 16);
           const size_t keep_spare = stripe.spare_target;
           for (auto it = stripe.oplog.begin(); it != stripe.oplog.end();) {
             auto next = std::next(it);
@@ -1098,7 +1101,8 @@ class Client::Impl {
           p.importance = 0;
         }
         // Entries appended meanwhile move to the front, with their slots.
-        stripe.pending.erase(stripe.pending.begin(), stripe.pending.begin() + static_cast<ptrdiff_t>(c.rows));
+        stripe.pending.erase(stripe.pending.begin(),
+                             stripe.pending.begin() + static_cast<ptrdiff_t>(c.rows));
         for (size_t i = 0; i < stripe.pending.size(); ++i) stripe.pending[i].entry->slot = i;
         taken += c.rows;
       }
@@ -1114,7 +1118,8 @@ class Client::Impl {
         Stripe& stripe = table->StripeOf(row);
         std::lock_guard lock(stripe.mu);
         auto it = stripe.oplog.find(row);
-        if (it == stripe.oplog.end() || !it->second.pending) continue;  // sent meanwhile, or chosen twice
+        if (it == stripe.oplog.end() || !it->second.pending)
+          continue;  // sent meanwhile, or chosen twice
         uint32_t s = ServerOfRow(table->spec.id, row, num_servers);
         keep(table->spec.id, stripe, row, s, it->second.delta);
         outgoing[s].push_back({&table->spec, row, it->second.delta});
@@ -1327,11 +1332,11 @@ class Client::Impl {
           continue;
         }
       }
-      TESSERA_RETURN_IF_ERROR(Read(thread, id, ValueTypeOf<T>(), false, row,
-                                   [&](const RowValues& v) {
-                                     auto cells = v.dense<T>();
-                                     std::copy(cells.begin(), cells.end(), out + i * width);
-                                   }));
+      TESSERA_RETURN_IF_ERROR(
+          Read(thread, id, ValueTypeOf<T>(), false, row, [&](const RowValues& v) {
+            auto cells = v.dense<T>();
+            std::copy(cells.begin(), cells.end(), out + i * width);
+          }));
     }
     // Rows taken without a Read (a Read records its own): the hits and the missing rows that
     // came meanwhile.
@@ -1340,7 +1345,6 @@ class Client::Impl {
   }
 
  private:
-
   // Receiving. One thread at a time holds the receive role (receive_mu_): it waits in poll(2) on
   // the sockets' ZMQ_FDs and the waker, then receives everything waiting and handles it. Poll does
   // not touch the sockets, so callers may send on them meanwhile (under socket_mu_). A ZMQ_FD
@@ -1515,8 +1519,8 @@ class Client::Impl {
       const uint64_t rounds = caller_rounds_.load(std::memory_order_relaxed);
       const bool callers_idle = rounds == seen_rounds;
       seen_rounds = rounds;
-      if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0 &&
-          callers_idle && role.try_lock()) {
+      if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0 && callers_idle &&
+          role.try_lock()) {
         io_has_role_.store(true, std::memory_order_release);
         ready.assign(ready.size(), true);
         continue;  // drain before polling: messages may have waited
@@ -1674,8 +1678,8 @@ class Client::Impl {
     // Stores one row; `assign(value)` overwrites a cache entry's value with the row's cells.
     auto take = [&](ClientTable& table, RowId row, auto assign) {
       if (row >= table.spec.num_rows) {
-        log_->error("server {} sent row {} of table '{}' ({} rows)", server, row,
-                    table.spec.name, table.spec.num_rows);
+        log_->error("server {} sent row {} of table '{}' ({} rows)", server, row, table.spec.name,
+                    table.spec.num_rows);
         return;
       }
       ++received;
@@ -1789,11 +1793,11 @@ class Client::Impl {
   // The receive role (see DrainAndHandle). Taken before stripe locks, calls_mu_ and channel
   // locks, never while holding one.
   std::mutex receive_mu_;
-  std::atomic<bool> io_has_role_{false};       // the I/O thread holds receive_mu_
-  std::atomic<int> role_wanted_{0};            // callers asking the I/O thread for the role
-  std::atomic<uint64_t> caller_rounds_{0};     // receive rounds of callers (see IoLoop)
+  std::atomic<bool> io_has_role_{false};    // the I/O thread holds receive_mu_
+  std::atomic<int> role_wanted_{0};         // callers asking the I/O thread for the role
+  std::atomic<uint64_t> caller_rounds_{0};  // receive rounds of callers (see IoLoop)
   std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)
-  tbb::concurrent_queue<Outbound> outbound_;  // messages waiting for socket_mu_
+  tbb::concurrent_queue<Outbound> outbound_;   // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};
   std::atomic<int64_t> pending_rows_{0};  // rows in the update logs of all stripes
@@ -1846,8 +1850,8 @@ Status Client::GetRows(int thread, TableId table, std::span<const RowId> rows, s
   const TableSpec* spec = impl_->FindTableSpec(table);
   if (spec != nullptr && out.size() != rows.size() * spec->width) {
     return Status::InvalidArgument(
-        fmt::format("GetRows of {} rows of table '{}' needs {} values of room, not {}",
-                    rows.size(), spec->name, rows.size() * spec->width, out.size()));
+        fmt::format("GetRows of {} rows of table '{}' needs {} values of room, not {}", rows.size(),
+                    spec->name, rows.size() * spec->width, out.size()));
   }
   return impl_->ReadRows<T>(thread, table, rows, out.data());
 }

@@ -106,8 +106,8 @@ TEST(CacheCapacityTest, EvictedRowsAreNotPushedAndRereadRowsAreAgain) {
   EXPECT_EQ(Cell(reader, kRows - 1), 7);
   ASSERT_TRUE(reader.Leave().ok());
   ASSERT_TRUE(writer.Leave().ok());
-  uint64_t pushed = cluster.server(0).stats().rows_pushed +
-                    cluster.server(1).stats().rows_pushed - pushed_before;
+  uint64_t pushed =
+      cluster.server(0).stats().rows_pushed + cluster.server(1).stats().rows_pushed - pushed_before;
   EXPECT_GE(pushed, 1u);
   EXPECT_LE(pushed, 2 * kCapacity) << "evicted rows were still pushed";
 }

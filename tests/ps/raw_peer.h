@@ -62,7 +62,7 @@ class RawPeer {
 // The rows of table `spec` in a RowBatch, as (row, cells), whether sent one by one (`rows`) or
 // packed (`dense`); a malformed batch is a test failure.
 inline std::vector<std::pair<RowId, std::vector<double>>> RowsOf(proto::RowBatch::Reader batch,
-                                                                  const TableSpec& spec) {
+                                                                 const TableSpec& spec) {
   std::vector<std::pair<RowId, std::vector<double>>> out;
   auto cells_of = [&](const RowValues& v) {
     std::vector<double> cells(spec.width);

@@ -64,8 +64,9 @@ TEST(RowValuesTest, SparseMergeDropsZerosAndKeepsColumnsSorted) {
 // ZeroToProto writes what ToProto(Zero(spec)) writes; AssignProto overwrites a row in place,
 // whatever it held before (another layout included), as FromProto would build it.
 TEST(RowValuesTest, ZeroToProtoAndAssignProtoMatchTheirSlowForms) {
-  for (const TableSpec& spec : {Spec(ValueType::kFloat32, 5, false),
-                                Spec(ValueType::kInt32, 3, false), Spec(ValueType::kInt64, 9, true)}) {
+  for (const TableSpec& spec :
+       {Spec(ValueType::kFloat32, 5, false), Spec(ValueType::kInt32, 3, false),
+        Spec(ValueType::kInt64, 9, true)}) {
     capnp::MallocMessageBuilder builder;
     auto zero = builder.initRoot<proto::Values>();
     RowValues::ZeroToProto(spec, zero);
@@ -174,7 +175,8 @@ TEST(RowValuesTest, DenseBlockPacksRowsAndReadsThemBack) {
       EXPECT_EQ(got, rows[r]) << "row " << r << " of type " << ValueTypeName(type);
       sum.AddDense(block->row(r));
     }
-    for (uint32_t c = 0; c < 3; ++c) EXPECT_EQ(sum.CellAsDouble(c), 10 * 0 + 10 * 1 + 10 * 3 + 3 * (c + 1));
+    for (uint32_t c = 0; c < 3; ++c)
+      EXPECT_EQ(sum.CellAsDouble(c), 10 * 0 + 10 * 1 + 10 * 3 + 3 * (c + 1));
   }
 }
 
@@ -190,8 +192,9 @@ TEST(RowValuesTest, DenseBlockCheckRejectsWrongCountTypeColumnsAndSparseTables) 
   EXPECT_EQ(DenseBlock::Check(values.asReader(), 4, spec).status().code(),
             StatusCode::kInvalidArgument);
   // Another value type.
-  EXPECT_EQ(DenseBlock::Check(values.asReader(), 3, Spec(ValueType::kInt32, 4, false)).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      DenseBlock::Check(values.asReader(), 3, Spec(ValueType::kInt32, 4, false)).status().code(),
+      StatusCode::kInvalidArgument);
   // A sparse table's rows do not come packed.
   auto sparse = DenseBlock::Check(values.asReader(), 3, Spec(ValueType::kFloat32, 4, true));
   EXPECT_EQ(sparse.status().code(), StatusCode::kInvalidArgument);

@@ -72,7 +72,7 @@ class RowIndex {
       if (slots_[i].entry == nullptr) return false;
       if (slots_[i].row == row) break;
     }
-    if constexpr (requires(T& t) { t.Reset(); }) {
+    if constexpr (requires(T & t) { t.Reset(); }) {
       slots_[i].entry->Reset();
     } else {
       // In place: cheaper than assigning a fresh T for a T with strings and vectors.

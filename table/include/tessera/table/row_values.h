@@ -38,8 +38,7 @@ class DenseBlock {
  public:
   // InvalidArgument unless `values` holds exactly `rows` rows of dense table `spec` (its value
   // type, no columns).
-  static Result<DenseBlock> Check(proto::Values::Reader values, size_t rows,
-                                  const TableSpec& spec);
+  static Result<DenseBlock> Check(proto::Values::Reader values, size_t rows, const TableSpec& spec);
   // The bytes of row i's cells. REQUIRES: i < the block's rows.
   const std::byte* row(size_t i) const { return cells_ + i * row_bytes_; }
 
@@ -75,8 +74,7 @@ class RowValues {
 
   // Packed dense rows (DenseBlock). Starts a block of `rows` all-zero rows of dense table `spec`
   // in `out` and returns where its cells begin (row i at i * width cells on), for CopyDenseTo.
-  static std::byte* InitDenseBlock(proto::Values::Builder out, const TableSpec& spec,
-                                   size_t rows);
+  static std::byte* InitDenseBlock(proto::Values::Builder out, const TableSpec& spec, size_t rows);
   // Writes this row's cells to `dst`, a row of InitDenseBlock. REQUIRES: a dense row of that
   // block's table.
   void CopyDenseTo(std::byte* dst) const;
