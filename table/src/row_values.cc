@@ -48,6 +48,14 @@ proto::Values::Which WhichOf() {
     return proto::Values::I64;
 }
 
+// OK if the wire list is of the table's value type T.
+template <typename T>
+Status CheckValueType(proto::Values::Reader wire, const TableSpec& spec) {
+  if (wire.which() == WhichOf<T>()) return Status::Ok();
+  return Status::InvalidArgument(fmt::format("table '{}' holds {} values; message has another type",
+                                             spec.name, ValueTypeName(spec.value_type)));
+}
+
 // Cap'n Proto lays out a list of primitives as a packed little-endian array. On a little-endian
 // machine its bytes are exactly a T[], so whole rows move with one memcpy instead of one bounds-
 // checked get()/set() per cell; the layout is still Cap'n Proto's own.
@@ -120,11 +128,7 @@ bool RowValues::IsZero() const {
 Status RowValues::CheckProto(proto::Values::Reader wire, const TableSpec& spec) {
   return VisitValueType(spec.value_type, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    if (wire.which() != WhichOf<T>()) {
-      return Status::InvalidArgument(
-          fmt::format("table '{}' holds {} values; message has another type", spec.name,
-                      ValueTypeName(spec.value_type)));
-    }
+    TESSERA_RETURN_IF_ERROR(CheckValueType<T>(wire, spec));
     auto list = GetList<T>(wire);
     auto cols = wire.getColumns();
     if (!spec.sparse) {
@@ -240,11 +244,7 @@ Result<DenseBlock> DenseBlock::Check(proto::Values::Reader wire, size_t rows,
   }
   return VisitValueType(spec.value_type, [&](auto tag) -> Result<DenseBlock> {
     using T = typename decltype(tag)::type;
-    if (wire.which() != WhichOf<T>()) {
-      return Status::InvalidArgument(
-          fmt::format("table '{}' holds {} values; message has another type", spec.name,
-                      ValueTypeName(spec.value_type)));
-    }
+    TESSERA_RETURN_IF_ERROR(CheckValueType<T>(wire, spec));
     auto list = GetList<T>(wire);
     auto cols = wire.getColumns();
     if (cols.size() != 0 || list.size() != rows * spec.width) {
