@@ -233,9 +233,10 @@ Report RunTessera(const Config& cfg) {
         tessera::ClientStats st = client.stats();
         std::fprintf(stderr,
                      "client %d: rows requested %lu, hits %lu, cold misses %lu, stale waits %lu, "
-                     "rows received %lu, evictions %lu, messages sent %lu\n",
+                     "rows received %lu, evictions %lu, messages sent %lu, flow-control waits "
+                     "%lu\n",
                      w, st.get_requests, st.cache_hits, st.cold_misses, st.stale_waits,
-                     st.rows_received, st.evictions, st.messages_sent);
+                     st.rows_received, st.evictions, st.messages_sent, st.flow_control_waits);
       }
       (void)client.Leave();
       return 0;
