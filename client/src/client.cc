@@ -237,7 +237,6 @@ class BatchWriter {
     }
     ++Block(spec).rows;
   }
-  bool empty() const { return sparse_rows_ == 0 && blocks_.empty(); }
   // REQUIRES: every row to be written was counted.
   void Start(uint32_t rank, uint64_t seq, int64_t clock, bool ack_wanted) {
     // Per sparse row a Row struct, a Values struct and list headers, about 8 words; per block
@@ -471,9 +470,9 @@ class Client::Impl {
   // a page at a time (an mprotect(2) per page of rows; the main arena grows in larger steps),
   // and the I/O thread is on every read's critical path. Under a capacity, a new entry is an
   // evicted one, reset with its storage kept (RowIndex reuses erased entries; CacheEntry::Reset);
-  // the stripe may hold more than its share until the caller
-  // calls EvictIfOver, which batched reads do once their requests are sent (the requests go out
-  // sooner, and eviction overlaps the round trip). REQUIRES: stripe.mu.
+  // the stripe may hold more than its share until the caller calls EvictIfOver, which batched
+  // reads do once their requests are sent (the requests go out sooner, and eviction overlaps
+  // the round trip). REQUIRES: stripe.mu.
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
     if (is_new) {
@@ -513,9 +512,9 @@ class Client::Impl {
   }
 
   // Drops a quarter of the stripe's capacity (at least one row), so that the sweep and the
-  // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows read since it last
-  // passed, and rows it may not drop: not yet answered, with a pending error, or with reads
-  // waiting on them. A row that has been answered has no request in flight (only rows never
+  // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows whose bit is set
+  // (see CacheEntry::referenced), and rows it may not drop: not yet answered, with a pending
+  // error, or with reads waiting on them. A row that has been answered has no request in flight (only rows never
   // answered are requested; later values come as pushes), so an eviction never races a reply.
   // The servers learn of the dropped rows through `forget` (see ServerChannel). REQUIRES:
   // stripe.mu.
