@@ -34,6 +34,7 @@ class BadInputTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(cluster_.client(0).CreateTable(Counters()).ok()); }
 
   std::string ServerEndpoint() { return cluster_.server(0).endpoint(); }
+  void ExpectChangeOfRow2Pushed(RawPeer& peer, int64_t delta);
   InProcessCluster cluster_;
 };
 
@@ -137,6 +138,26 @@ TEST_F(BadInputTest, UnknownTableAndRowOutOfRangeAnswerTheRequest) {
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 
+// Worker 0 adds `delta` to row 2; both workers (worker 0 and the raw peer as worker 1) finish
+// clock 0: the change must be pushed to the peer, which is subscribed to row 2.
+void BadInputTest::ExpectChangeOfRow2Pushed(RawPeer& peer, int64_t delta) {
+  ASSERT_TRUE(cluster_.client(0).Inc<int64_t>(kTable, 2, 0, delta).ok());
+  ASSERT_TRUE(cluster_.client(0).Clock(0).ok());
+  OutgoingMessage tick(1, 0);
+  tick.envelope().getBody().initClock().setClock(1);
+  peer.Send(tick);
+  std::vector<std::pair<RowId, std::vector<double>>> pushed;
+  while (pushed.empty()) {
+    auto push = peer.Receive();
+    ASSERT_NE(push, nullptr) << "row 2 was not pushed";
+    if (push->envelope().getBody().isRows())
+      pushed = testing::RowsOf(push->envelope().getBody().getRows(), Counters());
+  }
+  ASSERT_EQ(pushed.size(), 1u);
+  EXPECT_EQ(pushed[0].first, 2u);
+  EXPECT_EQ(pushed[0].second[0], delta);
+}
+
 // An Unsubscribe (alone or in a read) naming an unknown table or a row out of range is refused
 // as a whole: the rows before the bad one stay subscribed (a later update is still pushed).
 TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
@@ -164,20 +185,7 @@ TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
   peer.Send(get);
   EXPECT_EQ(peer.ExpectError(), proto::ErrorCode::OUT_OF_RANGE);
   EXPECT_EQ(cluster_.server(0).stats().unsubscribed_rows, 0u);
-  // Worker 0 changes row 2; both workers finish clock 0: the change is pushed to the peer.
-  ASSERT_TRUE(cluster_.client(0).Inc<int64_t>(kTable, 2, 0, 5).ok());
-  ASSERT_TRUE(cluster_.client(0).Clock(0).ok());
-  OutgoingMessage tick(1, 0);
-  tick.envelope().getBody().initClock().setClock(1);
-  peer.Send(tick);
-  std::unique_ptr<IncomingMessage> push;
-  while ((push = peer.Receive()) != nullptr && !push->envelope().getBody().isRows()) {
-  }
-  ASSERT_NE(push, nullptr) << "row 2 was not pushed";
-  auto rows = testing::RowsOf(push->envelope().getBody().getRows(), Counters());
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].first, 2u);
-  EXPECT_EQ(rows[0].second[0], 5);
+  ExpectChangeOfRow2Pushed(peer, 5);
   ExpectClientStillServed(cluster_.client(0), 0);
 }
 
@@ -194,22 +202,7 @@ TEST_F(BadInputTest, ARowUnsubscribedAndReadInOneRequestStaysSubscribed) {
   auto reply = peer.Receive();
   ASSERT_NE(reply, nullptr);
   ASSERT_TRUE(reply->envelope().getBody().isRows());
-  // Worker 0 changes row 2; both workers finish clock 0: the change is pushed to the peer.
-  ASSERT_TRUE(cluster_.client(0).Inc<int64_t>(kTable, 2, 0, 7).ok());
-  ASSERT_TRUE(cluster_.client(0).Clock(0).ok());
-  OutgoingMessage tick(1, 0);
-  tick.envelope().getBody().initClock().setClock(1);
-  peer.Send(tick);
-  std::vector<std::pair<RowId, std::vector<double>>> pushed;
-  while (pushed.empty()) {
-    auto push = peer.Receive();
-    ASSERT_NE(push, nullptr) << "row 2 was not pushed";
-    if (push->envelope().getBody().isRows())
-      pushed = testing::RowsOf(push->envelope().getBody().getRows(), Counters());
-  }
-  ASSERT_EQ(pushed.size(), 1u);
-  EXPECT_EQ(pushed[0].first, 2u);
-  EXPECT_EQ(pushed[0].second[0], 7);
+  ExpectChangeOfRow2Pushed(peer, 7);
 }
 
 TEST_F(BadInputTest, BadUpdateBatchIsRejectedWholeAndResentBatchesApplyOnce) {
