@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "tessera/common/logging.h"
+#include "tessera/common/prefetch.h"
 #include "tessera/table/row_index.h"
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
@@ -94,13 +95,6 @@ struct CacheEntry {
   }
 };
 
-// Asks the CPU to bring all of `*p` into its cache ahead of use.
-template <typename T>
-void PrefetchObject(const T* p) {
-  const char* bytes = reinterpret_cast<const char*>(p);
-  for (size_t off = 0; off < sizeof(T); off += 64) __builtin_prefetch(bytes + off, 1);
-  __builtin_prefetch(bytes + sizeof(T) - 1, 1);
-}
 
 // A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
 // pending) until the next one, so a row updated every clock reuses its storage.

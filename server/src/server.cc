@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tessera/common/logging.h"
+#include "tessera/common/prefetch.h"
 #include "tessera/table/row_index.h"
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
@@ -535,10 +536,7 @@ class Server::Impl {
       for (unsigned i = 0; i < n; ++i) {
         found[i] = t.rows.Find(rows[base + i]);
         if (found[i] == nullptr) continue;
-        // All of it: an erased entry is reset whole.
-        const char* bytes = reinterpret_cast<const char*>(found[i]);
-        for (size_t off = 0; off < sizeof(StoredRow); off += 64) __builtin_prefetch(bytes + off, 1);
-        __builtin_prefetch(bytes + sizeof(StoredRow) - 1, 1);  // an entry may straddle one more
+        PrefetchObject(found[i]);  // all of it: an erased entry is reset whole
       }
       for (unsigned i = 0; i < n; ++i) {
         StoredRow* row = found[i];

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "tessera/common/prefetch.h"
+
 namespace tessera {
 namespace {
 
@@ -310,9 +312,7 @@ void RowValues::PrefetchCellsForWrite() const {
       [](const auto& v) {
         using T = typename std::decay_t<decltype(v)>::value_type;
         // The capacity, not the size: a reserved row has none yet.
-        const char* bytes = reinterpret_cast<const char*>(v.data());
-        const size_t n = v.capacity() * sizeof(T);
-        for (size_t off = 0; off < n; off += 64) __builtin_prefetch(bytes + off, 1);
+        PrefetchForWrite(v.data(), v.capacity() * sizeof(T));
       },
       values_);
 }
