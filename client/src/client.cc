@@ -95,7 +95,6 @@ struct CacheEntry {
   }
 };
 
-
 // A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
 // pending) until the next one, so a row updated every clock reuses its storage.
 struct PendingRow {
@@ -508,10 +507,10 @@ class Client::Impl {
   // Drops a quarter of the stripe's capacity (at least one row), so that the sweep and the
   // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows whose bit is set
   // (see CacheEntry::referenced), and rows it may not drop: not yet answered, with a pending
-  // error, or with reads waiting on them. A row that has been answered has no request in flight (only rows never
-  // answered are requested; later values come as pushes), so an eviction never races a reply.
-  // The servers learn of the dropped rows through `forget` (see ServerChannel). REQUIRES:
-  // stripe.mu.
+  // error, or with reads waiting on them. A row that has been answered has no request in flight
+  // (only rows never answered are requested; later values come as pushes), so an eviction never
+  // races a reply. The servers learn of the dropped rows through `forget` (see ServerChannel).
+  // REQUIRES: stripe.mu.
   void Evict(ClientTable& table, Stripe& stripe) {
     const size_t target = std::max<size_t>(1, table.stripe_capacity / 4);
     const auto num_servers = static_cast<uint32_t>(channels_.size());
@@ -1252,10 +1251,7 @@ class Client::Impl {
     // other thread is receiving, take them in first, so that the pass below finds them instead
     // of listing them as missing and waiting for each.
     if (std::unique_lock role(receive_mu_, std::try_to_lock); role.owns_lock()) {
-      std::vector<std::pair<int, zmq::message_t>> received;
-      std::vector<bool> ready = Poll(receiver_fds_, std::chrono::microseconds(0));
-      DrainAndHandle(&received, &ready);
-      caller_rounds_.fetch_add(1, std::memory_order_relaxed);
+      ReceiveRound(std::chrono::microseconds(0));
     }
     const size_t width = table.spec.width;
     const int64_t need = NeededClock(thread, table);
@@ -1427,14 +1423,19 @@ class Client::Impl {
   // something arrives (at most until `deadline`, and at most kMaxReceiveRound, so the role
   // changes hands now and then) and handles that. REQUIRES: as DrainAndHandle.
   void ReceiveRound(std::chrono::steady_clock::time_point deadline) {
-    std::vector<std::pair<int, zmq::message_t>> received;
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
-    auto wait = std::clamp(left + std::chrono::microseconds(1), std::chrono::microseconds(0),
-                           std::chrono::microseconds(kMaxReceiveRound));
+    ReceiveRound(std::clamp(left + std::chrono::microseconds(1), std::chrono::microseconds(0),
+                            std::chrono::microseconds(kMaxReceiveRound)));
+  }
+  // The same, waiting at most `wait` (0: takes only what has arrived). Counted in
+  // caller_rounds_ (see IoLoop).
+  void ReceiveRound(std::chrono::microseconds wait) {
+    std::vector<std::pair<int, zmq::message_t>> received;
     // Returns at once if a socket has signaled (or input_waker_ has fired) already.
     std::vector<bool> ready = Poll(receiver_fds_, wait);
     DrainAndHandle(&received, &ready);
+    caller_rounds_.fetch_add(1, std::memory_order_relaxed);
   }
 
   // Waits until ready() (called with `lock` held) or `deadline`, receiving itself when it can
@@ -1461,7 +1462,6 @@ class Client::Impl {
       if (role.owns_lock()) {
         lock.unlock();
         ReceiveRound(deadline);
-        caller_rounds_.fetch_add(1, std::memory_order_relaxed);
         role.unlock();
         lock.lock();
         continue;

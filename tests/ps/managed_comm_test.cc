@@ -21,14 +21,7 @@ using Clock = std::chrono::steady_clock;
 constexpr TableId kTable = 1;
 
 TableSpec FloatTable(uint64_t rows, uint32_t width, uint32_t staleness = 0) {
-  TableSpec spec;
-  spec.id = kTable;
-  spec.name = "params";
-  spec.value_type = ValueType::kFloat32;
-  spec.num_rows = rows;
-  spec.width = width;
-  spec.staleness = staleness;
-  return spec;
+  return testing::TestTable(kTable, "params", ValueType::kFloat32, rows, width, staleness);
 }
 
 CommOptions Budget(SendPolicy policy, double bytes_per_second) {
