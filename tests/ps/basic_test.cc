@@ -13,14 +13,8 @@ using testing::ClusterOptions;
 using testing::InProcessCluster;
 
 TableSpec DenseFloat(TableId id, uint64_t rows, uint32_t width, uint32_t staleness = 0) {
-  TableSpec spec;
-  spec.id = id;
-  spec.name = "t" + std::to_string(id);
-  spec.value_type = ValueType::kFloat32;
-  spec.num_rows = rows;
-  spec.width = width;
-  spec.staleness = staleness;
-  return spec;
+  return testing::TestTable(id, "t" + std::to_string(id), ValueType::kFloat32, rows, width,
+                            staleness);
 }
 
 // Runs fn(worker) on one thread per worker and waits for all.
