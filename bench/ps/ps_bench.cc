@@ -10,6 +10,9 @@
 //          reply per server per batch, with `window` batches in flight (Prefetch ahead, then
 //          GetRows of the batch, or Get of each row with --per-row-get), as a loader that reads
 //          ahead does.
+//   get-uncached - the same reads with StartUncachedRead / WaitUncachedRead: each reply goes
+//          straight into the reader's buffer, past the process cache; `window` reads in flight,
+//          as the ceiling has.
 // The ceiling runs the same pattern with bare ZeroMQ DEALER/ROUTER sockets and raw float frames:
 // no tables, no Cap'n Proto, no cache; its receivers read one float per cache line of what they
 // get (the inc server, the get client), as any program that uses the rows must.
@@ -40,7 +43,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Config {
-  std::string pattern;  // inc or get
+  std::string pattern;  // inc, get or get-uncached
   uint32_t width;
   int clients;
   int servers;
@@ -52,6 +55,9 @@ struct Config {
   bool per_row_get = false;     // get: a Get per row instead of a GetRows per batch
   bool client_stats = false;    // print each Tessera client's statistics to stderr
 };
+
+// Both get patterns have the same ceiling: the bare message pattern has no cache to bypass.
+bool IsGet(const std::string& pattern) { return pattern == "get" || pattern == "get-uncached"; }
 
 // Children report "<rows> <seconds>" through a pipe.
 struct Report {
@@ -198,6 +204,38 @@ Report RunTessera(const Config& cfg) {
         }
         // Applied everywhere once a staleness-0 read at the final clock is answered.
         if (!client.Get<float>(0, 1, base, &row).ok()) return 1;
+      } else if (cfg.pattern == "get-uncached") {
+        // A ring of `window` buffers, each with a read in flight, the oldest waited for first.
+        const size_t window = static_cast<size_t>(cfg.window);
+        std::vector<std::vector<float>> bufs(
+            window, std::vector<float>(static_cast<size_t>(cfg.batch) * cfg.width));
+        std::vector<tessera::ReadTicket> tickets(window);
+        std::vector<size_t> sizes(window, 0);
+        auto wait = [&](size_t slot) {
+          if (!client.WaitUncachedRead(tickets[slot]).ok()) return false;
+          moved += sizes[slot];
+          return true;
+        };
+        uint64_t in_flight = 0, b = 0;
+        for (uint64_t r = 0; r < cfg.rows_per_client; r += cfg.batch, ++b) {
+          const size_t slot = b % window;
+          if (in_flight == window) {
+            if (!wait(slot)) return 1;
+            --in_flight;
+          }
+          std::vector<tessera::RowId> ids;
+          for (uint64_t i = r; i < std::min<uint64_t>(r + cfg.batch, cfg.rows_per_client); ++i)
+            ids.push_back(base + i);
+          sizes[slot] = ids.size();
+          auto t = client.StartUncachedRead<float>(
+              0, 1, ids, std::span<float>(bufs[slot].data(), ids.size() * cfg.width));
+          if (!t.ok()) return 1;
+          tickets[slot] = *t;
+          ++in_flight;
+        }
+        for (uint64_t k = b - in_flight; k < b; ++k) {
+          if (!wait(k % window)) return 1;
+        }
       } else {
         const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
         auto batch_ids = [&](uint64_t b) {
@@ -284,7 +322,7 @@ Report RunCeiling(const Config& cfg) {
           ++done;
           sock.send(id, zmq::send_flags::sndmore);
           sock.send(zmq::str_buffer("k"));
-        } else if (cfg.pattern == "get") {
+        } else if (IsGet(cfg.pattern)) {
           // Request: row ids; reply: that many rows of payload.
           size_t n = msg.size() / sizeof(uint64_t);
           zmq::message_t reply(n * row_bytes);
@@ -320,7 +358,7 @@ Report RunCeiling(const Config& cfg) {
         size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
         for (auto& s : socks) {
           size_t k = std::min(per_server, n);
-          if (cfg.pattern == "get") {
+          if (IsGet(cfg.pattern)) {
             zmq::message_t req(k * sizeof(uint64_t));
             s.send(req, zmq::send_flags::none);
           } else {
@@ -329,7 +367,7 @@ Report RunCeiling(const Config& cfg) {
             s.send(payload, zmq::send_flags::none);
           }
         }
-        if (cfg.pattern == "get" && ++in_flight == static_cast<uint64_t>(cfg.window)) {
+        if (IsGet(cfg.pattern) && ++in_flight == static_cast<uint64_t>(cfg.window)) {
           for (auto& s : socks) {
             zmq::message_t reply;
             (void)s.recv(reply);
@@ -385,7 +423,7 @@ int main(int argc, char** argv) {
   app.add_option("--widths", widths, "row widths in floats");
   app.add_option("--clients", clients, "client process counts");
   app.add_option("--servers", servers, "server process counts");
-  app.add_option("--patterns", patterns, "inc, get or both");
+  app.add_option("--patterns", patterns, "any of inc, get, get-uncached");
   app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
   uint64_t cache_rows = 0;
   app.add_option("--cache-rows", cache_rows,
@@ -415,6 +453,12 @@ int main(int argc, char** argv) {
     pattern_list.push_back(patterns.substr(p, c - p));
     if (c == std::string::npos) break;
     p = c + 1;
+  }
+  for (const auto& pattern : pattern_list) {
+    if (pattern != "inc" && !IsGet(pattern)) {
+      std::fprintf(stderr, "unknown pattern '%s' (inc, get, get-uncached)\n", pattern.c_str());
+      return 2;
+    }
   }
   for (const auto& pattern : pattern_list) {
     for (int w : ParseList(widths)) {

@@ -53,6 +53,9 @@ constexpr std::chrono::milliseconds kMaxReceiveRound{5};
 constexpr uint64_t kMaxUnackedBatches = 32;
 constexpr uint64_t kAckEvery = 8;
 constexpr int kCoordinator = -1;
+// Request ids of uncached reads (StartUncachedRead) carry this bit: their replies go to the
+// reader's buffer and never into the cache, also after the read was abandoned.
+constexpr uint64_t kUncachedRequestBit = uint64_t{1} << 63;
 
 struct RowKey {
   TableId table;
@@ -147,6 +150,26 @@ struct ClientTable {
   Stripe& StripeOf(RowId row) { return stripes[(row / kStripeBlock) % kStripes]; }
 };
 
+// An uncached read (StartUncachedRead): where its rows go, and how many requests are unanswered.
+struct UncachedRead {
+  ClientTable* table;
+  std::byte* out;
+  size_t row_bytes;
+  int64_t clock;  // the reading thread's clock, for the staleness statistics
+  int outstanding = 0;
+  bool waited = false;  // a thread waits for it (or did)
+  Status status;        // the first error of any of its requests
+  std::vector<uint64_t> requests;
+};
+
+// One server's part of an uncached read: the rows asked, in the order of the request and so of
+// the reply's block, and where each goes (row j at out + positions[j] * row_bytes).
+struct UncachedRequest {
+  uint64_t ticket;
+  std::vector<RowId> rows;
+  std::vector<size_t> positions;
+};
+
 // Updates sent to a server that it may not have applied yet. Kept so that a row arriving from
 // the server can be corrected by what it does not include yet (read-my-writes).
 struct InflightBatch {
@@ -197,6 +220,7 @@ enum Counter {
   kBlockedReads,
   kRowsReceived,
   kEvictions,
+  kUncachedRows,
   kFlowWaits,
   kUnackedMax,
   kPushes,
@@ -795,6 +819,7 @@ class Client::Impl {
     s.blocked_reads = get(kBlockedReads);
     s.rows_received = get(kRowsReceived);
     s.evictions = get(kEvictions);
+    s.uncached_rows = get(kUncachedRows);
     s.flow_control_waits = get(kFlowWaits);
     s.unacked_batches_max = get(kUnackedMax);
     s.pushes = get(kPushes);
@@ -913,21 +938,31 @@ class Client::Impl {
       if (auto it = ch.forget.find(table); it != ch.forget.end() && !it->second.empty())
         forget = &it->second;
     }
+    zmq::message_t frame = GetFrame(id, table, rows, min_clock, /*subscribe=*/true, forget);
+    if (forget != nullptr) {
+      ch.forget_rows -= forget->size();
+      forget->clear();
+    }
+    Enqueue(static_cast<int>(server), std::move(frame));
+  }
+
+  // A GetRequest, with `forget` (may be null) as its unsubscriptions.
+  zmq::message_t GetFrame(uint64_t id, TableId table, std::span<const RowId> rows,
+                          int64_t min_clock, bool subscribe, const std::vector<RowId>* forget) {
     const size_t words = rows.size() + (forget != nullptr ? forget->size() : 0) + 24;
     OutgoingMessage msg(options_.rank, id, static_cast<unsigned>(words));
     auto get = msg.envelope().getBody().initGet();
     get.setTable(table);
     get.setMinClock(min_clock);
+    get.setSubscribe(subscribe);
     auto list = get.initRows(static_cast<unsigned>(rows.size()));
     for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
     if (forget != nullptr) {
       auto out = get.initUnsubscribe(static_cast<unsigned>(forget->size()));
       for (unsigned i = 0; i < forget->size(); ++i) out.set(i, (*forget)[i]);
-      ch.forget_rows -= forget->size();
-      forget->clear();
     }
     Count(kGetRequests, rows.size());
-    Enqueue(static_cast<int>(server), msg.ToFrame());
+    return msg.ToFrame();
   }
 
   // Sends each message as a request and waits for every reply. REQUIRES: messages have
@@ -984,9 +1019,10 @@ class Client::Impl {
     const bool early = chosen != nullptr;
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     // Deltas of rows this process has a cache entry for (or a read in flight) are also kept in
-    // the in-flight batch, to correct rows the server sends before applying the batch. Rows with
-    // no entry need no copy: any later request is sent after this batch on the same ordered
-    // connection, so its answer includes the batch.
+    // the in-flight batch, to correct rows the server sends before applying the batch; while an
+    // uncached read is in flight, every delta is. Rows with no entry need no copy: any later
+    // request is sent after this batch on the same ordered connection, so its answer includes
+    // the batch.
     // The in-flight record of a row goes in under the row's stripe lock, in the same step that
     // takes the row out of the update log: a reply processed in between would find its deltas in
     // neither place.
@@ -1024,7 +1060,9 @@ class Client::Impl {
     }
     // The in-flight copy of a row's delta (kept only for rows this process caches).
     auto keep = [&](TableId id, Stripe& stripe, RowId row, uint32_t s, const RowValues& delta) {
-      if (stripe.cache.Find(row) == nullptr) return;
+      if (stripe.cache.Find(row) == nullptr &&
+          uncached_in_flight_.load(std::memory_order_acquire) == 0)
+        return;
       std::lock_guard ch_lock(channels_[s]->mu);
       if (batches[s] == nullptr)
         batches[s] = &channels_[s]->inflight.emplace_back(InflightBatch{seqs[s], {}});
@@ -1333,6 +1371,84 @@ class Client::Impl {
     return Status::Ok();
   }
 
+  template <typename T>
+  Result<ReadTicket> StartUncachedRead(int thread, TableId id, std::span<const RowId> rows,
+                                       T* out) {
+    TESSERA_RETURN_IF_ERROR(CheckThread(thread));
+    auto t = Table(id, ValueTypeOf<T>());
+    if (!t.ok()) return t.status();
+    ClientTable& table = **t;
+    if (table.spec.sparse) {
+      return Status::InvalidArgument(fmt::format(
+          "table '{}' has sparse rows; uncached reads are of dense rows only", table.spec.name));
+    }
+    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    const int64_t need = NeededClock(thread, table);
+    const auto num_servers = static_cast<uint32_t>(channels_.size());
+    const uint64_t ticket = next_request_id_.fetch_add(1);
+    std::vector<UncachedRequest> parts(num_servers);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      UncachedRequest& part = parts[ServerOfRow(id, rows[i], num_servers)];
+      part.rows.push_back(rows[i]);
+      part.positions.push_back(i);
+    }
+    auto read = std::make_unique<UncachedRead>(
+        UncachedRead{&table, reinterpret_cast<std::byte*>(out), table.spec.width * sizeof(T),
+                     thread_clocks_[thread].load(std::memory_order_relaxed)});
+    std::vector<std::pair<int, zmq::message_t>> frames;
+    for (uint32_t s = 0; s < num_servers; ++s) {
+      if (parts[s].rows.empty()) continue;
+      const uint64_t request = next_request_id_.fetch_add(1) | kUncachedRequestBit;
+      frames.emplace_back(s,
+                          GetFrame(request, id, parts[s].rows, need, /*subscribe=*/false, nullptr));
+      read->requests.push_back(request);
+    }
+    // Queued under clock_mu_, so no flush is half done: a flush that took a delta of these rows
+    // out of the update log has queued its batch ahead of the requests (the replies include
+    // it), and a later one sees uncached_in_flight_ and keeps the delta in flight.
+    std::lock_guard clock_lock(clock_mu_);
+    {
+      std::lock_guard lock(uncached_mu_);
+      for (size_t k = 0; k < frames.size(); ++k) {
+        parts[frames[k].first].ticket = ticket;
+        uncached_requests_.emplace(read->requests[k], std::move(parts[frames[k].first]));
+      }
+      read->outstanding = static_cast<int>(frames.size());
+      uncached_in_flight_.fetch_add(read->outstanding, std::memory_order_acq_rel);
+      uncached_reads_.emplace(ticket, std::move(read));
+    }
+    for (auto& [server, frame] : frames) Enqueue(server, std::move(frame));
+    return ReadTicket{ticket};
+  }
+
+  Status WaitUncachedRead(ReadTicket ticket) {
+    std::unique_lock lock(uncached_mu_);
+    auto it = uncached_reads_.find(ticket.id);
+    if (it == uncached_reads_.end() || it->second->waited) {
+      return Status::InvalidArgument(fmt::format(
+          "no uncached read {} to wait for (never started, or waited for already)", ticket.id));
+    }
+    UncachedRead* read = it->second.get();  // erased only below
+    read->waited = true;
+    const bool done = AwaitReady(
+        lock, uncached_cv_, [&] { return read->outstanding == 0; },
+        std::chrono::steady_clock::now() + options_.timeout);
+    Status status = read->status;
+    if (!done) {
+      for (uint64_t request : read->requests) {
+        if (uncached_requests_.erase(request) > 0)
+          uncached_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+      status = Status::Unavailable(
+          fmt::format("uncached read of table '{}': {} of its {} requests got no answer within "
+                      "{} ms; abandoned",
+                      read->table->spec.name, read->outstanding, read->requests.size(),
+                      options_.timeout.count()));
+    }
+    uncached_reads_.erase(ticket.id);
+    return status;
+  }
+
  private:
   // Receiving. One thread at a time holds the receive role (receive_mu_): it waits in poll(2) on
   // the sockets' ZMQ_FDs and the waker, then receives everything waiting and handles it. Poll does
@@ -1588,6 +1704,10 @@ class Client::Impl {
   void OnError(int source, uint64_t id, Status status) {
     std::string from = source == kCoordinator ? "coordinator" : fmt::format("server {}", source);
     status = Status(status.code(), fmt::format("{}: {}", from, status.message()));
+    if ((id & kUncachedRequestBit) != 0) {
+      FinishUncachedRequest(id, [&](UncachedRequest&, UncachedRead&) { return status; });
+      return;
+    }
     std::pair<TableId, std::vector<RowId>> failed_get;
     bool was_get = false;
     bool was_async = false;
@@ -1633,6 +1753,91 @@ class Client::Impl {
     }
   }
 
+  // A reply to an uncached read: its rows go straight into the reader's buffer, with the
+  // process's own updates the server has not applied yet added (as OnRows adds them to cached
+  // rows). A reply that does not match its request fails the read.
+  void OnUncachedRows(int server, uint64_t id, proto::RowBatch::Reader batch) {
+    FinishUncachedRequest(id, [&](UncachedRequest& req, UncachedRead& read) {
+      return FillUncached(server, batch, req, read);
+    });
+  }
+
+  // Ends request `id` of an uncached read with `fill(request, read)`'s status, unless the read
+  // was abandoned (its waiter timed out): then the reply is dropped.
+  template <typename Fill>
+  void FinishUncachedRequest(uint64_t id, Fill fill) {
+    std::lock_guard lock(uncached_mu_);
+    auto it = uncached_requests_.find(id);
+    if (it == uncached_requests_.end()) {
+      log_->debug("dropping the reply to abandoned uncached read request {}", id);
+      return;
+    }
+    UncachedRead& read = *uncached_reads_.at(it->second.ticket);
+    if (Status s = fill(it->second, read); !s.ok()) {
+      log_->error("uncached read of table '{}': {}", read.table->spec.name, s.ToString());
+      if (read.status.ok()) read.status = std::move(s);
+    }
+    uncached_requests_.erase(it);
+    uncached_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    if (--read.outstanding == 0) uncached_cv_.notify_all();
+  }
+
+  // REQUIRES: uncached_mu_.
+  Status FillUncached(int server, proto::RowBatch::Reader batch, const UncachedRequest& req,
+                      const UncachedRead& read) {
+    ClientTable& table = *read.table;
+    auto dense = batch.getDense();
+    if (batch.getRows().size() != 0 || dense.size() != 1 || dense[0].getTable() != table.spec.id ||
+        dense[0].getRows().size() != req.rows.size()) {
+      return Status::DataLoss(
+          fmt::format("server {} answered {} rows with a reply that does not "
+                      "match the request",
+                      server, req.rows.size()));
+    }
+    auto ids = dense[0].getRows();
+    for (unsigned j = 0; j < ids.size(); ++j) {
+      if (ids[j] != req.rows[j]) {
+        return Status::DataLoss(fmt::format("server {} sent row {} where row {} was asked", server,
+                                            ids[j], req.rows[j]));
+      }
+    }
+    auto cells = DenseBlock::Check(dense[0].getValues(), ids.size(), table.spec);
+    if (!cells.ok()) return cells.status();
+    ServerChannel& ch = *channels_[server];
+    std::unique_lock<std::mutex> lock;
+    Stripe* locked = nullptr;
+    for (unsigned j = 0; j < ids.size(); ++j) {
+      const RowId row = req.rows[j];
+      std::byte* dst = read.out + req.positions[j] * read.row_bytes;
+      std::memcpy(dst, cells->row(j), read.row_bytes);
+      // Own updates not in the reply, looked up as OnRows does (under the row's stripe lock, so
+      // a delta on its way from the update log into an in-flight batch is in one of them).
+      Stripe& stripe = table.StripeOf(row);
+      if (&stripe != locked) {
+        if (lock.owns_lock()) lock.unlock();
+        lock = std::unique_lock(stripe.mu);
+        locked = &stripe;
+      }
+      if (ch.inflight_deltas.load(std::memory_order_relaxed) > 0) {
+        std::lock_guard ch_lock(ch.mu);
+        for (const InflightBatch& b : ch.inflight) {
+          if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end())
+            d->second.AddDenseTo(dst);
+        }
+      }
+      if (!stripe.pending.empty()) {
+        if (auto o = stripe.oplog.find(row); o != stripe.oplog.end() && o->second.pending)
+          o->second.delta.AddDenseTo(dst);
+      }
+    }
+    const int64_t stamp = batch.getClock();
+    const uint64_t staleness = read.clock > stamp ? static_cast<uint64_t>(read.clock - stamp) : 0;
+    Count(kRowsReceived, ids.size());
+    Count(kUncachedRows, ids.size());
+    RecordReads(ids.size(), staleness * ids.size(), staleness);
+    return Status::Ok();
+  }
+
   // The server has applied our update batches up to `applied`: their in-flight records go, and
   // a flush waiting for room may go on.
   void OnApplied(int server, uint64_t applied) {
@@ -1652,6 +1857,11 @@ class Client::Impl {
     ServerChannel& ch = *channels_[server];
     int64_t clock = batch.getClock();
     OnApplied(server, batch.getAppliedSeq());
+    if ((id & kUncachedRequestBit) != 0) {
+      OnUncachedRows(server, id, batch);
+      AdvanceSeenClock(ch, clock);
+      return;
+    }
     if (id != 0) {
       std::lock_guard lock(calls_mu_);
       pending_gets_.erase(id);
@@ -1752,7 +1962,12 @@ class Client::Impl {
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (Stripe* stripe : touched) stripe->cv.notify_all();
-    // Rows of this server that did not come are unchanged as of `clock`: wake readers of them.
+    AdvanceSeenClock(ch, clock);
+  }
+
+  // Rows of this server that did not come are unchanged as of `clock` (a server sends the pushes
+  // of a clock before anything it sends later): wake readers of them.
+  void AdvanceSeenClock(ServerChannel& ch, int64_t clock) {
     if (clock > ch.seen_clock.load()) {
       ch.seen_clock.store(clock, std::memory_order_release);
       std::shared_lock tables_lock(tables_mu_);
@@ -1811,6 +2026,16 @@ class Client::Impl {
   Status async_error_;
   std::atomic<bool> async_failed_{false};  // async_error_ was set (sticky; read without calls_mu_)
 
+  // Uncached reads. uncached_mu_ is taken before stripe and channel locks, never while holding
+  // one.
+  std::mutex uncached_mu_;
+  std::condition_variable uncached_cv_;
+  std::unordered_map<uint64_t, std::unique_ptr<UncachedRead>> uncached_reads_;  // by ticket
+  std::unordered_map<uint64_t, UncachedRequest> uncached_requests_;             // by request id
+  // Requests of uncached reads not answered yet: while there are any, flushes keep every delta
+  // in flight (see SendPending).
+  std::atomic<int64_t> uncached_in_flight_{0};
+
   std::array<PaddedCounter, kNumCounters> counters_{};
   std::shared_ptr<spdlog::logger> log_;
 };
@@ -1824,6 +2049,7 @@ const TableSpec* Client::FindTable(TableId id) const { return impl_->FindTableSp
 Status Client::Prefetch(int thread, TableId table, std::span<const RowId> rows) {
   return impl_->Prefetch(thread, table, rows);
 }
+Status Client::WaitUncachedRead(ReadTicket ticket) { return impl_->WaitUncachedRead(ticket); }
 Status Client::Clock(int thread) { return impl_->Clock(thread); }
 int64_t Client::clock(int thread) const { return impl_->clock(thread); }
 Status Client::Barrier() { return impl_->Barrier(); }
@@ -1847,6 +2073,18 @@ Status Client::GetRows(int thread, TableId table, std::span<const RowId> rows, s
                     spec->name, rows.size() * spec->width, out.size()));
   }
   return impl_->ReadRows<T>(thread, table, rows, out.data());
+}
+
+template <typename T>
+Result<ReadTicket> Client::StartUncachedRead(int thread, TableId table, std::span<const RowId> rows,
+                                             std::span<T> out) {
+  const TableSpec* spec = impl_->FindTableSpec(table);
+  if (spec != nullptr && out.size() != rows.size() * spec->width) {
+    return Status::InvalidArgument(
+        fmt::format("StartUncachedRead of {} rows of table '{}' needs {} values of room, not {}",
+                    rows.size(), spec->name, rows.size() * spec->width, out.size()));
+  }
+  return impl_->StartUncachedRead<T>(thread, table, rows, out.data());
 }
 
 template <typename T>
@@ -1906,6 +2144,8 @@ Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template Status Client::Get<T>(int, TableId, RowId, std::vector<T>*);                            \
   template Status Client::GetRows<T>(int, TableId, std::span<const RowId>, std::span<T>);          \
+  template Result<ReadTicket> Client::StartUncachedRead<T>(int, TableId, std::span<const RowId>,   \
+                                                           std::span<T>);                          \
   template Status Client::GetSparse<T>(int, TableId, RowId, std::vector<std::pair<uint32_t, T>>*); \
   template Status Client::Inc<T>(TableId, RowId, uint32_t, T);                                     \
   template Status Client::IncRow<T>(TableId, RowId, std::span<const T>);

@@ -158,6 +158,7 @@ struct ParkedGet {
   TableId table;
   std::vector<RowId> rows;
   int64_t min_clock;
+  bool subscribe;  // false: an uncached read (see GetRequest)
 };
 
 }  // namespace
@@ -467,7 +468,7 @@ class Server::Impl {
       Reject(peers_[worker].identity, request_id, table.status());
       return;
     }
-    ParkedGet req{worker, request_id, get.getTable(), {}, get.getMinClock()};
+    ParkedGet req{worker, request_id, get.getTable(), {}, get.getMinClock(), get.getSubscribe()};
     auto rows = get.getRows();
     Status checked = CheckRows(**table, rows);
     if (checked.ok()) checked = CheckRows(**table, get.getUnsubscribe());
@@ -482,8 +483,14 @@ class Server::Impl {
       // the other. A row this request reads again is subscribed by the answer, so it is left
       // out of the unsubscriptions (the client dropped it, then asked for it again).
       Answer(req);
-      std::sort(req.rows.begin(), req.rows.end());
-      Unsubscribe(worker, **table, get.getUnsubscribe(), req.rows);
+      if (get.getUnsubscribe().size() > 0) {
+        std::vector<RowId> keep;
+        if (req.subscribe) {
+          keep = std::move(req.rows);
+          std::sort(keep.begin(), keep.end());
+        }
+        Unsubscribe(worker, **table, get.getUnsubscribe(), keep);
+      }
     } else {
       // Unsubscriptions take effect now: the rows they name are not cached at the client, and
       // any of them this request reads is subscribed again when it is answered.
@@ -561,19 +568,32 @@ class Server::Impl {
     auto batch = reply.envelope().getBody().initRows();
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);
-    auto subscribe = [&](RowId id) -> StoredRow& {
+    auto subscribe = [&](RowId id) -> const StoredRow& {
       StoredRow& row = table.Row(id);
       if (row.subscribers.Add(req.worker)) ++peer.held_rows;
       return row;
     };
+    // An uncached read leaves no trace: a row without an entry is answered as the zeros it is.
+    StoredRow unwritten;
+    auto peek = [&](RowId id) -> const StoredRow& {
+      if (const StoredRow* row = table.rows.Find(id)) return *row;
+      unwritten.id = id;
+      return unwritten;
+    };
     if (!table.spec.sparse) {
-      table.WriteDenseBlock(req.rows, subscribe, batch.initDense(1)[0]);
+      auto block = batch.initDense(1)[0];
+      if (req.subscribe) {
+        table.WriteDenseBlock(req.rows, subscribe, block);
+      } else {
+        table.WriteDenseBlock(req.rows, peek, block);
+      }
     } else {
       auto out = batch.initRows(static_cast<unsigned>(req.rows.size()));
       for (unsigned i = 0; i < req.rows.size(); ++i) {
         out[i].setTable(req.table);
         out[i].setRow(req.rows[i]);
-        table.WriteValues(subscribe(req.rows[i]), out[i].initValues());
+        table.WriteValues(req.subscribe ? subscribe(req.rows[i]) : peek(req.rows[i]),
+                          out[i].initValues());
       }
     }
     Send(peer.identity, reply);

@@ -306,6 +306,16 @@ void RowValues::AddDense(const std::byte* cells) {
       values_);
 }
 
+void RowValues::AddDenseTo(std::byte* dst) const {
+  TESSERA_CHECK(!sparse_);
+  std::visit(
+      [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        AddCells(reinterpret_cast<T*>(dst), v.data(), v.size());
+      },
+      values_);
+}
+
 void RowValues::PrefetchCellsForWrite() const {
   if (sparse_) return;
   std::visit(

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <string>
@@ -41,6 +42,7 @@ struct ClusterOptions {
   CommOptions client_comm;  // managed communication of every client
   CommOptions server_comm;  // and of every server
   uint64_t cache_rows = 0;  // every client's cache capacity per table (0: no limit)
+  std::chrono::milliseconds client_timeout{60000};  // every client's ClientOptions::timeout
 };
 
 class InProcessCluster {
@@ -78,7 +80,7 @@ class InProcessCluster {
       o.coordinator = coordinator_->endpoint();
       o.secret = options_.secret;
       o.num_threads = options_.threads_per_worker;
-      o.timeout = std::chrono::seconds(60);
+      o.timeout = options_.client_timeout;
       o.comm = options_.client_comm;
       o.cache_rows = options_.cache_rows;
       clients_.push_back(std::make_unique<Client>(o, context_));

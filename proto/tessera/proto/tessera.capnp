@@ -86,6 +86,9 @@ struct GetRequest {
   minClock @2 :Int64;       # reply only once the shard's clock (min over workers) reaches this
   unsubscribe @3 :List(UInt64);  # rows of the table the client evicted: see Unsubscribe; applied
                                  # on arrival, before `rows` are answered
+  subscribe @4 :Bool = true;     # false: an uncached read. The rows are answered as they are,
+                                 # the client is not subscribed to them (no pushes follow), and a
+                                 # row nobody has written gets no entry on the server.
 }
 
 # Rows a client dropped from its cache (it has a capacity): the server stops pushing them to it

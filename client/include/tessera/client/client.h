@@ -64,11 +64,12 @@ struct ClientStats {
   uint64_t blocked_reads = 0;  // reads waiting right now (a gauge, not a counter)
   uint64_t rows_received = 0;  // rows in replies and pushes
   uint64_t evictions = 0;      // rows dropped from the cache to respect `cache_rows`
+  uint64_t uncached_rows = 0;  // rows read by StartUncachedRead (not in the counts above)
   // Flow control: clock boundaries that waited for a server to apply earlier update batches
   // (at most 32 may be unacknowledged per server), and the most that ever were.
   uint64_t flow_control_waits = 0;
   uint64_t unacked_batches_max = 0;
-  uint64_t pushes = 0;         // push messages received
+  uint64_t pushes = 0;  // push messages received
   uint64_t update_rows_sent = 0;
   uint64_t bytes_sent = 0;
   uint64_t messages_sent = 0;
@@ -80,6 +81,11 @@ struct ClientStats {
   uint64_t reads = 0;
   uint64_t staleness_sum = 0;
   uint64_t staleness_max = 0;
+};
+
+// An uncached read in progress (Client::StartUncachedRead), to be waited for once.
+struct ReadTicket {
+  uint64_t id = 0;
 };
 
 class Client {
@@ -115,6 +121,27 @@ class Client {
   // Requests every row of `rows` that the SSP bound does not let the cache answer, in one
   // message per server, without waiting; a later Get of those rows waits for the replies.
   Status Prefetch(int thread, TableId table, std::span<const RowId> rows);
+
+  // Uncached reads, for rows a process reads once (loading, evaluating or saving a model):
+  // StartUncachedRead asks the servers for dense rows `rows` (one message per server) and
+  // returns without waiting; each reply is written straight into `out` (row i at
+  // out[i * width]) by whichever thread receives it; WaitUncachedRead returns once all have
+  // come. The rows do not enter the process cache (none is evicted for them, and cached copies
+  // are neither used nor refreshed) and the servers do not push them later, so a row costs one
+  // copy and no bookkeeping on either side. The SSP bound and read-my-writes hold as for
+  // GetRows: thread `thread`'s clock sets the bound, and the process's own updates not yet
+  // applied by a server when its reply arrives are added to the rows.
+  // REQUIRES: T is the table's value type; out.size() == rows.size() * width; `out` stays
+  // valid, and is neither read nor written by the caller, until WaitUncachedRead(ticket)
+  // returns.
+  template <typename T>
+  Result<ReadTicket> StartUncachedRead(int thread, TableId table, std::span<const RowId> rows,
+                                       std::span<T> out);
+  // Waits for a read started by StartUncachedRead (any thread may wait, once per ticket).
+  // After `timeout` with replies missing it returns Unavailable and abandons the read: replies
+  // that come later are dropped, and `out` is no longer written. An unknown ticket, or one
+  // waited for already, is InvalidArgument.
+  Status WaitUncachedRead(ReadTicket ticket);
 
   // Adds `delta` to one cell. REQUIRES: T is the table's value type.
   template <typename T>

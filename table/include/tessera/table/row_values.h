@@ -83,6 +83,9 @@ class RowValues {
   void AssignDense(const std::byte* cells, const TableSpec& spec);
   // Adds `cells`, a row of a DenseBlock of this row's table. REQUIRES: a dense row.
   void AddDense(const std::byte* cells);
+  // Adds this row's cells to `dst`, a row of cells of this row's type (aligned for it).
+  // REQUIRES: a dense row.
+  void AddDenseTo(std::byte* dst) const;
 
   RowValues() = default;
 
