@@ -1809,7 +1809,7 @@ class Client::Impl {
     for (unsigned j = 0; j < ids.size(); ++j) {
       const RowId row = req.rows[j];
       std::byte* dst = read.out + req.positions[j] * read.row_bytes;
-      std::memcpy(dst, cells->row(j), read.row_bytes);
+      cells->CopyRow(j, dst);
       // Own updates not in the reply, looked up as OnRows does (under the row's stripe lock, so
       // a delta on its way from the update log into an in-flight batch is in one of them).
       Stripe& stripe = table.StripeOf(row);

@@ -238,6 +238,8 @@ void RowValues::AssignProto(proto::Values::Reader wire, const TableSpec& spec) {
   });
 }
 
+void DenseBlock::CopyRow(size_t i, std::byte* dst) const { std::memcpy(dst, row(i), row_bytes_); }
+
 Result<DenseBlock> DenseBlock::Check(proto::Values::Reader wire, size_t rows,
                                      const TableSpec& spec) {
   if (spec.sparse) {

@@ -41,6 +41,8 @@ class DenseBlock {
   static Result<DenseBlock> Check(proto::Values::Reader values, size_t rows, const TableSpec& spec);
   // The bytes of row i's cells. REQUIRES: i < the block's rows.
   const std::byte* row(size_t i) const { return cells_ + i * row_bytes_; }
+  // Copies row i's cells to `dst` (room for a row). REQUIRES: i < the block's rows.
+  void CopyRow(size_t i, std::byte* dst) const;
 
  private:
   DenseBlock(const std::byte* cells, size_t row_bytes) : cells_(cells), row_bytes_(row_bytes) {}
