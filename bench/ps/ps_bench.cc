@@ -2,10 +2,10 @@
 //
 // For each configuration (pattern, row width, client processes, server processes) it forks real
 // processes talking tcp over 127.0.0.1 and reports rows/s and MB/s of row payload:
-//   inc  - each client adds whole rows (IncRow) to `batch` distinct rows per clock, cycling over a
-//          working set of rows as training does, so each clock sends one coalesced update batch
-//          per server; timed until the servers have applied everything (a staleness-0 read after
-//          the last clock).
+//   inc  - each client adds whole rows to `batch` distinct rows per clock (one IncRows call, or
+//          IncRow per row with --per-row-inc), cycling over a working set of rows as training
+//          does, so each clock sends one coalesced update batch per server; timed until the
+//          servers have applied everything (a staleness-0 read after the last clock).
 //   get  - each client reads batches of `batch` rows it has not read before: one request and one
 //          reply per server per batch, with `window` batches in flight (Prefetch ahead, then
 //          GetRows of the batch, or Get of each row with --per-row-get), as a loader that reads
@@ -53,6 +53,7 @@ struct Config {
   int window = 4;               // get: batches in flight
   uint64_t cache_rows = 0;      // the clients' cache capacity per table (0: no limit)
   bool per_row_get = false;     // get: a Get per row instead of a GetRows per batch
+  bool per_row_inc = false;     // inc: an IncRow per row instead of an IncRows per clock
   bool client_stats = false;    // print each Tessera client's statistics to stderr
 };
 
@@ -195,11 +196,21 @@ Report RunTessera(const Config& cfg) {
       auto start = Clock::now();
       uint64_t moved = 0;
       if (cfg.pattern == "inc") {
+        const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
+        std::vector<tessera::RowId> ids;
         for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
-          for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j) {
-            if (!client.IncRow<float>(1, base + j % cfg.working_set, delta).ok()) return 1;
-            ++moved;
+          ids.clear();
+          for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j)
+            ids.push_back(base + j % cfg.working_set);
+          if (cfg.per_row_inc) {
+            for (tessera::RowId id : ids) {
+              if (!client.IncRow<float>(1, id, delta).ok()) return 1;
+            }
+          } else {
+            std::span<const float> d(deltas.data(), ids.size() * cfg.width);
+            if (!client.IncRows<float>(1, ids, d).ok()) return 1;
           }
+          moved += ids.size();
           if (!client.Clock(0).ok()) return 1;
         }
         // Applied everywhere once a staleness-0 read at the final clock is answered.
@@ -431,6 +442,9 @@ int main(int argc, char** argv) {
   bool per_row_get = false;
   app.add_flag("--per-row-get", per_row_get,
                "get: read each row with Get instead of each batch with GetRows");
+  bool per_row_inc = false;
+  app.add_flag("--per-row-inc", per_row_inc,
+               "inc: add each row with IncRow instead of each clock's rows with IncRows");
   int window = 4;
   app.add_option("--window", window, "get: batches in flight per client")
       ->check(CLI::Range(1, 1024));
@@ -469,6 +483,7 @@ int main(int argc, char** argv) {
           cfg.window = window;
           cfg.cache_rows = cache_rows;
           cfg.per_row_get = per_row_get;
+          cfg.per_row_inc = per_row_inc;
           cfg.client_stats = client_stats;
           Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
           Report ours = skip_tessera ? Report{} : RunTessera(cfg);

@@ -241,6 +241,20 @@ struct PendingCall {
   Status status;
 };
 
+// The importance of adding `delta` (`width` cells) to a row whose cached value is `base` (null:
+// not cached): the sum of |delta / value| over its cells, |delta| where the value is 0.
+template <typename T>
+double RowImportance(const T* delta, size_t width, const RowValues* base) {
+  auto cells = base == nullptr ? std::span<const T>() : base->dense<T>();
+  double sum = 0;
+  for (size_t i = 0; i < width; ++i) {
+    double d = std::abs(static_cast<double>(delta[i]));
+    double b = cells.empty() ? 0.0 : std::abs(static_cast<double>(cells[i]));
+    sum += b == 0 ? d : d / b;
+  }
+  return sum;
+}
+
 // Writes one update batch: rows of dense tables packed in a DenseRows block per table, rows of
 // sparse tables one by one. First every row is counted, so the message is sized (one segment,
 // no copy) and each block allocated once; then the rows are written in any order.
@@ -715,6 +729,47 @@ class Client::Impl {
     TESSERA_RETURN_IF_ERROR(check(table.spec));
     Stripe& stripe = table.StripeOf(row);
     std::lock_guard lock(stripe.mu);
+    UpdateLocked(table, stripe, row, apply, importance);
+    return Status::Ok();
+  }
+
+  // Adds whole dense rows: deltas[i * width ...] to rows[i]. Checked whole first, so a bad
+  // call adds nothing; then as Update per row, with one stripe lock per run of rows in the
+  // same stripe.
+  template <typename T>
+  Status UpdateRows(TableId id, std::span<const RowId> rows, std::span<const T> deltas) {
+    auto t = Table(id, ValueTypeOf<T>());
+    if (!t.ok()) return t.status();
+    ClientTable& table = **t;
+    const size_t width = table.spec.width;
+    if (table.spec.sparse || deltas.size() != rows.size() * width) {
+      return Status::InvalidArgument(
+          fmt::format("IncRows on table '{}' needs {} dense rows of {} values, got {} values",
+                      table.spec.name, rows.size(), width, deltas.size()));
+    }
+    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    Stripe* locked = nullptr;
+    std::unique_lock<std::mutex> lock;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const T* delta = deltas.data() + i * width;
+      Stripe& stripe = table.StripeOf(rows[i]);
+      if (&stripe != locked) {
+        if (lock.owns_lock()) lock.unlock();  // never two stripes at once
+        lock = std::unique_lock(stripe.mu);
+        locked = &stripe;
+      }
+      UpdateLocked(
+          table, stripe, rows[i],
+          [&](RowValues& v) { AddCells(v.mutable_dense<T>().data(), delta, width); },
+          [&](const RowValues* base) { return RowImportance(delta, width, base); });
+    }
+    return Status::Ok();
+  }
+
+  // Update's work once the row is checked. REQUIRES: stripe.mu.
+  template <typename Apply, typename Importance>
+  void UpdateLocked(ClientTable& table, Stripe& stripe, RowId row, Apply apply,
+                    Importance importance) {
     auto it = stripe.oplog.find(row);
     if (it == stripe.oplog.end()) {
       if (!stripe.spare.empty()) {
@@ -749,7 +804,6 @@ class Client::Impl {
       pending.importance += importance(cached ? &c->value : nullptr);
     }
     if (cached) apply(c->value);
-    return Status::Ok();
   }
 
   Status Clock(int thread) {
@@ -2129,16 +2183,12 @@ Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
         auto cells = v.mutable_dense<T>();
         AddCells(cells.data(), delta.data(), cells.size());
       },
-      [&](const RowValues* base) {
-        double sum = 0;
-        auto cells = base == nullptr ? std::span<const T>() : base->dense<T>();
-        for (size_t i = 0; i < delta.size(); ++i) {
-          double d = std::abs(static_cast<double>(delta[i]));
-          double b = cells.empty() ? 0.0 : std::abs(static_cast<double>(cells[i]));
-          sum += b == 0 ? d : d / b;
-        }
-        return sum;
-      });
+      [&](const RowValues* base) { return RowImportance(delta.data(), delta.size(), base); });
+}
+
+template <typename T>
+Status Client::IncRows(TableId table, std::span<const RowId> rows, std::span<const T> deltas) {
+  return impl_->UpdateRows<T>(table, rows, deltas);
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                     \
@@ -2148,7 +2198,8 @@ Status Client::IncRow(TableId table, RowId row, std::span<const T> delta) {
                                                            std::span<T>);                          \
   template Status Client::GetSparse<T>(int, TableId, RowId, std::vector<std::pair<uint32_t, T>>*); \
   template Status Client::Inc<T>(TableId, RowId, uint32_t, T);                                     \
-  template Status Client::IncRow<T>(TableId, RowId, std::span<const T>);
+  template Status Client::IncRow<T>(TableId, RowId, std::span<const T>);                           \
+  template Status Client::IncRows<T>(TableId, std::span<const RowId>, std::span<const T>);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 TESSERA_INSTANTIATE(int32_t)

@@ -133,6 +133,52 @@ TEST(ClientServerTest, GetRowsMatchesGetAndRefusesBadCalls) {
   EXPECT_EQ(c.stats().reads, 2 * ids.size());  // nothing read by the refused calls
 }
 
+// IncRows adds what IncRow of each row adds (rows of both servers, repeated, read back before
+// and after the clock), and refuses a bad call whole: nothing of it is added.
+TEST(ClientServerTest, IncRowsAddsAsIncRowAndRefusesBadCallsWhole) {
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(DenseFloat(1, 64, 2)).ok());
+  ASSERT_TRUE(c.CreateTable(DenseFloat(2, 64, 2)).ok());
+  const std::vector<RowId> rows = {5, 40, 5, 63, 0, 17};
+  std::vector<float> deltas;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    deltas.push_back(float(i + 1));
+    deltas.push_back(0.5f * float(i));
+  }
+  ASSERT_TRUE(c.IncRows<float>(1, rows, deltas).ok());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_TRUE(c.IncRow<float>(2, rows[i], std::span<const float>(deltas).subspan(2 * i, 2)).ok());
+  }
+  std::vector<float> by_rows(rows.size() * 2), by_row(rows.size() * 2);
+  ASSERT_TRUE(c.GetRows<float>(0, 1, rows, by_rows).ok());
+  ASSERT_TRUE(c.GetRows<float>(0, 2, rows, by_row).ok());
+  EXPECT_EQ(by_rows, by_row);
+  EXPECT_EQ(by_rows[0], 1.0f + 3.0f);  // row 5, twice
+  ASSERT_TRUE(c.Clock(0).ok());
+  ASSERT_TRUE(c.GetRows<float>(0, 1, rows, by_rows).ok());
+  ASSERT_TRUE(c.GetRows<float>(0, 2, rows, by_row).ok());
+  EXPECT_EQ(by_rows, by_row);
+  EXPECT_EQ(by_rows[0], 4.0f);
+
+  std::vector<float> two(4, 1.0f);
+  EXPECT_EQ(c.IncRows<float>(1, std::vector<RowId>{1, 64}, two).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(c.IncRows<float>(1, std::vector<RowId>{1}, two).code(), StatusCode::kInvalidArgument);
+  std::vector<double> wrong(4, 1.0);
+  EXPECT_EQ(c.IncRows<double>(1, std::vector<RowId>{1, 2}, wrong).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.IncRows<float>(9, std::vector<RowId>{1, 2}, two).code(), StatusCode::kNotFound);
+  TableSpec sparse = DenseFloat(3, 8, 2);
+  sparse.sparse = true;
+  ASSERT_TRUE(c.CreateTable(sparse).ok());
+  EXPECT_EQ(c.IncRows<float>(3, std::vector<RowId>{1, 2}, two).code(),
+            StatusCode::kInvalidArgument);
+  std::vector<float> row;
+  ASSERT_TRUE(c.Get<float>(0, 1, 1, &row).ok());
+  EXPECT_EQ(row, std::vector<float>(2, 0.0f)) << "a refused call added its good row";
+  EXPECT_EQ(c.stats().update_rows_sent, 2 * 5u);  // 5 distinct rows per table, one clock
+}
+
 // Writers faster than their server: each keeps at most 32 update batches unacknowledged per
 // server, waiting at clock boundaries for the server to catch up, and nothing is lost or counted
 // twice.

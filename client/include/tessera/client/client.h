@@ -149,6 +149,12 @@ class Client {
   // Adds a whole dense row (`delta.size()` == width).
   template <typename T>
   Status IncRow(TableId table, RowId row, std::span<const T> delta);
+  // Adds whole dense rows: deltas[i * width, (i + 1) * width) to rows[i], as IncRow of each
+  // would, with the per-call costs (the checks, a stripe lock) paid per call or per run of rows
+  // in one stripe. All or nothing: a bad row or size refuses the call before anything is added.
+  // REQUIRES: T is the table's value type; deltas.size() == rows.size() * width.
+  template <typename T>
+  Status IncRows(TableId table, std::span<const RowId> rows, std::span<const T> deltas);
 
   // Thread `thread` finished its current clock. When the slowest thread of the process
   // advances, the process sends its updates and its clock to every server. Returns an error a
