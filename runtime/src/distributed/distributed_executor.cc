@@ -627,24 +627,40 @@ class DistributedExecutor::Impl {
     CheckOk(client_->CreateTable(spec), "creating an array's parameter-server table");
   }
 
-  // Adds cur - base to the table, row by row, skipping rows without change.
+  // Adds cur - base to the table, skipping rows without change; the changed rows go to the
+  // client in batches (IncRows), so the per-call costs are paid per batch, not per row.
   template <typename V>
   void PushDeltas(TableId table, const ArrayBase* a, const V* cur, const V* base) {
+    constexpr size_t kBatchRows = 256;
     const auto [rows, width] = TableShape(a);
     const int64_t n = a->value_count();
-    std::vector<V> delta(static_cast<size_t>(width));
+    const auto w = static_cast<size_t>(width);
+    std::vector<RowId> ids;
+    std::vector<V> deltas;
+    ids.reserve(kBatchRows);
+    deltas.reserve(kBatchRows * w);
+    auto send = [&] {
+      CheckOk(client_->IncRows<V>(table, ids, deltas), "sending updates to the parameter servers");
+      ids.clear();
+      deltas.clear();
+    };
     for (int64_t r = 0; r < rows; ++r) {
+      const size_t at = deltas.size();
       bool nonzero = false;
       for (int64_t j = 0; j < width; ++j) {
         const int64_t i = r * width + j;
-        delta[j] = i < n ? static_cast<V>(cur[i] - base[i]) : V{};
-        nonzero |= delta[j] != V{};
+        const V d = i < n ? static_cast<V>(cur[i] - base[i]) : V{};
+        deltas.push_back(d);
+        nonzero |= d != V{};
       }
-      if (nonzero) {
-        CheckOk(client_->IncRow<V>(table, static_cast<RowId>(r), std::span<const V>(delta)),
-                "sending updates to the parameter servers");
+      if (!nonzero) {
+        deltas.resize(at);
+        continue;
       }
+      ids.push_back(static_cast<RowId>(r));
+      if (ids.size() == kBatchRows) send();
     }
+    if (!ids.empty()) send();
   }
 
   // The table as this worker may see it (within its staleness), into out[0, value_count).
