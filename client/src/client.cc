@@ -653,12 +653,6 @@ class Client::Impl {
         if (waited) Uncount(kBlockedReads);
         return Status::Ok();
       }
-      // A subscribed row needs no request: the server pushes it (or an empty push that vouches
-      // for it) every time its clock advances.
-      if (!entry.subscribed && entry.requested < need) {
-        entry.requested = need;
-        SendGet(server, id, std::span<const RowId>(&row, 1), need);
-      }
       if (!waited) {
         ++entry.waiters;  // eviction leaves the entry alone until this read is done
         pin.entry = &entry;
@@ -667,6 +661,16 @@ class Client::Impl {
         deadline = std::chrono::steady_clock::now() + options_.timeout;
       }
       waited = true;
+      // A subscribed row needs no request: the server pushes it (or an empty push that vouches
+      // for it) every time its clock advances. The request goes out without the stripe lock
+      // (SendGet may wait for a flush, which takes stripe locks); the entry is pinned.
+      if (!entry.subscribed && entry.requested < need) {
+        entry.requested = need;
+        lock.unlock();
+        SendGet(server, id, std::span<const RowId>(&row, 1), need);
+        lock.lock();
+        continue;  // the reply may have come meanwhile
+      }
       auto changed = [&] {
         return !entry.error.ok() || (entry.valid && EffectiveStamp(entry, server) >= need);
       };
@@ -978,8 +982,13 @@ class Client::Impl {
   }
 
   // The request carries the table's pending unsubscriptions for this server (see
-  // ServerChannel::forget).
+  // ServerChannel::forget). A request must not overtake an update batch that a flush in
+  // progress is building: the flush may have taken a delta of one of these rows out of the
+  // update log before the row had a cache entry (so it kept no in-flight copy), and the reply
+  // would then miss the process's own write. So while a flush is under way, the request waits
+  // for it to queue its batches. REQUIRES: no stripe lock held (the flush takes them).
   void SendGet(uint32_t server, TableId table, std::span<const RowId> rows, int64_t min_clock) {
+    if (flushing_.load(std::memory_order_acquire)) std::lock_guard wait(clock_mu_);
     uint64_t id = next_request_id_.fetch_add(1);
     {
       std::lock_guard lock(calls_mu_);
@@ -1070,6 +1079,13 @@ class Client::Impl {
   // rows still pending (an early send: only servers with rows get one). REQUIRES: clock_mu_, which
   // keeps batch numbers in the order the batches are queued.
   void SendPending(const std::vector<std::pair<ClientTable*, RowId>>* chosen, int64_t clock) {
+    // Set before any delta is taken out of the log, cleared once the batches are queued (see
+    // SendGet).
+    flushing_.store(true, std::memory_order_relaxed);
+    struct Done {
+      std::atomic<bool>& flag;
+      ~Done() { flag.store(false, std::memory_order_release); }
+    } done{flushing_};
     const bool early = chosen != nullptr;
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     // Deltas of rows this process has a cache entry for (or a read in flight) are also kept in
@@ -2047,7 +2063,8 @@ class Client::Impl {
   std::array<std::atomic<ClientTable*>, kFastTables> fast_tables_{};  // tables_[id] for small ids
 
   std::unique_ptr<std::atomic<int64_t>[]> thread_clocks_;
-  std::mutex clock_mu_;  // serializes flushes and clock messages
+  std::mutex clock_mu_;                // serializes flushes and clock messages
+  std::atomic<bool> flushing_{false};  // SendPending is under way (under clock_mu_)
   int64_t process_clock_ = 0;
   uint64_t barriers_ = 0;
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <limits>
+#include <numeric>
 #include <thread>
 
 #include "in_process_cluster.h"
@@ -131,6 +133,41 @@ TEST(ClientServerTest, GetRowsMatchesGetAndRefusesBadCalls) {
   EXPECT_EQ(c.GetRows<float>(0, 2, std::vector<RowId>{1}, sparse_out).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(c.stats().reads, 2 * ids.size());  // nothing read by the refused calls
+}
+
+// Read-my-writes while another thread of the process flushes: thread 0 adds to rows it has
+// never read and reads them back at once, batch after batch, while thread 1's clocks send the
+// update log. A read that misses a row's delta (taken out of the log by the flush, its batch
+// not sent yet when the read's request overtakes it) sees 0.
+TEST(ClientServerTest, ReadsSeeOwnWritesWhileAnotherThreadFlushes) {
+  constexpr RowId kRows = 512 * 1024, kBatch = 256;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .threads_per_worker = 2});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(DenseFloat(1, kRows, 4, /*staleness=*/1000000)).ok());
+  std::atomic<bool> done{false};
+  std::thread flusher([&] {
+    // Follows thread 0 one clock behind, so every flush happens here, concurrent with its reads.
+    while (!done.load()) {
+      if (c.clock(1) + 1 < c.clock(0)) {
+        ASSERT_TRUE(c.Clock(1).ok());
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  });
+  uint64_t missed = 0;
+  std::vector<RowId> ids(kBatch);
+  std::vector<float> got(kBatch * 4);
+  for (RowId base = 0; base < kRows; base += kBatch) {
+    std::iota(ids.begin(), ids.end(), base);
+    for (RowId r : ids) ASSERT_TRUE(c.Inc<float>(1, r, 0, 1.0f).ok());
+    ASSERT_TRUE(c.GetRows<float>(0, 1, ids, got).ok());
+    for (size_t i = 0; i < kBatch; ++i) missed += got[4 * i] != 1.0f;
+    ASSERT_TRUE(c.Clock(0).ok());
+  }
+  done = true;
+  flusher.join();
+  EXPECT_EQ(missed, 0u) << "rows read without their own thread's write";
 }
 
 // IncRows adds what IncRow of each row adds (rows of both servers, repeated, read back before
