@@ -429,7 +429,8 @@ std::vector<int> ParseList(const std::string& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server throughput vs bare ZeroMQ"};
-  std::string widths = "16,128,1024", clients = "1,2,4", servers = "1,2", patterns = "inc,get";
+  std::string widths = "16,128,1024", clients = "1,2,4", servers = "1,2",
+              patterns = "inc,get,get-uncached";
   uint64_t row_bytes_budget = 64ull << 20;  // payload each client moves per configuration
   app.add_option("--widths", widths, "row widths in floats");
   app.add_option("--clients", clients, "client process counts");

@@ -166,6 +166,7 @@ struct UncachedRead {
 // the reply's block, and where each goes (row j at out + positions[j] * row_bytes).
 struct UncachedRequest {
   uint64_t ticket;
+  uint32_t server;
   std::vector<RowId> rows;
   std::vector<size_t> positions;
 };
@@ -1481,6 +1482,7 @@ class Client::Impl {
       std::lock_guard lock(uncached_mu_);
       for (size_t k = 0; k < frames.size(); ++k) {
         parts[frames[k].first].ticket = ticket;
+        parts[frames[k].first].server = static_cast<uint32_t>(frames[k].first);
         uncached_requests_.emplace(read->requests[k], std::move(parts[frames[k].first]));
       }
       read->outstanding = static_cast<int>(frames.size());
@@ -1857,12 +1859,12 @@ class Client::Impl {
                       const UncachedRead& read) {
     ClientTable& table = *read.table;
     auto dense = batch.getDense();
-    if (batch.getRows().size() != 0 || dense.size() != 1 || dense[0].getTable() != table.spec.id ||
+    if (static_cast<uint32_t>(server) != req.server || batch.getRows().size() != 0 ||
+        dense.size() != 1 || dense[0].getTable() != table.spec.id ||
         dense[0].getRows().size() != req.rows.size()) {
-      return Status::DataLoss(
-          fmt::format("server {} answered {} rows with a reply that does not "
-                      "match the request",
-                      server, req.rows.size()));
+      return Status::DataLoss(fmt::format(
+          "server {} sent a reply that does not match the request for {} rows to server {}", server,
+          req.rows.size(), req.server));
     }
     auto ids = dense[0].getRows();
     for (unsigned j = 0; j < ids.size(); ++j) {
