@@ -395,6 +395,7 @@ class Client::Impl {
       server_sockets_.push_back(std::move(socket));
     }
     receiver_fds_ = ReceiverFds();
+    undrained_.assign(server_sockets_.size() + 1, false);
     io_thread_ = std::thread([this] { IoLoop(); });
     started_ = true;
     // Introduce ourselves to every server: they serve only registered workers.
@@ -947,7 +948,9 @@ class Client::Impl {
   // fires). REQUIRES: socket_mu_.
   void WakeReceiverIfInputLocked(const std::vector<bool>& used) {
     for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
-      if (used[s + 1] && (SocketOf(s).get(zmq::sockopt::events) & ZMQ_POLLIN) != 0) {
+      // An undrained socket is read before the receiver polls: its signal is not needed.
+      if (used[s + 1] && !undrained_[s + 1] &&
+          (SocketOf(s).get(zmq::sockopt::events) & ZMQ_POLLIN) != 0) {
         input_waker_.Notify();
         return;
       }
@@ -1535,24 +1538,32 @@ class Client::Impl {
   // when it is done, so pushes nobody waits for are applied promptly (reads between clocks take
   // whatever has arrived; see docs/parameter-server.md for what leaving them queued cost).
 
-  // Receives everything the sockets hold (those `ready` marks; all if null) and handles it;
-  // returns whether there was anything. Sends what callers queued first. Each socket is read
-  // until it has nothing, which re-arms its ZMQ_FD; a socket whose ZMQ_FD did not signal holds
-  // nothing (or a sender saw its signal and woke the waker, which marks all), and skipping it
-  // saves the system calls of an empty read. REQUIRES: receive_mu_, and no stripe lock,
-  // calls_mu_ or ServerChannel lock (handlers take them).
+  // Receives what the sockets hold (those `ready` marks, those just sent on, and those left
+  // undrained; all if `ready` is null) and handles it; returns whether there was anything.
+  // Sends what callers queued first. Each socket is read until it has nothing, which re-arms its
+  // ZMQ_FD; a socket whose ZMQ_FD did not signal holds nothing (or a sender saw its signal and
+  // woke the waker, which marks all), and skipping it saves the system calls of an empty read.
+  // With `one_each`, a socket is read once: one that gave a message is left undrained (see
+  // undrained_), and the empty read that re-arms it is saved for later, usually for never (see
+  // ReceiveRound). REQUIRES: receive_mu_, and no stripe lock, calls_mu_ or ServerChannel lock
+  // (handlers take them).
   bool DrainAndHandle(std::vector<std::pair<int, zmq::message_t>>* received,
-                      const std::vector<bool>* ready = nullptr) {
+                      const std::vector<bool>* ready = nullptr, bool one_each = false) {
     {
       std::lock_guard lock(socket_mu_);
       std::vector<bool> used(server_sockets_.size() + 1, false);
       SendQueuedLocked(&used);
       for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
         // A socket just sent on may have taken its own signal: drain it too.
-        if (ready != nullptr && !(*ready)[s + 1] && !used[s + 1]) continue;
+        if (ready != nullptr && !(*ready)[s + 1] && !used[s + 1] && !undrained_[s + 1]) continue;
         zmq::message_t frame;
-        while (SocketOf(s).recv(frame, zmq::recv_flags::dontwait))
+        bool got = false;
+        while (SocketOf(s).recv(frame, zmq::recv_flags::dontwait)) {
           received->emplace_back(s, std::move(frame));
+          got = true;
+          if (one_each) break;
+        }
+        undrained_[s + 1] = one_each && got;
       }
     }
     // Handled without socket_mu_: handlers take stripe locks, and callers holding a stripe
@@ -1618,11 +1629,20 @@ class Client::Impl {
   }
   // The same, waiting at most `wait` (0: takes only what has arrived). Counted in
   // caller_rounds_ (see IoLoop).
+  // A caller reads one message per socket per round: when replies queue up (requests sent
+  // ahead), each round takes the next one without a poll and without the empty read that
+  // draining costs (ZeroMQ's getpid and mailbox poll), as a blocking zmq_recv would. Only once
+  // a socket is found empty does the receiver poll. What a caller leaves unread is read by the
+  // next round, or by the I/O thread once callers stop receiving (within about 1 ms, as for a
+  // push that comes after a caller let the role go).
   void ReceiveRound(std::chrono::microseconds wait) {
     std::vector<std::pair<int, zmq::message_t>> received;
-    // Returns at once if a socket has signaled (or input_waker_ has fired) already.
-    std::vector<bool> ready = Poll(receiver_fds_, wait);
-    DrainAndHandle(&received, &ready);
+    const std::vector<bool> none(server_sockets_.size() + 1, false);
+    if (!DrainAndHandle(&received, &none, /*one_each=*/true)) {
+      // Returns at once if a socket has signaled (or input_waker_ has fired) already.
+      std::vector<bool> ready = Poll(receiver_fds_, wait);
+      DrainAndHandle(&received, &ready, /*one_each=*/true);
+    }
     caller_rounds_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -2078,6 +2098,10 @@ class Client::Impl {
   std::atomic<int> role_wanted_{0};         // callers asking the I/O thread for the role
   std::atomic<uint64_t> caller_rounds_{0};  // receive rounds of callers (see IoLoop)
   std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)
+  // Sockets a caller's round read a message from and left without reading them empty (index
+  // s + 1; guarded by socket_mu_): their ZMQ_FD does not signal what they still hold, so every
+  // receiver reads them before it polls.
+  std::vector<bool> undrained_;
   tbb::concurrent_queue<Outbound> outbound_;   // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};
