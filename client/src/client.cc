@@ -150,6 +150,28 @@ struct ClientTable {
   Stripe& StripeOf(RowId row) { return stripes[(row / kStripeBlock) % kStripes]; }
 };
 
+// Holds one stripe's lock at a time while a caller walks rows that come in runs of the same
+// stripe (a batch of consecutive rows): the lock is taken once per run, never two at once.
+class StripeRunLock {
+ public:
+  // Locks `stripe` unless it is the one held (releasing that first); true if it was not held.
+  bool Hold(Stripe& stripe) {
+    if (&stripe == held_) return false;
+    Release();
+    lock_ = std::unique_lock(stripe.mu);
+    held_ = &stripe;
+    return true;
+  }
+  void Release() {
+    if (lock_.owns_lock()) lock_.unlock();
+    held_ = nullptr;
+  }
+
+ private:
+  Stripe* held_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+};
+
 // An uncached read (StartUncachedRead): where its rows go, and how many requests are unanswered.
 struct UncachedRead {
   ClientTable* table;
@@ -696,18 +718,11 @@ class Client::Impl {
     std::vector<std::vector<RowId>> per_server(channels_.size());
     std::vector<Stripe*> touched;
     {
-      Stripe* locked = nullptr;
-      std::unique_lock<std::mutex> lock;
+      StripeRunLock run;
       for (RowId row : rows) {
         uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
         Stripe& stripe = table->StripeOf(row);
-        // One lock per run of rows in the same stripe, never two stripes at once.
-        if (&stripe != locked) {
-          if (lock.owns_lock()) lock.unlock();
-          lock = std::unique_lock(stripe.mu);
-          locked = &stripe;
-          touched.push_back(&stripe);
-        }
+        if (run.Hold(stripe)) touched.push_back(&stripe);
         CacheEntry& entry = NewOrCachedEntry(*table, stripe, row);
         if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
         if (entry.subscribed || entry.requested >= need) continue;
@@ -754,16 +769,11 @@ class Client::Impl {
                       table.spec.name, rows.size(), width, deltas.size()));
     }
     for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
-    Stripe* locked = nullptr;
-    std::unique_lock<std::mutex> lock;
+    StripeRunLock run;
     for (size_t i = 0; i < rows.size(); ++i) {
       const T* delta = deltas.data() + i * width;
       Stripe& stripe = table.StripeOf(rows[i]);
-      if (&stripe != locked) {
-        if (lock.owns_lock()) lock.unlock();  // never two stripes at once
-        lock = std::unique_lock(stripe.mu);
-        locked = &stripe;
-      }
+      run.Hold(stripe);
       UpdateLocked(
           table, stripe, rows[i],
           [&](RowValues& v) { AddCells(v.mutable_dense<T>().data(), delta, width); },
@@ -1388,16 +1398,10 @@ class Client::Impl {
     };
     std::vector<Stripe*> touched;
     {
-      Stripe* locked = nullptr;
-      std::unique_lock<std::mutex> lock;
+      StripeRunLock run;
       for (size_t i = 0; i < rows.size(); ++i) {
         Stripe& stripe = table.StripeOf(rows[i]);
-        if (&stripe != locked) {
-          if (lock.owns_lock()) lock.unlock();  // never two stripes at once
-          lock = std::unique_lock(stripe.mu);
-          locked = &stripe;
-          touched.push_back(&stripe);
-        }
+        if (run.Hold(stripe)) touched.push_back(&stripe);
         uint32_t server = ServerOfRow(id, rows[i], num_servers);
         CacheEntry& e = NewOrCachedEntry(table, stripe, rows[i]);
         if (try_copy(e, i, server)) {
@@ -1896,8 +1900,7 @@ class Client::Impl {
     auto cells = DenseBlock::Check(dense[0].getValues(), ids.size(), table.spec);
     if (!cells.ok()) return cells.status();
     ServerChannel& ch = *channels_[server];
-    std::unique_lock<std::mutex> lock;
-    Stripe* locked = nullptr;
+    StripeRunLock run;
     for (unsigned j = 0; j < ids.size(); ++j) {
       const RowId row = req.rows[j];
       std::byte* dst = read.out + req.positions[j] * read.row_bytes;
@@ -1905,11 +1908,7 @@ class Client::Impl {
       // Own updates not in the reply, looked up as OnRows does (under the row's stripe lock, so
       // a delta on its way from the update log into an in-flight batch is in one of them).
       Stripe& stripe = table.StripeOf(row);
-      if (&stripe != locked) {
-        if (lock.owns_lock()) lock.unlock();
-        lock = std::unique_lock(stripe.mu);
-        locked = &stripe;
-      }
+      run.Hold(stripe);
       if (ch.inflight_deltas.load(std::memory_order_relaxed) > 0) {
         std::lock_guard ch_lock(ch.mu);
         for (const InflightBatch& b : ch.inflight) {
@@ -1967,8 +1966,7 @@ class Client::Impl {
     std::vector<Stripe*> touched;
     // A batch's rows come in runs of the same stripe (blocks of consecutive rows): the stripe's
     // lock is held across a run, not taken per row.
-    std::unique_lock<std::mutex> lock;
-    Stripe* locked = nullptr;
+    StripeRunLock run;
     uint64_t received = 0;
     // Stores one row; `assign(value)` overwrites a cache entry's value with the row's cells.
     auto take = [&](ClientTable& table, RowId row, auto assign) {
@@ -1979,12 +1977,7 @@ class Client::Impl {
       }
       ++received;
       Stripe& stripe = table.StripeOf(row);
-      if (&stripe != locked) {
-        if (lock.owns_lock()) lock.unlock();  // never two stripes at once
-        lock = std::unique_lock(stripe.mu);
-        locked = &stripe;
-        touched.push_back(&stripe);
-      }
+      if (run.Hold(stripe)) touched.push_back(&stripe);
       // A push of a row evicted since (its Unsubscribe may still be on the way) is dropped; a
       // reply to a request is kept even if the row was evicted while the request was in flight.
       CacheEntry* found = stripe.cache.Find(row);
@@ -2016,8 +2009,7 @@ class Client::Impl {
     };
     // No stripe lock while looking up a table.
     auto find_table = [&](TableId tid) {
-      if (lock.owns_lock()) lock.unlock();
-      locked = nullptr;
+      run.Release();
       ClientTable* table = FindClientTable(tid);
       if (table == nullptr) log_->error("server {} sent rows of unknown table {}", server, tid);
       return table;
@@ -2050,7 +2042,7 @@ class Client::Impl {
       }
     }
     Count(kRowsReceived, received);
-    if (lock.owns_lock()) lock.unlock();
+    run.Release();
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (Stripe* stripe : touched) stripe->cv.notify_all();

@@ -174,6 +174,16 @@ TEST(RowValuesTest, DenseBlockPacksRowsAndReadsThemBack) {
       got.AssignDense(block->row(r), spec);
       EXPECT_EQ(got, rows[r]) << "row " << r << " of type " << ValueTypeName(type);
       sum.AddDense(block->row(r));
+      // Out of the block into a caller's buffer (an uncached read), then own updates added.
+      std::vector<std::byte> raw(row_bytes);
+      block->CopyRow(r, raw.data());
+      got.AssignDense(raw.data(), spec);
+      EXPECT_EQ(got, rows[r]) << "CopyRow, row " << r;
+      rows[r].AddDenseTo(raw.data());
+      RowValues doubled = rows[r];
+      doubled.Add(rows[r]);
+      got.AssignDense(raw.data(), spec);
+      EXPECT_EQ(got, doubled) << "AddDenseTo, row " << r;
     }
     for (uint32_t c = 0; c < 3; ++c)
       EXPECT_EQ(sum.CellAsDouble(c), 10 * 0 + 10 * 1 + 10 * 3 + 3 * (c + 1));
