@@ -995,14 +995,22 @@ class Client::Impl {
     unbudgeted_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
 
+  // A get request must not overtake an update batch that a flush in progress is building: the
+  // flush may have taken a delta of one of its rows out of the update log before the row had a
+  // cache entry (or an uncached read in flight), so that it kept no in-flight copy, and the reply
+  // would then miss the process's own write. So while a flush is under way, a request waits for
+  // it to queue its batches. A flush that starts later sees the row's entry (under the stripe
+  // lock) or uncached_in_flight_ (seq_cst on both sides: the flag, then the count in the flush;
+  // the count, then the flag here) and keeps the delta. REQUIRES: no stripe lock held (the flush
+  // takes them).
+  void WaitForFlushInProgress() {
+    if (flushing_.load(std::memory_order_seq_cst)) std::lock_guard wait(clock_mu_);
+  }
+
   // The request carries the table's pending unsubscriptions for this server (see
-  // ServerChannel::forget). A request must not overtake an update batch that a flush in
-  // progress is building: the flush may have taken a delta of one of these rows out of the
-  // update log before the row had a cache entry (so it kept no in-flight copy), and the reply
-  // would then miss the process's own write. So while a flush is under way, the request waits
-  // for it to queue its batches. REQUIRES: no stripe lock held (the flush takes them).
+  // ServerChannel::forget). REQUIRES: no stripe lock held (see WaitForFlushInProgress).
   void SendGet(uint32_t server, TableId table, std::span<const RowId> rows, int64_t min_clock) {
-    if (flushing_.load(std::memory_order_acquire)) std::lock_guard wait(clock_mu_);
+    WaitForFlushInProgress();
     uint64_t id = next_request_id_.fetch_add(1);
     {
       std::lock_guard lock(calls_mu_);
@@ -1095,7 +1103,7 @@ class Client::Impl {
   void SendPending(const std::vector<std::pair<ClientTable*, RowId>>* chosen, int64_t clock) {
     // Set before any delta is taken out of the log, cleared once the batches are queued (see
     // SendGet).
-    flushing_.store(true, std::memory_order_relaxed);
+    flushing_.store(true, std::memory_order_seq_cst);
     struct Done {
       std::atomic<bool>& flag;
       ~Done() { flag.store(false, std::memory_order_release); }
@@ -1145,7 +1153,7 @@ class Client::Impl {
     // The in-flight copy of a row's delta (kept only for rows this process caches).
     auto keep = [&](TableId id, Stripe& stripe, RowId row, uint32_t s, const RowValues& delta) {
       if (stripe.cache.Find(row) == nullptr &&
-          uncached_in_flight_.load(std::memory_order_acquire) == 0)
+          uncached_in_flight_.load(std::memory_order_seq_cst) == 0)
         return;
       std::lock_guard ch_lock(channels_[s]->mu);
       if (batches[s] == nullptr)
@@ -1481,10 +1489,6 @@ class Client::Impl {
                           GetFrame(request, id, parts[s].rows, need, /*subscribe=*/false, nullptr));
       read->requests.push_back(request);
     }
-    // Queued under clock_mu_, so no flush is half done: a flush that took a delta of these rows
-    // out of the update log has queued its batch ahead of the requests (the replies include
-    // it), and a later one sees uncached_in_flight_ and keeps the delta in flight.
-    std::lock_guard clock_lock(clock_mu_);
     {
       std::lock_guard lock(uncached_mu_);
       for (size_t k = 0; k < frames.size(); ++k) {
@@ -1493,9 +1497,10 @@ class Client::Impl {
         uncached_requests_.emplace(read->requests[k], std::move(parts[frames[k].first]));
       }
       read->outstanding = static_cast<int>(frames.size());
-      uncached_in_flight_.fetch_add(read->outstanding, std::memory_order_acq_rel);
+      uncached_in_flight_.fetch_add(read->outstanding, std::memory_order_seq_cst);
       uncached_reads_.emplace(ticket, std::move(read));
     }
+    WaitForFlushInProgress();  // after counting the requests in flight (see there)
     for (auto& [server, frame] : frames) Enqueue(server, std::move(frame));
     return ReadTicket{ticket};
   }
