@@ -195,6 +195,16 @@ Report RunTessera(const Config& cfg) {
       if (!client.Barrier().ok()) return 1;
       auto start = Clock::now();
       uint64_t moved = 0;
+      // Get patterns: batch b is rows [b * batch, (b + 1) * batch) of this client's range.
+      const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
+      auto batch_ids = [&](uint64_t b) {
+        std::vector<tessera::RowId> ids;
+        for (uint64_t r = b * cfg.batch;
+             r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
+          ids.push_back(base + r);
+        }
+        return ids;
+      };
       if (cfg.pattern == "inc") {
         const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
         std::vector<tessera::RowId> ids;
@@ -227,16 +237,14 @@ Report RunTessera(const Config& cfg) {
           moved += sizes[slot];
           return true;
         };
-        uint64_t in_flight = 0, b = 0;
-        for (uint64_t r = 0; r < cfg.rows_per_client; r += cfg.batch, ++b) {
+        uint64_t in_flight = 0;
+        for (uint64_t b = 0; b < batches; ++b) {
           const size_t slot = b % window;
           if (in_flight == window) {
             if (!wait(slot)) return 1;
             --in_flight;
           }
-          std::vector<tessera::RowId> ids;
-          for (uint64_t i = r; i < std::min<uint64_t>(r + cfg.batch, cfg.rows_per_client); ++i)
-            ids.push_back(base + i);
+          const std::vector<tessera::RowId> ids = batch_ids(b);
           sizes[slot] = ids.size();
           auto t = client.StartUncachedRead<float>(
               0, 1, ids, std::span<float>(bufs[slot].data(), ids.size() * cfg.width));
@@ -244,19 +252,10 @@ Report RunTessera(const Config& cfg) {
           tickets[slot] = *t;
           ++in_flight;
         }
-        for (uint64_t k = b - in_flight; k < b; ++k) {
+        for (uint64_t k = batches - in_flight; k < batches; ++k) {
           if (!wait(k % window)) return 1;
         }
       } else {
-        const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
-        auto batch_ids = [&](uint64_t b) {
-          std::vector<tessera::RowId> ids;
-          for (uint64_t r = b * cfg.batch;
-               r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
-            ids.push_back(base + r);
-          }
-          return ids;
-        };
         for (uint64_t b = 0; b < std::min<uint64_t>(cfg.window, batches); ++b) {
           if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
         }
