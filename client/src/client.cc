@@ -418,6 +418,7 @@ class Client::Impl {
     }
     receiver_fds_ = ReceiverFds();
     undrained_.assign(server_sockets_.size() + 1, false);
+    none_ready_.assign(server_sockets_.size() + 1, false);
     io_thread_ = std::thread([this] { IoLoop(); });
     started_ = true;
     // Introduce ourselves to every server: they serve only registered workers.
@@ -1646,8 +1647,7 @@ class Client::Impl {
   // push that comes after a caller let the role go).
   void ReceiveRound(std::chrono::microseconds wait) {
     std::vector<std::pair<int, zmq::message_t>> received;
-    const std::vector<bool> none(server_sockets_.size() + 1, false);
-    if (!DrainAndHandle(&received, &none, /*one_each=*/true)) {
+    if (!DrainAndHandle(&received, &none_ready_, /*one_each=*/true)) {
       // Returns at once if a socket has signaled (or input_waker_ has fired) already.
       std::vector<bool> ready = Poll(receiver_fds_, wait);
       DrainAndHandle(&received, &ready, /*one_each=*/true);
@@ -2099,6 +2099,7 @@ class Client::Impl {
   // s + 1; guarded by socket_mu_): their ZMQ_FD does not signal what they still hold, so every
   // receiver reads them before it polls.
   std::vector<bool> undrained_;
+  std::vector<bool> none_ready_;  // no socket signaled: a DrainAndHandle mask (fixed after Start)
   tbb::concurrent_queue<Outbound> outbound_;   // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};
