@@ -17,14 +17,21 @@
 // no tables, no Cap'n Proto, no cache; its receivers read one float per cache line of what they
 // get (the inc server, the get client), as any program that uses the rows must.
 //
-//   ps_bench [--widths 16,128,1024] [--clients 1,2,4] [--servers 1,2] [--rows N] [--csv]
+// With --rounds N every configuration runs N times (round after round over all of them) and a
+// table of medians follows. A run in which any process fails stops the benchmark with an error:
+// its numbers would count only the clients that reported.
+//
+//   ps_bench [--widths 16,128,1024] [--clients 1,2,4] [--servers 1,2] [--patterns ...]
+//            [--bytes-per-client N] [--cache-rows N] [--rounds N]
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -60,10 +67,14 @@ struct Config {
 // Both get patterns have the same ceiling: the bare message pattern has no cache to bypass.
 bool IsGet(const std::string& pattern) { return pattern == "get" || pattern == "get-uncached"; }
 
-// Children report "<rows> <seconds>" through a pipe.
+// Children report "<rows> <seconds>" through a pipe. A run whose every process exited cleanly
+// and reported is `ok`; any other run's numbers would be wrong (a missing client's rows not
+// counted), so it is never printed as a result.
 struct Report {
   uint64_t rows = 0;
   double seconds = 0;
+  bool ok = false;
+  double rate() const { return seconds > 0 ? static_cast<double>(rows) / seconds : 0.0; }
 };
 
 int ReadPipeReport(int fd, Report* r) {
@@ -73,14 +84,18 @@ int ReadPipeReport(int fd, Report* r) {
   return std::sscanf(buf, "%lu %lf", &r->rows, &r->seconds) == 2 ? 0 : -1;
 }
 
-// Sums the clients' rows; the job took as long as its slowest client. Closes the pipes.
+// Sums the clients' rows; the job took as long as its slowest client. Closes the pipes. Not
+// `ok` if a client reported nothing.
 Report CollectReports(const std::vector<int>& pipes) {
   Report total;
+  total.ok = true;
   for (int fd : pipes) {
     Report r;
     if (ReadPipeReport(fd, &r) == 0) {
       total.rows += r.rows;
       total.seconds = std::max(total.seconds, r.seconds);
+    } else {
+      total.ok = false;
     }
     close(fd);
   }
@@ -103,14 +118,51 @@ pid_t Fork(F child) {
   return pid;
 }
 
-int WaitAll(const std::vector<pid_t>& pids) {
-  int worst = 0;
+// Whether every process exited with status 0.
+bool WaitAll(const std::vector<pid_t>& pids) {
+  bool all_ok = true;
   for (pid_t p : pids) {
     int status = 0;
-    waitpid(p, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 1;
+    if (p <= 0) {  // fork failed
+      all_ok = false;
+      continue;
+    }
+    if (waitpid(p, &status, 0) != p || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      all_ok = false;
   }
-  return worst;
+  return all_ok;
+}
+
+// Stops the processes of a run that cannot go on.
+void KillAll(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) {
+    if (p > 0) kill(p, SIGKILL);
+  }
+  (void)WaitAll(pids);
+}
+
+// Waits for a run's clients, then for its other processes (coordinator, servers), and returns
+// whether all exited with status 0. The first process to fail stops the run: the others would
+// wait for it for good (at a barrier, or for its leaving). Only a run's processes are children
+// of this process while it runs.
+bool WaitRun(std::vector<pid_t> clients, std::vector<pid_t> others) {
+  auto stop = [&] {
+    KillAll(clients);
+    KillAll(others);
+    return false;
+  };
+  for (pid_t p : clients) {
+    if (p <= 0) return stop();  // fork failed
+  }
+  while (!clients.empty()) {
+    int status = 0;
+    const pid_t p = waitpid(-1, &status, 0);
+    if (p < 0) return stop();
+    std::erase(clients, p);
+    std::erase(others, p);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return stop();
+  }
+  return WaitAll(others);
 }
 
 std::string TempEndpointFile() {
@@ -172,7 +224,12 @@ Report RunTessera(const Config& cfg) {
   }
   for (int w = 0; w < cfg.clients; ++w) {
     int fds[2];
-    if (pipe(fds) != 0) return {};
+    if (pipe(fds) != 0) {
+      std::perror("ps_bench: pipe");
+      KillAll(clients);
+      KillAll(nodes);
+      return {};
+    }
     pipes.push_back(fds[0]);
     clients.push_back(Fork([&, w, wfd = fds[1]] {
       zmq::context_t ctx;
@@ -291,9 +348,10 @@ Report RunTessera(const Config& cfg) {
     }));
     close(fds[1]);
   }
+  // Each client writes its report before it exits, so the pipes are read after the waits.
+  const bool run_ok = WaitRun(clients, nodes);
   Report total = CollectReports(pipes);
-  WaitAll(clients);
-  WaitAll(nodes);
+  total.ok = total.ok && run_ok;
   std::remove(coord_file.c_str());
   return total;
 }
@@ -350,7 +408,12 @@ Report RunCeiling(const Config& cfg) {
   for (auto& f : files) endpoints.push_back(WaitForFile(f));
   for (int w = 0; w < cfg.clients; ++w) {
     int fds[2];
-    if (pipe(fds) != 0) return {};
+    if (pipe(fds) != 0) {
+      std::perror("ps_bench: pipe");
+      KillAll(clients);
+      KillAll(servers);
+      return {};
+    }
     pipes.push_back(fds[0]);
     clients.push_back(Fork([&, wfd = fds[1]] {
       zmq::context_t ctx;
@@ -405,9 +468,9 @@ Report RunCeiling(const Config& cfg) {
     }));
     close(fds[1]);
   }
+  const bool run_ok = WaitRun(clients, servers);
   Report total = CollectReports(pipes);
-  WaitAll(clients);
-  WaitAll(servers);
+  total.ok = total.ok && run_ok;
   for (auto& f : files) std::remove(f.c_str());
   return total;
 }
@@ -422,6 +485,37 @@ std::vector<int> ParseList(const std::string& s) {
     pos = comma + 1;
   }
   return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Per configuration: the medians of both sides over the rounds and their ratio, the median of
+// the per-round ratios, and every round's ratio (how far one round can be trusted).
+void PrintSummary(const std::vector<Config>& configs,
+                  const std::vector<std::vector<std::pair<double, double>>>& rates) {
+  std::printf(
+      "\n| pattern | width | clients | servers | Tessera rows/s (median) | ZeroMQ rows/s (median) "
+      "| ratio of medians | median ratio | ratio each round |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < configs.size(); ++i) {
+    std::vector<double> ours, ceiling, ratios;
+    std::string each;
+    for (auto [t, z] : rates[i]) {
+      ours.push_back(t);
+      ceiling.push_back(z);
+      ratios.push_back(t / z);
+      each += fmt::format("{}{:.2f}", each.empty() ? "" : " ", t / z);
+    }
+    const double t = Median(ours), z = Median(ceiling);
+    std::printf("| %s | %u | %d | %d | %.0f | %.0f | %.2f | %.2f | %s |\n",
+                configs[i].pattern.c_str(), configs[i].width, configs[i].clients,
+                configs[i].servers, t, z, t / z, Median(ratios), each.c_str());
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -450,17 +544,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   bool client_stats = false;
   app.add_flag("--client-stats", client_stats, "print each Tessera client's statistics to stderr");
+  int rounds = 1;
+  app.add_option("--rounds", rounds,
+                 "runs of every configuration, one round over all of them after another; with "
+                 "more than one, a summary of medians follows")
+      ->check(CLI::Range(1, 1000));
   bool skip_ceiling = false, skip_tessera = false;
   app.add_flag("--skip-ceiling", skip_ceiling, "run only Tessera (for profiling)");
   app.add_flag("--skip-tessera", skip_tessera, "run only the ceiling (for profiling)");
   CLI11_PARSE(app, argc, argv);
   (void)tessera::SetLogLevel("warn");
 
-  std::printf(
-      "| pattern | width | clients | servers | Tessera rows/s | Tessera MB/s | ZeroMQ rows/s | "
-      "ZeroMQ MB/s | ratio |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
-  std::fflush(stdout);  // children inherit the stdio buffer; it must be empty when they exit
   std::vector<std::string> pattern_list;
   for (size_t p = 0; p <= patterns.size();) {
     size_t c = patterns.find(',', p);
@@ -474,6 +568,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::vector<Config> configs;
   for (const auto& pattern : pattern_list) {
     for (int w : ParseList(widths)) {
       for (int s : ParseList(servers)) {
@@ -485,17 +580,44 @@ int main(int argc, char** argv) {
           cfg.per_row_get = per_row_get;
           cfg.per_row_inc = per_row_inc;
           cfg.client_stats = client_stats;
-          Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
-          Report ours = skip_tessera ? Report{} : RunTessera(cfg);
-          auto rate = [](const Report& r) { return r.seconds > 0 ? r.rows / r.seconds : 0.0; };
-          double mb = w * sizeof(float) / 1e6;
-          std::printf("| %s | %d | %d | %d | %.0f | %.1f | %.0f | %.1f | %.2f |\n", pattern.c_str(),
-                      w, c, s, rate(ours), rate(ours) * mb, rate(ceiling), rate(ceiling) * mb,
-                      rate(ceiling) > 0 && rate(ours) > 0 ? rate(ours) / rate(ceiling) : 0.0);
-          std::fflush(stdout);
+          configs.push_back(cfg);
         }
       }
     }
   }
+
+  std::printf(
+      "| pattern | width | clients | servers | Tessera rows/s | Tessera MB/s | ZeroMQ rows/s | "
+      "ZeroMQ MB/s | ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);  // children inherit the stdio buffer; it must be empty when they exit
+  // Rounds go over every configuration in turn, so a slow spell of the machine touches all of
+  // them rather than all rounds of one.
+  std::vector<std::vector<std::pair<double, double>>> rates(configs.size());  // (ours, ceiling)
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& cfg = configs[i];
+      Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
+      Report ours = skip_tessera ? Report{} : RunTessera(cfg);
+      for (const auto& [side, r, skipped] : {std::tuple("ZeroMQ", ceiling, skip_ceiling),
+                                             std::tuple("Tessera", ours, skip_tessera)}) {
+        if (!skipped && !r.ok) {
+          std::fprintf(stderr,
+                       "ps_bench: the %s run of %s, %u floats, %d clients x %d servers failed: a "
+                       "process exited with an error or reported nothing\n",
+                       side, cfg.pattern.c_str(), cfg.width, cfg.clients, cfg.servers);
+          return 1;
+        }
+      }
+      const double mb = cfg.width * sizeof(float) / 1e6;
+      std::printf("| %s | %u | %d | %d | %.0f | %.1f | %.0f | %.1f | %.2f |\n", cfg.pattern.c_str(),
+                  cfg.width, cfg.clients, cfg.servers, ours.rate(), ours.rate() * mb,
+                  ceiling.rate(), ceiling.rate() * mb,
+                  ceiling.rate() > 0 && ours.rate() > 0 ? ours.rate() / ceiling.rate() : 0.0);
+      std::fflush(stdout);
+      rates[i].emplace_back(ours.rate(), ceiling.rate());
+    }
+  }
+  if (rounds > 1 && !skip_tessera && !skip_ceiling) PrintSummary(configs, rates);
   return 0;
 }
