@@ -419,6 +419,8 @@ class Client::Impl {
     receiver_fds_ = ReceiverFds();
     undrained_.assign(server_sockets_.size() + 1, false);
     none_ready_.assign(server_sockets_.size() + 1, false);
+    sent_on_.assign(server_sockets_.size() + 1, false);
+    round_ready_.assign(server_sockets_.size() + 1, false);
     io_thread_ = std::thread([this] { IoLoop(); });
     started_ = true;
     // Introduce ourselves to every server: they serve only registered workers.
@@ -947,10 +949,16 @@ class Client::Impl {
       waker_.Notify();
       return;
     }
-    std::vector<bool> used(server_sockets_.size() + 1, false);
+    std::vector<bool>& used = ClearedSentOn();
     SendQueuedLocked(&used);
     SendLocked(Outbound{target, std::move(frame), early}, &used);
     WakeReceiverIfInputLocked(used);
+  }
+
+  // sent_on_, all false. REQUIRES: socket_mu_.
+  std::vector<bool>& ClearedSentOn() {
+    std::fill(sent_on_.begin(), sent_on_.end(), false);
+    return sent_on_;
   }
 
   // Sending may have run a socket's pending commands, and with them used up the edge of its
@@ -1561,7 +1569,7 @@ class Client::Impl {
                       const std::vector<bool>* ready = nullptr, bool one_each = false) {
     {
       std::lock_guard lock(socket_mu_);
-      std::vector<bool> used(server_sockets_.size() + 1, false);
+      std::vector<bool>& used = ClearedSentOn();
       SendQueuedLocked(&used);
       for (int s = kCoordinator; s < static_cast<int>(server_sockets_.size()); ++s) {
         // A socket just sent on may have taken its own signal: drain it too.
@@ -1594,13 +1602,13 @@ class Client::Impl {
     return fds;
   }
 
-  // Polls `fds` and returns which sockets to drain: those that signaled, or all if input_waker_
-  // fired (a sender took a socket's signal). `fds` is ReceiverFds(), optionally followed by
-  // waker_ (the I/O thread's), or just waker_ (the parked I/O thread).
-  // A negative `timeout` waits without a limit.
-  std::vector<bool> Poll(std::vector<pollfd>& fds, std::chrono::microseconds timeout) {
+  // Polls `fds` and sets in `ready` (one flag per socket) which sockets to drain: those that
+  // signaled, or all if input_waker_ fired (a sender took a socket's signal). `fds` is
+  // ReceiverFds(), optionally followed by waker_ (the I/O thread's), or just waker_ (the parked
+  // I/O thread). A negative `timeout` waits without a limit.
+  void Poll(std::vector<pollfd>& fds, std::chrono::microseconds timeout, std::vector<bool>& ready) {
     const size_t sockets = server_sockets_.size() + 1;
-    std::vector<bool> ready(sockets, false);
+    ready.assign(sockets, false);
     timespec ts{};
     if (timeout.count() >= 0) {
       ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
@@ -1610,7 +1618,7 @@ class Client::Impl {
         errno != EINTR) {
       log_->error("poll failed: {}", std::strerror(errno));
       ready.assign(sockets, true);
-      return ready;
+      return;
     }
     for (const pollfd& p : fds) {
       if ((p.revents & POLLIN) == 0) continue;
@@ -1619,13 +1627,12 @@ class Client::Impl {
       } else if (p.fd == input_waker_.poll_item().fd) {
         input_waker_.Drain();
         ready.assign(sockets, true);
-        return ready;
+        return;
       }
     }
     if (fds.size() > sockets) {
       for (size_t i = 0; i < sockets; ++i) ready[i] = (fds[i].revents & POLLIN) != 0;
     }
-    return ready;
   }
 
   // One round of a caller's receiving: handles what is waiting, or else sleeps in poll until
@@ -1646,11 +1653,10 @@ class Client::Impl {
   // next round, or by the I/O thread once callers stop receiving (within about 1 ms, as for a
   // push that comes after a caller let the role go).
   void ReceiveRound(std::chrono::microseconds wait) {
-    std::vector<std::pair<int, zmq::message_t>> received;
-    if (!DrainAndHandle(&received, &none_ready_, /*one_each=*/true)) {
+    if (!DrainAndHandle(&round_received_, &none_ready_, /*one_each=*/true)) {
       // Returns at once if a socket has signaled (or input_waker_ has fired) already.
-      std::vector<bool> ready = Poll(receiver_fds_, wait);
-      DrainAndHandle(&received, &ready, /*one_each=*/true);
+      Poll(receiver_fds_, wait, round_ready_);
+      DrainAndHandle(&round_received_, &round_ready_, /*one_each=*/true);
     }
     caller_rounds_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -1700,6 +1706,7 @@ class Client::Impl {
     fds.push_back({waker_.poll_item().fd, POLLIN, 0});
     std::vector<pollfd> parked_fds = {fds.back()};  // waker_ only: input_waker_ is the receiver's
     std::vector<bool> ready(server_sockets_.size() + 1, true);
+    std::vector<bool> parked_ready;
     const CommOptions& comm = options_.comm;
     // Up to 100 ms of budget (at least one full message) may build up: enough to catch up after
     // the thread was descheduled, little enough to keep any window within a few percent.
@@ -1714,7 +1721,7 @@ class Client::Impl {
         DrainAndHandle(&received, &ready);
       } else {
         std::lock_guard lock(socket_mu_);
-        std::vector<bool> used(server_sockets_.size() + 1, false);
+        std::vector<bool>& used = ClearedSentOn();
         SendQueuedLocked(&used);
         WakeReceiverIfInputLocked(used);
       }
@@ -1745,9 +1752,9 @@ class Client::Impl {
         timeout = timeout.count() < 0 ? kParkInterval : std::min(timeout, kParkInterval);
       }
       if (role.owns_lock()) {
-        ready = Poll(fds, timeout);
+        Poll(fds, timeout, ready);
       } else {
-        (void)Poll(parked_fds, timeout);
+        Poll(parked_fds, timeout, parked_ready);  // only waker_: nothing to drain
       }
       if (comm.early_sends()) {
         budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
@@ -2100,6 +2107,12 @@ class Client::Impl {
   // receiver reads them before it polls.
   std::vector<bool> undrained_;
   std::vector<bool> none_ready_;  // no socket signaled: a DrainAndHandle mask (fixed after Start)
+  // Scratch kept across calls, so that a round of receiving allocates nothing: which sockets a
+  // call sent on (guarded by socket_mu_), and a caller's round's poll result and messages
+  // (guarded by the receive role, receive_mu_).
+  std::vector<bool> sent_on_;
+  std::vector<bool> round_ready_;
+  std::vector<std::pair<int, zmq::message_t>> round_received_;
   tbb::concurrent_queue<Outbound> outbound_;   // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};
