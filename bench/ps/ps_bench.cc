@@ -597,8 +597,18 @@ int main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     for (size_t i = 0; i < configs.size(); ++i) {
       const Config& cfg = configs[i];
-      Report ceiling = skip_ceiling ? Report{} : RunCeiling(cfg);
-      Report ours = skip_tessera ? Report{} : RunTessera(cfg);
+      // The side that runs second finds the machine as the first left it (page cache, CPU
+      // frequency, the other tenants' load): rounds alternate which side goes first.
+      Report ceiling, ours;
+      auto run_ceiling = [&] { ceiling = skip_ceiling ? Report{} : RunCeiling(cfg); };
+      auto run_ours = [&] { ours = skip_tessera ? Report{} : RunTessera(cfg); };
+      if (round % 2 == 0) {
+        run_ceiling();
+        run_ours();
+      } else {
+        run_ours();
+        run_ceiling();
+      }
       for (const auto& [side, r, skipped] : {std::tuple("ZeroMQ", ceiling, skip_ceiling),
                                              std::tuple("Tessera", ours, skip_tessera)}) {
         if (!skipped && !r.ok) {
