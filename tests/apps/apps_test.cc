@@ -1,7 +1,6 @@
 // The apps end to end: they converge on real data, write their metrics, and fail cleanly on bad
 // input. Bounds were measured (see each test) and sit where a broken implementation fails.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,31 +8,19 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <utility>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "tests/support/run_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunCommand(const std::string& command) {
-  RunResult r;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using tessera::testing::RunCommand;
+using tessera::testing::RunResult;
 
 std::vector<nlohmann::json> ReadJsonLines(const fs::path& path) {
   std::vector<nlohmann::json> lines;
@@ -53,8 +40,12 @@ class AppsTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static std::string Bin(const std::string& name) { return std::string(TESSERA_APPS_BIN_DIR) + "/" + name; }
-  static std::string Data(const std::string& rel) { return std::string(TESSERA_DATA_DIR) + "/" + rel; }
+  static std::string Bin(const std::string& name) {
+    return std::string(TESSERA_APPS_BIN_DIR) + "/" + name;
+  }
+  static std::string Data(const std::string& rel) {
+    return std::string(TESSERA_DATA_DIR) + "/" + rel;
+  }
 
   fs::path dir_;
 };
@@ -62,11 +53,12 @@ class AppsTest : public ::testing::Test {
 // Measured: k=10, 10 epochs on u1.base/u1.test gives test RMSE 0.942 and train RMSE 0.898;
 // the global mean alone gives ~1.15 and user/item biases alone ~0.95 train.
 TEST_F(AppsTest, MfConvergesOnMovieLens) {
-  if (!fs::exists(Data("ml-100k/u1.base"))) GTEST_SKIP() << "no MovieLens data at " << Data("ml-100k");
+  if (!fs::exists(Data("ml-100k/u1.base")))
+    GTEST_SKIP() << "no MovieLens data at " << Data("ml-100k");
   const fs::path metrics = dir_ / "mf.jsonl";
-  const RunResult r = RunCommand(Bin("mf") + " --train " + Data("ml-100k/u1.base") + " --test " +
-                                 Data("ml-100k/u1.test") + " -k 10 --epochs 10 --metrics " +
-                                 metrics.string());
+  const RunResult r =
+      RunCommand(Bin("mf") + " --train " + Data("ml-100k/u1.base") + " --test " +
+                 Data("ml-100k/u1.test") + " -k 10 --epochs 10 --metrics " + metrics.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("943 users, 1682 items"), std::string::npos) << r.output;
   const auto lines = ReadJsonLines(metrics);
@@ -89,10 +81,12 @@ TEST_F(AppsTest, MfConvergesOnMovieLens) {
 TEST_F(AppsTest, PlotMetricsWritesAPng) {
   if (!fs::exists(Data("ml-100k/u1.base"))) GTEST_SKIP() << "no MovieLens data";
   const fs::path metrics = dir_ / "mf.jsonl", png = dir_ / "mf.png";
-  RunResult r = RunCommand(Bin("mf") + " --train " + Data("ml-100k/u1.base") + " --test " +
-                           Data("ml-100k/u1.test") + " -k 4 --epochs 3 --metrics " + metrics.string());
+  RunResult r =
+      RunCommand(Bin("mf") + " --train " + Data("ml-100k/u1.base") + " --test " +
+                 Data("ml-100k/u1.test") + " -k 4 --epochs 3 --metrics " + metrics.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = RunCommand(std::string(TESSERA_PLOT_METRICS) + " " + metrics.string() + " -o " + png.string());
+  r = RunCommand(std::string(TESSERA_PLOT_METRICS) + " " + metrics.string() + " -o " +
+                 png.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(png, std::ios::binary);
   char magic[4] = {};
@@ -124,7 +118,8 @@ TEST_F(AppsTest, AppsReportBadInputAndExitNonZero) {
   std::ofstream(bad) << "1\t2\t5\n3\tx\t4\n";
   RunResult r = RunCommand(Bin("mf") + " --train " + bad.string() + " --epochs 1");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("bad.txt:2: item id 'x' is not an integer"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bad.txt:2: item id 'x' is not an integer"), std::string::npos)
+      << r.output;
   r = RunCommand(Bin("mf") + " --train " + (dir_ / "missing").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cannot open"), std::string::npos) << r.output;
@@ -136,7 +131,8 @@ TEST_F(AppsTest, AppsReportBadInputAndExitNonZero) {
 }
 
 // Measured on the first 2000 documents, K=20: LL/token goes from -11.6 (iteration 1) to -9.13
-// (10) and -8.79 (20) with the MH sampler (4 steps per token); the exact sampler reaches -8.62 at 20.
+// (10) and -8.79 (20) with the MH sampler (4 steps per token); the exact sampler reaches -8.62
+// at 20.
 TEST_F(AppsTest, LdaLogLikelihoodIncreases) {
   const std::string corpus = Data("20news/docword.20news.txt");
   if (!fs::exists(corpus)) GTEST_SKIP() << "no 20news data at " << corpus;
@@ -156,7 +152,7 @@ TEST_F(AppsTest, LdaLogLikelihoodIncreases) {
     }
     EXPECT_GT(ll[9], ll[0] + 1.0);
     EXPECT_GT(ll[19], ll[9] + 0.1);
-    EXPECT_LT(ll[19], -7.0);   // a sane value for this corpus, not an overflow
+    EXPECT_LT(ll[19], -7.0);  // a sane value for this corpus, not an overflow
     EXPECT_GT(ll[19], -9.3);
   }
 }
@@ -179,7 +175,8 @@ TEST_F(AppsTest, LdaMetropolisHastingsMatchesExactGibbs) {
     const int main_topic = static_cast<int>(next() % K), second = static_cast<int>(next() % K);
     for (int t = 0; t < length; ++t) {
       const int k = next() % 4 == 0 ? second : main_topic;
-      const int w = next() % 20 == 0 ? static_cast<int>(next() % V) : k * 10 + static_cast<int>(next() % 10);
+      const int w =
+          next() % 20 == 0 ? static_cast<int>(next() % V) : k * 10 + static_cast<int>(next() % 10);
       ++counts[{d + 1, w + 1}];
     }
   }
@@ -191,15 +188,16 @@ TEST_F(AppsTest, LdaMetropolisHastingsMatchesExactGibbs) {
   }
   auto mean_ll = [&](const std::string& sampler, int seed) {
     const fs::path metrics = dir_ / (sampler + std::to_string(seed) + ".jsonl");
-    const RunResult r = RunCommand(Bin("lda") + " --docword " + corpus.string() +
-                                   " --topics 4 --iterations 400 --sampler " + sampler +
-                                   " --seed " + std::to_string(seed) + " --metrics " + metrics.string());
+    const RunResult r = RunCommand(
+        Bin("lda") + " --docword " + corpus.string() + " --topics 4 --iterations 400 --sampler " +
+        sampler + " --seed " + std::to_string(seed) + " --metrics " + metrics.string());
     EXPECT_EQ(r.exit_code, 0) << r.output;
     const auto lines = ReadJsonLines(metrics);
     EXPECT_EQ(lines.size(), 400u);
     double sum = 0;
     int n = 0;
-    for (size_t i = 100; i < lines.size(); ++i, ++n) sum += lines[i]["loglik_per_token"].get<double>();
+    for (size_t i = 100; i < lines.size(); ++i, ++n)
+      sum += lines[i]["loglik_per_token"].get<double>();
     return n > 0 ? sum / n : 0.0;
   };
   const double mh = (mean_ll("mh", 1) + mean_ll("mh", 2)) / 2;

@@ -1,0 +1,104 @@
+// ps_bench as a user runs it, on tiny sizes: every round of every configuration is printed and
+// summarised, and bad flags are refused with a clear message. The rates themselves are not
+// checked (they are measurements, not behaviour), only that each run produced one.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/run_command.h"
+
+namespace {
+
+using tessera::testing::RunCommand;
+using tessera::testing::RunResult;
+
+// The cells of a markdown table row ("| a | b |" -> {"a", "b"}); empty for any other line.
+std::vector<std::string> Cells(const std::string& line) {
+  std::vector<std::string> cells;
+  if (line.size() < 2 || line.front() != '|') return cells;
+  std::stringstream in(line.substr(1));
+  std::string cell;
+  while (std::getline(in, cell, '|')) {
+    const size_t b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+    cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+  }
+  return cells;
+}
+
+// The data rows of the tables in `output`, split into the per-round table (9 cells) and the
+// summary (9 cells too, after a blank line): rows before the first blank line are rounds.
+struct Tables {
+  std::vector<std::vector<std::string>> rounds, summary;
+};
+Tables Parse(const std::string& output) {
+  Tables t;
+  std::stringstream in(output);
+  std::string line;
+  bool in_summary = false;
+  while (std::getline(in, line)) {
+    if (line.empty()) in_summary = true;
+    auto cells = Cells(line);
+    if (cells.empty() || cells[0] == "pattern" || cells[0].starts_with("---")) continue;
+    (in_summary ? t.summary : t.rounds).push_back(cells);
+  }
+  return t;
+}
+
+TEST(PsBenchTest, RunsEveryRoundOfEveryConfigurationAndSummarisesThem) {
+  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) +
+                                 " --widths 16 --clients 1,2 --servers 1 --bytes-per-client 200000"
+                                 " --cache-rows 64 --rounds 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Tables t = Parse(r.output);
+  // 3 patterns x 2 client counts, twice.
+  ASSERT_EQ(t.rounds.size(), 12u) << r.output;
+  for (const auto& row : t.rounds) {
+    ASSERT_EQ(row.size(), 9u) << r.output;
+    EXPECT_GT(std::stod(row[4]), 0) << "Tessera rows/s: " << r.output;
+    EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << r.output;
+  }
+  ASSERT_EQ(t.summary.size(), 6u) << r.output;
+  std::vector<std::string> patterns;
+  for (const auto& row : t.summary) {
+    ASSERT_EQ(row.size(), 9u) << r.output;
+    patterns.push_back(row[0]);
+    EXPECT_GT(std::stod(row[6]), 0) << "ratio of medians: " << r.output;
+    // One ratio per round.
+    std::stringstream each(row[8]);
+    double ratio;
+    int n = 0;
+    while (each >> ratio) ++n;
+    EXPECT_EQ(n, 2) << row[8];
+  }
+  EXPECT_EQ(patterns,
+            (std::vector<std::string>{"inc", "inc", "get", "get", "get-uncached", "get-uncached"}));
+}
+
+TEST(PsBenchTest, OneRoundPrintsNoSummary) {
+  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) +
+                                 " --widths 16 --clients 1 --servers 1 --patterns inc"
+                                 " --bytes-per-client 100000");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Tables t = Parse(r.output);
+  EXPECT_EQ(t.rounds.size(), 1u) << r.output;
+  EXPECT_TRUE(t.summary.empty()) << r.output;
+}
+
+TEST(PsBenchTest, RefusesBadFlagsBeforeRunningAnything) {
+  RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " --patterns inc,scan");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown pattern 'scan'"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("| inc"), std::string::npos) << "ran before refusing: " << r.output;
+
+  r = RunCommand(std::string(TESSERA_PS_BENCH) + " --rounds 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--rounds"), std::string::npos) << r.output;
+
+  r = RunCommand(std::string(TESSERA_PS_BENCH) + " --window 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
+}
+
+}  // namespace
