@@ -31,6 +31,7 @@ std::vector<std::string> Cells(const std::string& line) {
 // summary (9 cells too, after a blank line): rows before the first blank line are rounds.
 struct Tables {
   std::vector<std::vector<std::string>> rounds, summary;
+  std::string output;  // all of it, for failure messages
 };
 Tables Parse(const std::string& output) {
   Tables t;
@@ -43,28 +44,33 @@ Tables Parse(const std::string& output) {
     if (cells.empty() || cells[0] == "pattern" || cells[0].starts_with("---")) continue;
     (in_summary ? t.summary : t.rounds).push_back(cells);
   }
+  t.output = output;
   return t;
 }
 
+// Runs ps_bench with `args`, expecting success, and returns what it printed.
+Tables RunBench(const std::string& args) {
+  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return Parse(r.output);
+}
+
 TEST(PsBenchTest, RunsEveryRoundOfEveryConfigurationAndSummarisesThem) {
-  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) +
-                                 " --widths 16 --clients 1,2 --servers 1 --bytes-per-client 200000"
-                                 " --cache-rows 64 --rounds 2");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const Tables t = Parse(r.output);
+  const Tables t = RunBench(
+      "--widths 16 --clients 1,2 --servers 1 --bytes-per-client 200000 --cache-rows 64 --rounds 2");
   // 3 patterns x 2 client counts, twice.
-  ASSERT_EQ(t.rounds.size(), 12u) << r.output;
+  ASSERT_EQ(t.rounds.size(), 12u) << t.output;
   for (const auto& row : t.rounds) {
-    ASSERT_EQ(row.size(), 9u) << r.output;
-    EXPECT_GT(std::stod(row[4]), 0) << "Tessera rows/s: " << r.output;
-    EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << r.output;
+    ASSERT_EQ(row.size(), 9u) << t.output;
+    EXPECT_GT(std::stod(row[4]), 0) << "Tessera rows/s: " << t.output;
+    EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << t.output;
   }
-  ASSERT_EQ(t.summary.size(), 6u) << r.output;
+  ASSERT_EQ(t.summary.size(), 6u) << t.output;
   std::vector<std::string> patterns;
   for (const auto& row : t.summary) {
-    ASSERT_EQ(row.size(), 9u) << r.output;
+    ASSERT_EQ(row.size(), 9u) << t.output;
     patterns.push_back(row[0]);
-    EXPECT_GT(std::stod(row[6]), 0) << "ratio of medians: " << r.output;
+    EXPECT_GT(std::stod(row[6]), 0) << "ratio of medians: " << t.output;
     // One ratio per round.
     std::stringstream each(row[8]);
     double ratio;
@@ -77,13 +83,10 @@ TEST(PsBenchTest, RunsEveryRoundOfEveryConfigurationAndSummarisesThem) {
 }
 
 TEST(PsBenchTest, OneRoundPrintsNoSummary) {
-  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) +
-                                 " --widths 16 --clients 1 --servers 1 --patterns inc"
-                                 " --bytes-per-client 100000");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const Tables t = Parse(r.output);
-  EXPECT_EQ(t.rounds.size(), 1u) << r.output;
-  EXPECT_TRUE(t.summary.empty()) << r.output;
+  const Tables t =
+      RunBench("--widths 16 --clients 1 --servers 1 --patterns inc --bytes-per-client 100000");
+  EXPECT_EQ(t.rounds.size(), 1u) << t.output;
+  EXPECT_TRUE(t.summary.empty()) << t.output;
 }
 
 TEST(PsBenchTest, RefusesBadFlagsBeforeRunningAnything) {
