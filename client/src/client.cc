@@ -1481,11 +1481,21 @@ class Client::Impl {
     const int64_t need = NeededClock(thread, table);
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     const uint64_t ticket = next_request_id_.fetch_add(1);
-    std::vector<UncachedRequest> parts(num_servers);
+    // Each server's share sized first: a reader streaming batches allocates each part once.
+    std::vector<uint32_t> owner(rows.size());
+    std::vector<size_t> share(num_servers, 0);
     for (size_t i = 0; i < rows.size(); ++i) {
-      UncachedRequest& part = parts[ServerOfRow(id, rows[i], num_servers)];
-      part.rows.push_back(rows[i]);
-      part.positions.push_back(i);
+      owner[i] = ServerOfRow(id, rows[i], num_servers);
+      ++share[owner[i]];
+    }
+    std::vector<UncachedRequest> parts(num_servers);
+    for (uint32_t s = 0; s < num_servers; ++s) {
+      parts[s].rows.reserve(share[s]);
+      parts[s].positions.reserve(share[s]);
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      parts[owner[i]].rows.push_back(rows[i]);
+      parts[owner[i]].positions.push_back(i);
     }
     auto read = std::make_unique<UncachedRead>(
         UncachedRead{&table, reinterpret_cast<std::byte*>(out), table.spec.width * sizeof(T),
