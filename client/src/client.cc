@@ -419,8 +419,6 @@ class Client::Impl {
     receiver_fds_ = ReceiverFds();
     undrained_.assign(server_sockets_.size() + 1, false);
     none_ready_.assign(server_sockets_.size() + 1, false);
-    sent_on_.assign(server_sockets_.size() + 1, false);
-    round_ready_.assign(server_sockets_.size() + 1, false);
     io_thread_ = std::thread([this] { IoLoop(); });
     started_ = true;
     // Introduce ourselves to every server: they serve only registered workers.
@@ -955,9 +953,10 @@ class Client::Impl {
     WakeReceiverIfInputLocked(used);
   }
 
-  // sent_on_, all false. REQUIRES: socket_mu_.
+  // sent_on_, a false per socket (sized here: a call may come before Start has made the
+  // sockets; once sized, assign reuses the storage). REQUIRES: socket_mu_.
   std::vector<bool>& ClearedSentOn() {
-    std::fill(sent_on_.begin(), sent_on_.end(), false);
+    sent_on_.assign(server_sockets_.size() + 1, false);
     return sent_on_;
   }
 
