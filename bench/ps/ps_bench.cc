@@ -133,17 +133,22 @@ bool WaitAll(const std::vector<pid_t>& pids) {
   return all_ok;
 }
 
-// Closes the read ends of a run's report pipes.
-void ClosePipes(const std::vector<int>& pipes) {
-  for (int fd : pipes) close(fd);
-}
-
 // Stops the processes of a run that cannot go on.
 void KillAll(const std::vector<pid_t>& pids) {
   for (pid_t p : pids) {
     if (p > 0) kill(p, SIGKILL);
   }
   (void)WaitAll(pids);
+}
+
+// Gives up a run that could not make a pipe for its next client: stops its processes and closes
+// the report pipes made so far.
+void AbandonRun(const std::vector<pid_t>& clients, const std::vector<pid_t>& others,
+                const std::vector<int>& pipes) {
+  std::perror("ps_bench: pipe");
+  KillAll(clients);
+  KillAll(others);
+  for (int fd : pipes) close(fd);
 }
 
 // Waits for a run's clients, then for its other processes (coordinator, servers), and returns
@@ -230,10 +235,7 @@ Report RunTessera(const Config& cfg) {
   for (int w = 0; w < cfg.clients; ++w) {
     int fds[2];
     if (pipe(fds) != 0) {
-      std::perror("ps_bench: pipe");
-      KillAll(clients);
-      KillAll(nodes);
-      ClosePipes(pipes);
+      AbandonRun(clients, nodes, pipes);
       return {};
     }
     pipes.push_back(fds[0]);
@@ -415,10 +417,7 @@ Report RunCeiling(const Config& cfg) {
   for (int w = 0; w < cfg.clients; ++w) {
     int fds[2];
     if (pipe(fds) != 0) {
-      std::perror("ps_bench: pipe");
-      KillAll(clients);
-      KillAll(servers);
-      ClosePipes(pipes);
+      AbandonRun(clients, servers, pipes);
       return {};
     }
     pipes.push_back(fds[0]);
