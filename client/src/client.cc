@@ -150,6 +150,15 @@ struct ClientTable {
   Stripe& StripeOf(RowId row) { return stripes[(row / kStripeBlock) % kStripes]; }
 };
 
+// A batched read's per-call lists (Prefetch, ReadRows), kept per thread index so that a thread
+// streaming batches allocates none of them per call (see Client::Impl::ScratchOf).
+struct ReadScratch {
+  std::vector<std::vector<RowId>> per_server;  // rows to request, by server
+  std::vector<Stripe*> over;                   // stripes left over their share (see NoteIfOver)
+  std::vector<size_t> missing;                 // ReadRows: rows the cache could not answer
+  std::vector<bool> missing_was_valid;         // ... and whether each had a stale copy
+};
+
 // Holds one stripe's lock at a time while a caller walks rows that come in runs of the same
 // stripe (a batch of consecutive rows): the lock is taken once per run, never two at once.
 class StripeRunLock {
@@ -366,6 +375,7 @@ class Client::Impl {
         context_(context),
         coordinator_(context, zmq::socket_type::dealer),
         thread_clocks_(std::make_unique<std::atomic<int64_t>[]>(std::max(1, options_.num_threads))),
+        read_scratch_(std::max(1, options_.num_threads)),
         log_(MakeLogger(fmt::format("client-{}", options_.rank))) {
     for (int i = 0; i < std::max(1, options_.num_threads); ++i) thread_clocks_[i] = 0;
   }
@@ -555,7 +565,16 @@ class Client::Impl {
   // REQUIRES: stripe.mu.
   void EvictIfOver(ClientTable& table, Stripe& stripe) {
     if (table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity)
-      Evict(table, stripe);
+      Evict(table, stripe, std::max<size_t>(1, table.stripe_capacity / 4));
+  }
+  // Lists the stripe in `over` if it holds more rows than its share (rows waiting for replies
+  // may not go when room is made), for an EvictIfOver once the caller holds no stripe lock: a
+  // batch whose stripes stay within their share takes no lock for it. REQUIRES: stripe.mu.
+  static void NoteIfOver(const ClientTable& table, Stripe& stripe, std::vector<Stripe*>& over) {
+    if (table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity &&
+        (over.empty() || over.back() != &stripe)) {
+      over.push_back(&stripe);
+    }
   }
   // EvictIfOver for each of `stripes` (consecutive duplicates allowed), each under its lock.
   void EvictIfOver(ClientTable& table, const std::vector<Stripe*>& stripes) {
@@ -567,15 +586,31 @@ class Client::Impl {
     }
   }
 
-  // Drops a quarter of the stripe's capacity (at least one row), so that the sweep and the
+  // Under a capacity, drops rows of a full stripe so that the new rows of the run of `rows`
+  // that starts here (those in this stripe) fit without going over. The entries dropped are
+  // then in the CPU's caches, and the new rows take them at once (RowIndex reuses the last
+  // erased entry first); dropped after the rows are added (EvictIfOver), they are fetched cold
+  // twice, once to be dropped and once, a batch later, to be reused. REQUIRES: stripe.mu.
+  void MakeRoom(ClientTable& table, Stripe& stripe, std::span<const RowId> rows) {
+    if (table.stripe_capacity == 0) return;
+    size_t fresh = 0;
+    for (size_t i = 0; i < rows.size() && &table.StripeOf(rows[i]) == &stripe; ++i) {
+      if (stripe.cache.Find(rows[i]) == nullptr) ++fresh;
+    }
+    if (stripe.cache.size() + fresh > table.stripe_capacity) {
+      Evict(table, stripe, stripe.cache.size() + fresh - table.stripe_capacity);
+    }
+  }
+
+  // Drops `target` rows of the stripe (fewer if that many may not go); EvictIfOver drops a
+  // quarter of the stripe's capacity (at least one row), so that the sweep and the
   // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows whose bit is set
   // (see CacheEntry::referenced), and rows it may not drop: not yet answered, with a pending
   // error, or with reads waiting on them. A row that has been answered has no request in flight
   // (only rows never answered are requested; later values come as pushes), so an eviction never
   // races a reply. The servers learn of the dropped rows through `forget` (see ServerChannel).
   // REQUIRES: stripe.mu.
-  void Evict(ClientTable& table, Stripe& stripe) {
-    const size_t target = std::max<size_t>(1, table.stripe_capacity / 4);
+  void Evict(ClientTable& table, Stripe& stripe, size_t target) {
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     // The entries under the hand are the coldest of the cache: fetch those it will look at
     // together, so their cache misses overlap rather than come one after another.
@@ -586,8 +621,9 @@ class Client::Impl {
       stripe.cache.Prefetch(it->first);
     }
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
-    for (size_t steps = 2 * stripe.clock_order.size(); evicted.size() < target && steps > 0;
-         --steps) {
+    // `target` may exceed what the stripe holds (MakeRoom for a run larger than the capacity).
+    for (size_t steps = 2 * stripe.clock_order.size();
+         evicted.size() < target && steps > 0 && !stripe.clock_order.empty(); --steps) {
       auto [row, e] = stripe.clock_order.front();
       stripe.clock_order.pop_front();
       if (e->referenced || !e->valid || e->waiters > 0 || !e->error.ok()) {
@@ -710,21 +746,36 @@ class Client::Impl {
     }
   }
 
+  // Thread `thread`'s read scratch, emptied. Each thread index is used by one thread at a time
+  // (the class contract), and neither Prefetch nor ReadRows calls the other, so no two calls
+  // share it. REQUIRES: CheckThread(thread) is OK; Start has made the channels.
+  ReadScratch& ScratchOf(int thread) {
+    ReadScratch& s = read_scratch_[static_cast<size_t>(thread)];
+    s.per_server.resize(channels_.size());
+    for (auto& rows : s.per_server) rows.clear();
+    s.over.clear();
+    s.missing.clear();
+    s.missing_was_valid.clear();
+    return s;
+  }
+
   Status Prefetch(int thread, TableId id, std::span<const RowId> rows) {
     TESSERA_RETURN_IF_ERROR(CheckThread(thread));
     ClientTable* table = FindClientTable(id);
     if (table == nullptr) return Status::NotFound(fmt::format("unknown table {}", id));
     int64_t need = NeededClock(thread, *table);
     for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(*table, row));
-    std::vector<std::vector<RowId>> per_server(channels_.size());
-    std::vector<Stripe*> touched;
+    ReadScratch& scratch = ScratchOf(thread);
+    auto& per_server = scratch.per_server;
     {
       StripeRunLock run;
-      for (RowId row : rows) {
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const RowId row = rows[i];
         uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
         Stripe& stripe = table->StripeOf(row);
-        if (run.Hold(stripe)) touched.push_back(&stripe);
+        if (run.Hold(stripe)) MakeRoom(*table, stripe, rows.subspan(i));
         CacheEntry& entry = NewOrCachedEntry(*table, stripe, row);
+        NoteIfOver(*table, stripe, scratch.over);
         if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
         if (entry.subscribed || entry.requested >= need) continue;
         entry.requested = need;
@@ -734,7 +785,7 @@ class Client::Impl {
     for (size_t s = 0; s < per_server.size(); ++s) {
       if (!per_server[s].empty()) SendGet(static_cast<uint32_t>(s), id, per_server[s], need);
     }
-    EvictIfOver(*table, touched);
+    EvictIfOver(*table, scratch.over);
     return Status::Ok();
   }
 
@@ -1395,9 +1446,10 @@ class Client::Impl {
     const int64_t need = NeededClock(thread, table);
     const int64_t clock = thread_clocks_[thread].load(std::memory_order_relaxed);
     const auto num_servers = static_cast<uint32_t>(channels_.size());
-    std::vector<std::vector<RowId>> per_server(num_servers);
-    std::vector<size_t> missing;
-    std::vector<bool> missing_was_valid;  // a stale copy (a wait for the bound), not a cold miss
+    ReadScratch& scratch = ScratchOf(thread);
+    auto& per_server = scratch.per_server;
+    auto& missing = scratch.missing;
+    auto& missing_was_valid = scratch.missing_was_valid;  // a stale copy (a wait for the bound)
     uint64_t hits = 0, taken = 0, staleness_sum = 0, staleness_max = 0;
     // Copies the entry if the bound holds. REQUIRES: its stripe's lock.
     auto try_copy = [&](CacheEntry& e, size_t i, uint32_t server) {
@@ -1412,14 +1464,14 @@ class Client::Impl {
       staleness_max = std::max(staleness_max, st);
       return true;
     };
-    std::vector<Stripe*> touched;
     {
       StripeRunLock run;
       for (size_t i = 0; i < rows.size(); ++i) {
         Stripe& stripe = table.StripeOf(rows[i]);
-        if (run.Hold(stripe)) touched.push_back(&stripe);
+        if (run.Hold(stripe)) MakeRoom(table, stripe, rows.subspan(i));
         uint32_t server = ServerOfRow(id, rows[i], num_servers);
         CacheEntry& e = NewOrCachedEntry(table, stripe, rows[i]);
+        NoteIfOver(table, stripe, scratch.over);
         if (try_copy(e, i, server)) {
           ++hits;
           continue;
@@ -1436,7 +1488,7 @@ class Client::Impl {
       if (!per_server[s].empty()) SendGet(s, id, per_server[s], need);
     }
     // Entries of this pass are found again below: eviction may drop those it copied.
-    EvictIfOver(table, touched);
+    EvictIfOver(table, scratch.over);
     Count(kCacheHits, hits);
     // Waits for the first row still missing (a full Read: errors, time-out, statistics), then
     // takes every later one that has come meanwhile without waiting.
@@ -1984,7 +2036,8 @@ class Client::Impl {
     auto dense = batch.getDense();
     // Readers are woken once per stripe after the whole batch is in: waking one per row makes
     // the reader and this thread trade the CPU for every row of the batch.
-    std::vector<Stripe*> touched;
+    std::vector<Stripe*>& touched = received_touched_;
+    touched.clear();
     // A batch's rows come in runs of the same stripe (blocks of consecutive rows): the stripe's
     // lock is held across a run, not taken per row.
     StripeRunLock run;
@@ -2098,6 +2151,7 @@ class Client::Impl {
   std::array<std::atomic<ClientTable*>, kFastTables> fast_tables_{};  // tables_[id] for small ids
 
   std::unique_ptr<std::atomic<int64_t>[]> thread_clocks_;
+  std::vector<ReadScratch> read_scratch_;
   std::mutex clock_mu_;                // serializes flushes and clock messages
   std::atomic<bool> flushing_{false};  // SendPending is under way (under clock_mu_)
   int64_t process_clock_ = 0;
@@ -2122,6 +2176,7 @@ class Client::Impl {
   std::vector<bool> sent_on_;
   std::vector<bool> round_ready_;
   std::vector<std::pair<int, zmq::message_t>> round_received_;
+  std::vector<Stripe*> received_touched_;  // OnRows: stripes a batch filled (the receive role's)
   tbb::concurrent_queue<Outbound> outbound_;   // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};

@@ -79,6 +79,38 @@ TEST(CacheCapacityTest, RowsRequestedAheadAreNotDroppedBeforeTheyAreRead) {
   EXPECT_GE(st.evictions, kStream - 4096 - kBatch);
 }
 
+// Batches read ahead that are far larger than the cache (64 rows: one per stripe, each batch
+// putting 8 new rows in each stripe it touches): room is made for more rows than a stripe holds,
+// the rows waiting for replies stay over the capacity until answered, and every value read is
+// exact. (Making room for a run of rows larger than the stripe once swept past its last row.)
+TEST(CacheCapacityTest, BatchesLargerThanTheCacheReadExactly) {
+  constexpr uint64_t kStream = 4096, kBatch = 64, kAhead = 4;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = 64});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(
+      c.CreateTable(testing::TestTable(kTable, "stream", ValueType::kInt64, kStream, 2)).ok());
+  for (RowId r = 0; r < kStream; ++r) ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, int64_t(r)).ok());
+  ASSERT_TRUE(c.Clock(0).ok());
+  auto batch = [&](uint64_t b) {
+    std::vector<RowId> ids;
+    for (RowId r = b * kBatch; r < (b + 1) * kBatch; ++r) ids.push_back(r);
+    return ids;
+  };
+  const uint64_t batches = kStream / kBatch;
+  for (uint64_t b = 0; b < kAhead; ++b) ASSERT_TRUE(c.Prefetch(0, kTable, batch(b)).ok());
+  std::vector<int64_t> out(kBatch * 2);
+  for (uint64_t b = 0; b < batches; ++b) {
+    if (b + kAhead < batches) {
+      ASSERT_TRUE(c.Prefetch(0, kTable, batch(b + kAhead)).ok());
+    }
+    std::vector<RowId> ids = batch(b);
+    ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, std::span(out.data(), out.size())).ok());
+    for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(out[i * 2 + 1], int64_t(ids[i])) << ids[i];
+  }
+  // Bounded by the rows in flight (5 batches at a time), not by the stream.
+  EXPECT_GE(c.stats().evictions, kStream - 8 * kBatch);
+}
+
 // A reader with a small cache and a writer, staleness 0. The servers push only rows the reader
 // still caches; a row evicted and read again is pushed again, so a read at the next clock sees
 // the writer's update (a server that forgot the re-read row would leave it stale and the read
