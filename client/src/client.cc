@@ -2176,8 +2176,8 @@ class Client::Impl {
   std::vector<bool> sent_on_;
   std::vector<bool> round_ready_;
   std::vector<std::pair<int, zmq::message_t>> round_received_;
-  std::vector<Stripe*> received_touched_;  // OnRows: stripes a batch filled (the receive role's)
-  tbb::concurrent_queue<Outbound> outbound_;   // messages waiting for socket_mu_
+  std::vector<Stripe*> received_touched_;     // OnRows: stripes a batch filled (the receive role's)
+  tbb::concurrent_queue<Outbound> outbound_;  // messages waiting for socket_mu_
   std::atomic<uint64_t> unbudgeted_bytes_{0};  // sent, not yet spent from the I/O thread's budget
   std::atomic<bool> stop_io_{false};
   std::atomic<int64_t> pending_rows_{0};  // rows in the update logs of all stripes
