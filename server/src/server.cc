@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -63,6 +64,10 @@ class Subscribers {
     high_.erase(it);
     return true;
   }
+  void Clear() {
+    low_ = 0;
+    high_.clear();
+  }
   template <typename F>
   void ForEach(F f) const {
     for (uint64_t bits = low_; bits != 0; bits &= bits - 1)
@@ -88,6 +93,21 @@ struct StoredRow {
   // changed and was listed in dirty_ for the next push.
   int64_t dirty_epoch = -1;
   double change = 0;  // sum |delta / value| since last sent (kRelativeMagnitude only)
+
+  // For RowIndex::Erase. Only rows never written are erased (see Unsubscribe), and a row never
+  // written has its values, dirty mark and change as new (each is set only once a write has
+  // made the row materialized): resetting the fields of the first cache line is enough, and the
+  // rest of the entry, as far out of the CPU's caches as any row dropped long ago, is not
+  // fetched to be overwritten with what it holds.
+  void Reset() {
+    if (materialized) {
+      *this = StoredRow();
+      return;
+    }
+    id = 0;
+    table = 0;
+    subscribers.Clear();
+  }
 };
 
 struct ShardTable {
@@ -532,29 +552,31 @@ class Server::Impl {
                    std::span<const RowId> keep = {}) {
     Peer& peer = peers_[worker];
     uint64_t ended = 0;
-    // A client drops rows it read long ago (thousands of rows of traffic back), so their entries
-    // have left the CPU's caches: prefetch a group's index slots, then find them and prefetch
-    // their entries, so that the cache misses overlap instead of coming one after another.
-    constexpr unsigned kGroup = 32;
-    std::array<StoredRow*, kGroup> found;
-    for (unsigned base = 0; base < rows.size(); base += kGroup) {
-      const unsigned n = std::min(kGroup, rows.size() - base);
-      for (unsigned i = 0; i < n; ++i) t.rows.Prefetch(rows[base + i]);
-      for (unsigned i = 0; i < n; ++i) {
-        found[i] = t.rows.Find(rows[base + i]);
-        if (found[i] == nullptr) continue;
-        PrefetchObject(found[i]);  // all of it: an erased entry is reset whole
+    // A client drops rows it read long ago (thousands of rows of traffic back), so their index
+    // slots and entries have left the CPU's caches: each row is two dependent misses. Looking
+    // ahead in stages (the slot kAhead rows on, the entry half as far) overlaps them. Nothing is
+    // kept between the stages (an erase moves slots), so each row is found again when its turn
+    // comes, in memory the look-ahead brought in.
+    constexpr unsigned kAhead = 16;
+    auto look_ahead = [&](unsigned i) {
+      if (i < rows.size()) t.rows.Prefetch(rows[i]);
+      if (i >= kAhead / 2 && i - kAhead / 2 < rows.size()) {
+        // What Unsubscribe reads and an erase resets comes first in the entry (see StoredRow),
+        // on one cache line or, for an entry that does not start on one, two.
+        if (const StoredRow* r = t.rows.Find(rows[i - kAhead / 2]))
+          PrefetchForWrite(r, offsetof(StoredRow, table) + sizeof(TableId));
       }
-      for (unsigned i = 0; i < n; ++i) {
-        StoredRow* row = found[i];
-        if (row == nullptr) continue;
-        if (!keep.empty() && std::binary_search(keep.begin(), keep.end(), row->id)) continue;
-        if (!row->subscribers.Remove(worker)) continue;
-        --peer.held_rows;
-        ++ended;
-        // Erasing moves no other entry, so the rest of `found` stays valid.
-        if (!row->materialized && row->subscribers.empty()) t.rows.Erase(row->id);
-      }
+    };
+    for (unsigned i = 0; i < kAhead; ++i) look_ahead(i);
+    for (unsigned i = 0; i < rows.size(); ++i) {
+      look_ahead(i + kAhead);
+      StoredRow* row = t.rows.Find(rows[i]);
+      if (row == nullptr) continue;
+      if (!keep.empty() && std::binary_search(keep.begin(), keep.end(), row->id)) continue;
+      if (!row->subscribers.Remove(worker)) continue;
+      --peer.held_rows;
+      ++ended;
+      if (!row->materialized && row->subscribers.empty()) t.rows.Erase(row->id);
     }
     // Most reads carry no unsubscriptions: no stats lock for them.
     if (ended > 0) CountStat([&](ServerStats& s) { s.unsubscribed_rows += ended; });
