@@ -498,23 +498,15 @@ class Server::Impl {
     }
     req.rows.reserve(rows.size());
     for (RowId r : rows) req.rows.push_back(r);
+    // Unsubscriptions take effect first: the rows they name are not cached at the client, and
+    // any of them this request reads (the client dropped it, then asked for it again) is
+    // subscribed again by the answer. Done before the answer, they also free the entries of
+    // rows nobody reads any more just before the answer takes entries for the rows it reads:
+    // the index hands out the last freed first, so those are still in the CPU's caches.
+    Unsubscribe(worker, **table, get.getUnsubscribe());
     if (req.min_clock <= clock_) {
-      // The reply goes first, the unsubscriptions after it: the client waits for the one, not
-      // the other. A row this request reads again is subscribed by the answer, so it is left
-      // out of the unsubscriptions (the client dropped it, then asked for it again).
       Answer(req);
-      if (get.getUnsubscribe().size() > 0) {
-        std::vector<RowId> keep;
-        if (req.subscribe) {
-          keep = std::move(req.rows);
-          std::sort(keep.begin(), keep.end());
-        }
-        Unsubscribe(worker, **table, get.getUnsubscribe(), keep);
-      }
     } else {
-      // Unsubscriptions take effect now: the rows they name are not cached at the client, and
-      // any of them this request reads is subscribed again when it is answered.
-      Unsubscribe(worker, **table, get.getUnsubscribe());
       CountStat([](ServerStats& s) { ++s.parked_gets; });
       parked_.push_back(std::move(req));
     }
@@ -547,9 +539,7 @@ class Server::Impl {
   // any more and nobody has written is all zeros and needs no entry (a later read recreates it),
   // so a worker streaming through a table does not grow the shard's index.
   // REQUIRES: CheckRows(t, rows) is OK.
-  // Rows in `keep` (sorted) stay subscribed.
-  void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows,
-                   std::span<const RowId> keep = {}) {
+  void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows) {
     Peer& peer = peers_[worker];
     uint64_t ended = 0;
     // A client drops rows it read long ago (thousands of rows of traffic back), so their index
@@ -572,7 +562,6 @@ class Server::Impl {
       look_ahead(i + kAhead);
       StoredRow* row = t.rows.Find(rows[i]);
       if (row == nullptr) continue;
-      if (!keep.empty() && std::binary_search(keep.begin(), keep.end(), row->id)) continue;
       if (!row->subscribers.Remove(worker)) continue;
       --peer.held_rows;
       ++ended;
