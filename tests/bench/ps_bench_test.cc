@@ -2,6 +2,7 @@
 // summarised, and bad flags are refused with a clear message. The rates themselves are not
 // checked (they are measurements, not behaviour), only that each run produced one.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <sstream>
 #include <string>
@@ -89,6 +90,27 @@ TEST(PsBenchTest, OneRoundPrintsNoSummary) {
   EXPECT_TRUE(t.summary.empty()) << t.output;
 }
 
+// --pin split puts the clients on one CPU and the servers on another: it runs where this
+// process may use two CPUs, and is refused before anything runs where it may use one.
+TEST(PsBenchTest, PinSplitRunsOnTwoCpusOrSaysWhyNot) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  const std::string args =
+      "--widths 16 --clients 1 --servers 1 --patterns get-uncached --bytes-per-client 100000 "
+      "--pin split";
+  if (CPU_COUNT(&mine) >= 2) {
+    const Tables t = RunBench(args);
+    ASSERT_EQ(t.rounds.size(), 1u) << t.output;
+    EXPECT_GT(std::stod(t.rounds[0][4]), 0) << t.output;
+    EXPECT_GT(std::stod(t.rounds[0][6]), 0) << t.output;
+  } else {
+    const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--pin split needs two CPUs"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("| get"), std::string::npos) << "ran before refusing: " << r.output;
+  }
+}
+
 TEST(PsBenchTest, RefusesBadFlagsBeforeRunningAnything) {
   RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " --patterns inc,scan");
   EXPECT_EQ(r.exit_code, 2);
@@ -102,6 +124,11 @@ TEST(PsBenchTest, RefusesBadFlagsBeforeRunningAnything) {
   r = RunCommand(std::string(TESSERA_PS_BENCH) + " --window 0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
+
+  r = RunCommand(std::string(TESSERA_PS_BENCH) + " --pin cores");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--pin"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("| inc"), std::string::npos) << "ran before refusing: " << r.output;
 }
 
 }  // namespace
