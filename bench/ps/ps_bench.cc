@@ -118,7 +118,7 @@ void WriteReport(int fd, uint64_t rows, double seconds) {
 
 // Runs `child` in a new process, on CPU `cpu` alone unless it is -1.
 template <typename F>
-pid_t Fork(F child, int cpu = -1) {
+pid_t Fork(int cpu, F child) {
   pid_t pid = fork();
   if (pid == 0) {
     if (cpu >= 0) {
@@ -228,33 +228,29 @@ Report RunTessera(const Config& cfg) {
   std::string coord_file = TempEndpointFile();
   std::vector<pid_t> nodes, clients;
   std::vector<int> pipes;
-  nodes.push_back(Fork(
-      [&] {
-        zmq::context_t ctx;
-        tessera::CoordinatorOptions o;
-        o.num_servers = cfg.servers;
-        o.num_workers = cfg.clients;
-        tessera::Coordinator c(o, ctx);
-        if (!c.Start().ok()) return 1;
-        PublishFile(coord_file, c.endpoint());
-        c.WaitUntilDone();
-        return 0;
-      },
-      cfg.server_cpu));
+  nodes.push_back(Fork(cfg.server_cpu, [&] {
+    zmq::context_t ctx;
+    tessera::CoordinatorOptions o;
+    o.num_servers = cfg.servers;
+    o.num_workers = cfg.clients;
+    tessera::Coordinator c(o, ctx);
+    if (!c.Start().ok()) return 1;
+    PublishFile(coord_file, c.endpoint());
+    c.WaitUntilDone();
+    return 0;
+  }));
   std::string coordinator = WaitForFile(coord_file);
   for (int s = 0; s < cfg.servers; ++s) {
-    nodes.push_back(Fork(
-        [&, s] {
-          zmq::context_t ctx;
-          tessera::ServerOptions o;
-          o.rank = s;
-          o.coordinator = coordinator;
-          tessera::Server server(o, ctx);
-          if (!server.Start().ok()) return 1;
-          server.WaitUntilDone();
-          return 0;
-        },
-        cfg.server_cpu));
+    nodes.push_back(Fork(cfg.server_cpu, [&, s] {
+      zmq::context_t ctx;
+      tessera::ServerOptions o;
+      o.rank = s;
+      o.coordinator = coordinator;
+      tessera::Server server(o, ctx);
+      if (!server.Start().ok()) return 1;
+      server.WaitUntilDone();
+      return 0;
+    }));
   }
   for (int w = 0; w < cfg.clients; ++w) {
     int fds[2];
@@ -263,125 +259,121 @@ Report RunTessera(const Config& cfg) {
       return {};
     }
     pipes.push_back(fds[0]);
-    clients.push_back(Fork(
-        [&, w, wfd = fds[1]] {
-          zmq::context_t ctx;
-          tessera::ClientOptions o;
-          o.rank = w;
-          o.coordinator = coordinator;
-          o.cache_rows = cfg.cache_rows;
-          tessera::Client client(o, ctx);
-          if (!client.Start().ok()) return 1;
-          tessera::TableSpec spec;
-          spec.id = 1;
-          spec.name = "bench";
-          spec.value_type = tessera::ValueType::kFloat32;
-          spec.num_rows = cfg.rows_per_client * cfg.clients + 1;
-          spec.width = cfg.width;
-          spec.staleness = 0;
-          if (!client.CreateTable(spec).ok()) return 1;
-          std::vector<float> delta(cfg.width, 1.0f), row;
-          const tessera::RowId base = cfg.rows_per_client * w;
-          if (!client.Barrier().ok()) return 1;
-          auto start = Clock::now();
-          uint64_t moved = 0;
-          // Get patterns: batch b is rows [b * batch, (b + 1) * batch) of this client's range.
-          const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
-          auto batch_ids = [&](uint64_t b) {
-            std::vector<tessera::RowId> ids;
-            for (uint64_t r = b * cfg.batch;
-                 r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
-              ids.push_back(base + r);
-            }
-            return ids;
-          };
-          if (cfg.pattern == "inc") {
-            const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
-            std::vector<tessera::RowId> ids;
-            for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
-              ids.clear();
-              for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j)
-                ids.push_back(base + j % cfg.working_set);
-              if (cfg.per_row_inc) {
-                for (tessera::RowId id : ids) {
-                  if (!client.IncRow<float>(1, id, delta).ok()) return 1;
-                }
-              } else {
-                std::span<const float> d(deltas.data(), ids.size() * cfg.width);
-                if (!client.IncRows<float>(1, ids, d).ok()) return 1;
-              }
-              moved += ids.size();
-              if (!client.Clock(0).ok()) return 1;
-            }
-            // Applied everywhere once a staleness-0 read at the final clock is answered.
-            if (!client.Get<float>(0, 1, base, &row).ok()) return 1;
-          } else if (cfg.pattern == "get-uncached") {
-            // A ring of `window` buffers, each with a read in flight, the oldest waited for first.
-            const size_t window = static_cast<size_t>(cfg.window);
-            std::vector<std::vector<float>> bufs(
-                window, std::vector<float>(static_cast<size_t>(cfg.batch) * cfg.width));
-            std::vector<tessera::ReadTicket> tickets(window);
-            std::vector<size_t> sizes(window, 0);
-            auto wait = [&](size_t slot) {
-              if (!client.WaitUncachedRead(tickets[slot]).ok()) return false;
-              moved += sizes[slot];
-              return true;
-            };
-            uint64_t in_flight = 0;
-            for (uint64_t b = 0; b < batches; ++b) {
-              const size_t slot = b % window;
-              if (in_flight == window) {
-                if (!wait(slot)) return 1;
-                --in_flight;
-              }
-              const std::vector<tessera::RowId> ids = batch_ids(b);
-              sizes[slot] = ids.size();
-              auto t = client.StartUncachedRead<float>(
-                  0, 1, ids, std::span<float>(bufs[slot].data(), ids.size() * cfg.width));
-              if (!t.ok()) return 1;
-              tickets[slot] = *t;
-              ++in_flight;
-            }
-            for (uint64_t k = batches - in_flight; k < batches; ++k) {
-              if (!wait(k % window)) return 1;
+    clients.push_back(Fork(cfg.client_cpu, [&, w, wfd = fds[1]] {
+      zmq::context_t ctx;
+      tessera::ClientOptions o;
+      o.rank = w;
+      o.coordinator = coordinator;
+      o.cache_rows = cfg.cache_rows;
+      tessera::Client client(o, ctx);
+      if (!client.Start().ok()) return 1;
+      tessera::TableSpec spec;
+      spec.id = 1;
+      spec.name = "bench";
+      spec.value_type = tessera::ValueType::kFloat32;
+      spec.num_rows = cfg.rows_per_client * cfg.clients + 1;
+      spec.width = cfg.width;
+      spec.staleness = 0;
+      if (!client.CreateTable(spec).ok()) return 1;
+      std::vector<float> delta(cfg.width, 1.0f), row;
+      const tessera::RowId base = cfg.rows_per_client * w;
+      if (!client.Barrier().ok()) return 1;
+      auto start = Clock::now();
+      uint64_t moved = 0;
+      // Get patterns: batch b is rows [b * batch, (b + 1) * batch) of this client's range.
+      const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
+      auto batch_ids = [&](uint64_t b) {
+        std::vector<tessera::RowId> ids;
+        for (uint64_t r = b * cfg.batch;
+             r < std::min<uint64_t>((b + 1) * cfg.batch, cfg.rows_per_client); ++r) {
+          ids.push_back(base + r);
+        }
+        return ids;
+      };
+      if (cfg.pattern == "inc") {
+        const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
+        std::vector<tessera::RowId> ids;
+        for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
+          ids.clear();
+          for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j)
+            ids.push_back(base + j % cfg.working_set);
+          if (cfg.per_row_inc) {
+            for (tessera::RowId id : ids) {
+              if (!client.IncRow<float>(1, id, delta).ok()) return 1;
             }
           } else {
-            for (uint64_t b = 0; b < std::min<uint64_t>(cfg.window, batches); ++b) {
-              if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
-            }
-            std::vector<float> rows_out(static_cast<size_t>(cfg.batch) * cfg.width);
-            for (uint64_t b = 0; b < batches; ++b) {
-              if (b + cfg.window < batches &&
-                  !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
-                return 1;
-              std::vector<tessera::RowId> ids = batch_ids(b);
-              if (cfg.per_row_get) {
-                for (tessera::RowId id : ids) {
-                  if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
-                }
-              } else {
-                std::span<float> out(rows_out.data(), ids.size() * cfg.width);
-                if (!client.GetRows<float>(0, 1, ids, out).ok()) return 1;
-              }
-              moved += ids.size();
-            }
+            std::span<const float> d(deltas.data(), ids.size() * cfg.width);
+            if (!client.IncRows<float>(1, ids, d).ok()) return 1;
           }
-          double secs = std::chrono::duration<double>(Clock::now() - start).count();
-          WriteReport(wfd, moved, secs);
-          if (cfg.client_stats) {
-            tessera::ClientStats st = client.stats();
-            std::fprintf(
-                stderr,
-                "client %d: rows requested %lu, hits %lu, cold misses %lu, stale waits %lu, "
-                "rows received %lu, evictions %lu, messages sent %lu, flow-control waits "
-                "%lu\n",
-                w, st.get_requests, st.cache_hits, st.cold_misses, st.stale_waits, st.rows_received,
-                st.evictions, st.messages_sent, st.flow_control_waits);
+          moved += ids.size();
+          if (!client.Clock(0).ok()) return 1;
+        }
+        // Applied everywhere once a staleness-0 read at the final clock is answered.
+        if (!client.Get<float>(0, 1, base, &row).ok()) return 1;
+      } else if (cfg.pattern == "get-uncached") {
+        // A ring of `window` buffers, each with a read in flight, the oldest waited for first.
+        const size_t window = static_cast<size_t>(cfg.window);
+        std::vector<std::vector<float>> bufs(
+            window, std::vector<float>(static_cast<size_t>(cfg.batch) * cfg.width));
+        std::vector<tessera::ReadTicket> tickets(window);
+        std::vector<size_t> sizes(window, 0);
+        auto wait = [&](size_t slot) {
+          if (!client.WaitUncachedRead(tickets[slot]).ok()) return false;
+          moved += sizes[slot];
+          return true;
+        };
+        uint64_t in_flight = 0;
+        for (uint64_t b = 0; b < batches; ++b) {
+          const size_t slot = b % window;
+          if (in_flight == window) {
+            if (!wait(slot)) return 1;
+            --in_flight;
           }
-          (void)client.Leave();
-          return 0;
-        },
-        cfg.client_cpu));
+          const std::vector<tessera::RowId> ids = batch_ids(b);
+          sizes[slot] = ids.size();
+          auto t = client.StartUncachedRead<float>(
+              0, 1, ids, std::span<float>(bufs[slot].data(), ids.size() * cfg.width));
+          if (!t.ok()) return 1;
+          tickets[slot] = *t;
+          ++in_flight;
+        }
+        for (uint64_t k = batches - in_flight; k < batches; ++k) {
+          if (!wait(k % window)) return 1;
+        }
+      } else {
+        for (uint64_t b = 0; b < std::min<uint64_t>(cfg.window, batches); ++b) {
+          if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
+        }
+        std::vector<float> rows_out(static_cast<size_t>(cfg.batch) * cfg.width);
+        for (uint64_t b = 0; b < batches; ++b) {
+          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
+            return 1;
+          std::vector<tessera::RowId> ids = batch_ids(b);
+          if (cfg.per_row_get) {
+            for (tessera::RowId id : ids) {
+              if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
+            }
+          } else {
+            std::span<float> out(rows_out.data(), ids.size() * cfg.width);
+            if (!client.GetRows<float>(0, 1, ids, out).ok()) return 1;
+          }
+          moved += ids.size();
+        }
+      }
+      double secs = std::chrono::duration<double>(Clock::now() - start).count();
+      WriteReport(wfd, moved, secs);
+      if (cfg.client_stats) {
+        tessera::ClientStats st = client.stats();
+        std::fprintf(stderr,
+                     "client %d: rows requested %lu, hits %lu, cold misses %lu, stale waits %lu, "
+                     "rows received %lu, evictions %lu, messages sent %lu, flow-control waits "
+                     "%lu\n",
+                     w, st.get_requests, st.cache_hits, st.cold_misses, st.stale_waits,
+                     st.rows_received, st.evictions, st.messages_sent, st.flow_control_waits);
+      }
+      (void)client.Leave();
+      return 0;
+    }));
     close(fds[1]);
   }
   // Each client writes its report before it exits, so the pipes are read after the waits.
@@ -410,37 +402,35 @@ Report RunCeiling(const Config& cfg) {
   const size_t row_bytes = cfg.width * sizeof(float);
   for (int s = 0; s < cfg.servers; ++s) {
     files.push_back(TempEndpointFile() + "-" + std::to_string(s));
-    servers.push_back(Fork(
-        [&, s] {
-          zmq::context_t ctx;
-          zmq::socket_t sock(ctx, zmq::socket_type::router);
-          sock.set(zmq::sockopt::sndhwm, 0);
-          sock.set(zmq::sockopt::rcvhwm, 0);
-          sock.bind("tcp://127.0.0.1:*");
-          PublishFile(files[s], sock.get(zmq::sockopt::last_endpoint));
-          int done = 0;
-          while (done < cfg.clients) {
-            zmq::message_t id, msg;
-            (void)sock.recv(id);
-            (void)sock.recv(msg);
-            if (msg.size() == 1) {  // a client finished: acknowledge so it can stop its timer
-              ++done;
-              sock.send(id, zmq::send_flags::sndmore);
-              sock.send(zmq::str_buffer("k"));
-            } else if (IsGet(cfg.pattern)) {
-              // Request: row ids; reply: that many rows of payload.
-              size_t n = msg.size() / sizeof(uint64_t);
-              zmq::message_t reply(n * row_bytes);
-              std::memset(reply.data(), 0, reply.size());
-              sock.send(id, zmq::send_flags::sndmore);
-              sock.send(reply, zmq::send_flags::none);
-            } else {
-              TouchPayload(msg);
-            }
-          }
-          return 0;
-        },
-        cfg.server_cpu));
+    servers.push_back(Fork(cfg.server_cpu, [&, s] {
+      zmq::context_t ctx;
+      zmq::socket_t sock(ctx, zmq::socket_type::router);
+      sock.set(zmq::sockopt::sndhwm, 0);
+      sock.set(zmq::sockopt::rcvhwm, 0);
+      sock.bind("tcp://127.0.0.1:*");
+      PublishFile(files[s], sock.get(zmq::sockopt::last_endpoint));
+      int done = 0;
+      while (done < cfg.clients) {
+        zmq::message_t id, msg;
+        (void)sock.recv(id);
+        (void)sock.recv(msg);
+        if (msg.size() == 1) {  // a client finished: acknowledge so it can stop its timer
+          ++done;
+          sock.send(id, zmq::send_flags::sndmore);
+          sock.send(zmq::str_buffer("k"));
+        } else if (IsGet(cfg.pattern)) {
+          // Request: row ids; reply: that many rows of payload.
+          size_t n = msg.size() / sizeof(uint64_t);
+          zmq::message_t reply(n * row_bytes);
+          std::memset(reply.data(), 0, reply.size());
+          sock.send(id, zmq::send_flags::sndmore);
+          sock.send(reply, zmq::send_flags::none);
+        } else {
+          TouchPayload(msg);
+        }
+      }
+      return 0;
+    }));
   }
   std::vector<std::string> endpoints;
   for (auto& f : files) endpoints.push_back(WaitForFile(f));
@@ -451,59 +441,57 @@ Report RunCeiling(const Config& cfg) {
       return {};
     }
     pipes.push_back(fds[0]);
-    clients.push_back(Fork(
-        [&, wfd = fds[1]] {
-          zmq::context_t ctx;
-          std::vector<zmq::socket_t> socks;
-          for (auto& ep : endpoints) {
-            socks.emplace_back(ctx, zmq::socket_type::dealer);
-            socks.back().set(zmq::sockopt::sndhwm, 0);
-            socks.back().connect(ep);
+    clients.push_back(Fork(cfg.client_cpu, [&, wfd = fds[1]] {
+      zmq::context_t ctx;
+      std::vector<zmq::socket_t> socks;
+      for (auto& ep : endpoints) {
+        socks.emplace_back(ctx, zmq::socket_type::dealer);
+        socks.back().set(zmq::sockopt::sndhwm, 0);
+        socks.back().connect(ep);
+      }
+      auto start = Clock::now();
+      uint64_t moved = 0;
+      const size_t per_server = std::max<size_t>(1, cfg.batch / cfg.servers);
+      uint64_t in_flight = 0;
+      for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
+        size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
+        for (auto& s : socks) {
+          size_t k = std::min(per_server, n);
+          if (IsGet(cfg.pattern)) {
+            zmq::message_t req(k * sizeof(uint64_t));
+            s.send(req, zmq::send_flags::none);
+          } else {
+            zmq::message_t payload(k * row_bytes);
+            std::memset(payload.data(), 1, payload.size());
+            s.send(payload, zmq::send_flags::none);
           }
-          auto start = Clock::now();
-          uint64_t moved = 0;
-          const size_t per_server = std::max<size_t>(1, cfg.batch / cfg.servers);
-          uint64_t in_flight = 0;
-          for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
-            size_t n = std::min<uint64_t>(cfg.batch, cfg.rows_per_client - i);
-            for (auto& s : socks) {
-              size_t k = std::min(per_server, n);
-              if (IsGet(cfg.pattern)) {
-                zmq::message_t req(k * sizeof(uint64_t));
-                s.send(req, zmq::send_flags::none);
-              } else {
-                zmq::message_t payload(k * row_bytes);
-                std::memset(payload.data(), 1, payload.size());
-                s.send(payload, zmq::send_flags::none);
-              }
-            }
-            if (IsGet(cfg.pattern) && ++in_flight == static_cast<uint64_t>(cfg.window)) {
-              for (auto& s : socks) {
-                zmq::message_t reply;
-                (void)s.recv(reply);
-                TouchPayload(reply);
-              }
-              --in_flight;
-            }
-            moved += n;
-          }
-          for (; in_flight > 0; --in_flight) {
-            for (auto& s : socks) {
-              zmq::message_t reply;
-              (void)s.recv(reply);
-              TouchPayload(reply);
-            }
-          }
+        }
+        if (IsGet(cfg.pattern) && ++in_flight == static_cast<uint64_t>(cfg.window)) {
           for (auto& s : socks) {
-            s.send(zmq::str_buffer("d"));
-            zmq::message_t ack;
-            (void)s.recv(ack);
+            zmq::message_t reply;
+            (void)s.recv(reply);
+            TouchPayload(reply);
           }
-          double secs = std::chrono::duration<double>(Clock::now() - start).count();
-          WriteReport(wfd, moved, secs);
-          return 0;
-        },
-        cfg.client_cpu));
+          --in_flight;
+        }
+        moved += n;
+      }
+      for (; in_flight > 0; --in_flight) {
+        for (auto& s : socks) {
+          zmq::message_t reply;
+          (void)s.recv(reply);
+          TouchPayload(reply);
+        }
+      }
+      for (auto& s : socks) {
+        s.send(zmq::str_buffer("d"));
+        zmq::message_t ack;
+        (void)s.recv(ack);
+      }
+      double secs = std::chrono::duration<double>(Clock::now() - start).count();
+      WriteReport(wfd, moved, secs);
+      return 0;
+    }));
     close(fds[1]);
   }
   const bool run_ok = WaitRun(clients, servers);
