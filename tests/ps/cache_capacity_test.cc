@@ -50,30 +50,49 @@ TEST(CacheCapacityTest, StaysBoundedAndEvictedRowsReadBackExactly) {
   EXPECT_EQ(unsubscribed, c.stats().evictions);
 }
 
+constexpr uint64_t kBatch = 64;
+
+// A table of `rows` rows of two columns for a reader streaming through it.
+TableSpec Stream(uint64_t rows) {
+  return testing::TestTable(kTable, "stream", ValueType::kInt64, rows, 2);
+}
+
+// Reads rows [0, stream) of kTable (two columns) in batches of kBatch, each requested `ahead`
+// batches before it is read (Prefetch, then GetRows), as a loader does; `check(ids, values)`
+// sees every batch read.
+template <typename Check>
+void ReadAhead(Client& c, uint64_t stream, uint64_t ahead, Check check) {
+  auto batch = [&](uint64_t b) {
+    std::vector<RowId> ids;
+    for (RowId r = b * kBatch; r < std::min((b + 1) * kBatch, stream); ++r) ids.push_back(r);
+    return ids;
+  };
+  const uint64_t batches = (stream + kBatch - 1) / kBatch;
+  for (uint64_t b = 0; b < std::min(ahead, batches); ++b) {
+    ASSERT_TRUE(c.Prefetch(0, kTable, batch(b)).ok());
+  }
+  std::vector<int64_t> out(kBatch * 2);
+  for (uint64_t b = 0; b < batches; ++b) {
+    if (b + ahead < batches) {
+      ASSERT_TRUE(c.Prefetch(0, kTable, batch(b + ahead)).ok());
+    }
+    std::vector<RowId> ids = batch(b);
+    std::span<int64_t> values(out.data(), ids.size() * 2);
+    ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, values).ok());
+    check(ids, values);
+  }
+}
+
 // A reader that requests rows ahead (Prefetch) of reading them, as a loader does: rows that have
 // arrived but are not read yet must not be evicted (each would cost a second request and a
 // round trip), even though rows already read were read from the cache (hits).
 TEST(CacheCapacityTest, RowsRequestedAheadAreNotDroppedBeforeTheyAreRead) {
-  constexpr uint64_t kStream = 20000, kBatch = 64, kAhead = 16;  // 16 batches of 64 in flight
+  constexpr uint64_t kStream = 20000;
   InProcessCluster cluster({.num_servers = 1, .num_workers = 1, .cache_rows = 4096});
   Client& c = cluster.client(0);
-  ASSERT_TRUE(
-      c.CreateTable(testing::TestTable(kTable, "stream", ValueType::kInt64, kStream, 2)).ok());
-  auto batch = [&](uint64_t b) {
-    std::vector<RowId> ids;
-    for (RowId r = b * kBatch; r < std::min((b + 1) * kBatch, kStream); ++r) ids.push_back(r);
-    return ids;
-  };
-  const uint64_t batches = (kStream + kBatch - 1) / kBatch;
-  for (uint64_t b = 0; b < kAhead; ++b) ASSERT_TRUE(c.Prefetch(0, kTable, batch(b)).ok());
-  std::vector<int64_t> out(kBatch * 2);
-  for (uint64_t b = 0; b < batches; ++b) {
-    if (b + kAhead < batches) {
-      ASSERT_TRUE(c.Prefetch(0, kTable, batch(b + kAhead)).ok());
-    }
-    std::vector<RowId> ids = batch(b);
-    ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, std::span(out.data(), ids.size() * 2)).ok());
-  }
+  ASSERT_TRUE(c.CreateTable(Stream(kStream)).ok());
+  // 16 batches of 64 in flight.
+  ASSERT_NO_FATAL_FAILURE(ReadAhead(c, kStream, 16, [](const auto&, const auto&) {}));
   ClientStats st = c.stats();
   EXPECT_EQ(st.get_requests, kStream) << "rows requested twice: evicted before they were read";
   EXPECT_GE(st.evictions, kStream - 4096 - kBatch);
@@ -84,29 +103,15 @@ TEST(CacheCapacityTest, RowsRequestedAheadAreNotDroppedBeforeTheyAreRead) {
 // the rows waiting for replies stay over the capacity until answered, and every value read is
 // exact. (Making room for a run of rows larger than the stripe once swept past its last row.)
 TEST(CacheCapacityTest, BatchesLargerThanTheCacheReadExactly) {
-  constexpr uint64_t kStream = 4096, kBatch = 64, kAhead = 4;
+  constexpr uint64_t kStream = 4096;
   InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = 64});
   Client& c = cluster.client(0);
-  ASSERT_TRUE(
-      c.CreateTable(testing::TestTable(kTable, "stream", ValueType::kInt64, kStream, 2)).ok());
+  ASSERT_TRUE(c.CreateTable(Stream(kStream)).ok());
   for (RowId r = 0; r < kStream; ++r) ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, int64_t(r)).ok());
   ASSERT_TRUE(c.Clock(0).ok());
-  auto batch = [&](uint64_t b) {
-    std::vector<RowId> ids;
-    for (RowId r = b * kBatch; r < (b + 1) * kBatch; ++r) ids.push_back(r);
-    return ids;
-  };
-  const uint64_t batches = kStream / kBatch;
-  for (uint64_t b = 0; b < kAhead; ++b) ASSERT_TRUE(c.Prefetch(0, kTable, batch(b)).ok());
-  std::vector<int64_t> out(kBatch * 2);
-  for (uint64_t b = 0; b < batches; ++b) {
-    if (b + kAhead < batches) {
-      ASSERT_TRUE(c.Prefetch(0, kTable, batch(b + kAhead)).ok());
-    }
-    std::vector<RowId> ids = batch(b);
-    ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, std::span(out.data(), out.size())).ok());
-    for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(out[i * 2 + 1], int64_t(ids[i])) << ids[i];
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadAhead(c, kStream, 4, [](const auto& ids, const auto& values) {
+    for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(values[i * 2 + 1], int64_t(ids[i])) << ids[i];
+  }));
   // Bounded by the rows in flight (5 batches at a time), not by the stream.
   EXPECT_GE(c.stats().evictions, kStream - 8 * kBatch);
 }
