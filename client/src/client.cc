@@ -448,6 +448,7 @@ class Client::Impl {
   }
 
   Status CreateTable(const TableSpec& spec) {
+    TESSERA_RETURN_IF_ERROR(CheckStarted("CreateTable"));
     TESSERA_RETURN_IF_ERROR(spec.Validate());
     {
       std::shared_lock lock(tables_mu_);
@@ -510,6 +511,13 @@ class Client::Impl {
                                             t.spec.name, t.spec.num_rows));
     }
     return Status::Ok();
+  }
+
+  // The calls that talk to the job need the servers Start found: before it there are no
+  // sockets to send on (and no tables, so reads and updates fail with NotFound).
+  Status CheckStarted(const char* call) const {
+    if (started_.load(std::memory_order_acquire)) return Status::Ok();
+    return Status::FailedPrecondition(fmt::format("client: {} before Start()", call));
   }
 
   Status CheckThread(int thread) const {
@@ -875,6 +883,7 @@ class Client::Impl {
   }
 
   Status Clock(int thread) {
+    TESSERA_RETURN_IF_ERROR(CheckStarted("Clock"));
     TESSERA_RETURN_IF_ERROR(CheckThread(thread));
     std::lock_guard lock(clock_mu_);
     thread_clocks_[thread].fetch_add(1, std::memory_order_relaxed);
@@ -891,6 +900,7 @@ class Client::Impl {
   int64_t clock(int thread) const { return thread_clocks_[thread].load(); }
 
   Status Barrier() {
+    TESSERA_RETURN_IF_ERROR(CheckStarted("Barrier"));
     {
       std::lock_guard lock(clock_mu_);
       FlushLocked();
@@ -2188,7 +2198,7 @@ class Client::Impl {
   Waker input_waker_;  // the receiver's: a socket has input whose signal a sender took
   std::thread io_thread_;
   std::atomic<uint64_t> next_request_id_{1};
-  bool started_ = false;
+  std::atomic<bool> started_{false};  // Start made the sockets and the I/O thread
   std::atomic<bool> left_{false};
 
   std::mutex calls_mu_;

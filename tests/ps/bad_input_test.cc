@@ -333,6 +333,32 @@ TEST(ClientErrorsTest, ClientRejectsBadCallsWithClearErrors) {
   EXPECT_EQ(row, (std::vector<int64_t>{0, 0}));
 }
 
+// A client used before Start has no servers to talk to: the calls that would send say so, and
+// the rest find no table; nothing is sent, and Start afterwards works as usual.
+TEST(ClientErrorsTest, CallsBeforeStartAreRefused) {
+  InProcessCluster cluster({.num_servers = 1, .num_workers = 1, .num_clients = 0});
+  ClientOptions options;
+  options.coordinator = cluster.coordinator().endpoint();
+  options.secret = cluster.options().secret;
+  options.timeout = std::chrono::seconds(10);
+  Client c(options, cluster.context());
+  for (Status s : {c.CreateTable(Counters()), c.Clock(0), c.Barrier()}) {
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_NE(s.message().find("before Start()"), std::string::npos) << s.ToString();
+  }
+  std::vector<int64_t> row;
+  EXPECT_EQ(c.Get<int64_t>(0, kTable, 0, &row).code(), StatusCode::kNotFound);
+  EXPECT_EQ(c.Inc<int64_t>(kTable, 0, 0, 1).code(), StatusCode::kNotFound);
+  Status started = c.Start();
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  ASSERT_TRUE(c.CreateTable(Counters()).ok());
+  ASSERT_TRUE(c.Inc<int64_t>(kTable, 0, 0, 3).ok());
+  ASSERT_TRUE(c.Clock(0).ok());
+  ASSERT_TRUE(c.Get<int64_t>(0, kTable, 0, &row).ok());
+  EXPECT_EQ(row, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(cluster.server(0).stats().clock, 1);
+}
+
 TEST(ClientErrorsTest, MissingCoordinatorIsUnavailable) {
   zmq::context_t context;
   ClientOptions options;
