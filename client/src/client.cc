@@ -601,6 +601,8 @@ class Client::Impl {
   // twice, once to be dropped and once, a batch later, to be reused. REQUIRES: stripe.mu.
   void MakeRoom(ClientTable& table, Stripe& stripe, std::span<const RowId> rows) {
     if (table.stripe_capacity == 0) return;
+    // Counting only the rows not cached keeps a run of hits from dropping rows for nothing. The
+    // lookups touch the index slots the caller's insert or lookup of each row touches next.
     size_t fresh = 0;
     for (size_t i = 0; i < rows.size() && &table.StripeOf(rows[i]) == &stripe; ++i) {
       if (stripe.cache.Find(rows[i]) == nullptr) ++fresh;
