@@ -1678,10 +1678,11 @@ class Client::Impl {
   // Polls `fds` and sets in `ready` (one flag per socket) which sockets to drain: those that
   // signaled, or all if input_waker_ fired (a sender took a socket's signal). `fds` is
   // ReceiverFds(), optionally followed by waker_ (the I/O thread's), or just waker_ (the parked
-  // I/O thread). A negative `timeout` waits without a limit.
-  void Poll(std::vector<pollfd>& fds, std::chrono::microseconds timeout, std::vector<bool>& ready) {
+  // I/O thread, which has nothing to drain and passes no `ready`). A negative `timeout` waits
+  // without a limit.
+  void Poll(std::vector<pollfd>& fds, std::chrono::microseconds timeout, std::vector<bool>* ready) {
     const size_t sockets = server_sockets_.size() + 1;
-    ready.assign(sockets, false);
+    if (ready != nullptr) ready->assign(sockets, false);
     timespec ts{};
     if (timeout.count() >= 0) {
       ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
@@ -1690,7 +1691,7 @@ class Client::Impl {
     if (ppoll(fds.data(), fds.size(), timeout.count() >= 0 ? &ts : nullptr, nullptr) < 0 &&
         errno != EINTR) {
       log_->error("poll failed: {}", std::strerror(errno));
-      ready.assign(sockets, true);
+      if (ready != nullptr) ready->assign(sockets, true);
       return;
     }
     for (const pollfd& p : fds) {
@@ -1699,12 +1700,12 @@ class Client::Impl {
         waker_.Drain();
       } else if (p.fd == input_waker_.poll_item().fd) {
         input_waker_.Drain();
-        ready.assign(sockets, true);
+        if (ready != nullptr) ready->assign(sockets, true);
         return;
       }
     }
-    if (fds.size() > sockets) {
-      for (size_t i = 0; i < sockets; ++i) ready[i] = (fds[i].revents & POLLIN) != 0;
+    if (ready != nullptr && fds.size() > sockets) {
+      for (size_t i = 0; i < sockets; ++i) (*ready)[i] = (fds[i].revents & POLLIN) != 0;
     }
   }
 
@@ -1728,7 +1729,7 @@ class Client::Impl {
   void ReceiveRound(std::chrono::microseconds wait) {
     if (!DrainAndHandle(&round_received_, &none_ready_, /*one_each=*/true)) {
       // Returns at once if a socket has signaled (or input_waker_ has fired) already.
-      Poll(receiver_fds_, wait, round_ready_);
+      Poll(receiver_fds_, wait, &round_ready_);
       DrainAndHandle(&round_received_, &round_ready_, /*one_each=*/true);
     }
     caller_rounds_.fetch_add(1, std::memory_order_relaxed);
@@ -1779,7 +1780,6 @@ class Client::Impl {
     fds.push_back({waker_.poll_item().fd, POLLIN, 0});
     std::vector<pollfd> parked_fds = {fds.back()};  // waker_ only: input_waker_ is the receiver's
     std::vector<bool> ready(server_sockets_.size() + 1, true);
-    std::vector<bool> parked_ready;
     const CommOptions& comm = options_.comm;
     // Up to 100 ms of budget (at least one full message) may build up: enough to catch up after
     // the thread was descheduled, little enough to keep any window within a few percent.
@@ -1825,9 +1825,9 @@ class Client::Impl {
         timeout = timeout.count() < 0 ? kParkInterval : std::min(timeout, kParkInterval);
       }
       if (role.owns_lock()) {
-        Poll(fds, timeout, ready);
+        Poll(fds, timeout, &ready);
       } else {
-        Poll(parked_fds, timeout, parked_ready);  // only waker_: nothing to drain
+        Poll(parked_fds, timeout, nullptr);  // only waker_: nothing to drain
       }
       if (comm.early_sends()) {
         budget.Spend(static_cast<double>(unbudgeted_bytes_.exchange(0, std::memory_order_relaxed)));
