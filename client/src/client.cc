@@ -38,12 +38,15 @@ namespace {
 constexpr size_t kStripes = 64;
 // Evicted rows a server may still push before the client tells it (in one message) to stop.
 constexpr size_t kMaxForgetRows = 4096;
-// The I/O thread, parked while callers receive, checks this often whether they still do, and
-// takes the receive role back once a whole interval passed without a caller receiving: a push
-// nobody waits for waits at most about two intervals to be applied. Callers let the role go
-// without waking the I/O thread, so one that reads batch after batch keeps receiving its
-// replies itself (see AwaitReady).
-constexpr std::chrono::microseconds kParkInterval{500};
+// The I/O thread, parked while callers receive, takes the receive role back once this long has
+// passed since a caller last received: a push nobody waits for waits at most about this long to
+// be applied. Callers let the role go without waking the I/O thread, so one that reads batch
+// after batch keeps receiving its replies itself (see AwaitReady); the parked thread sleeps
+// until the interval after the latest caller round ends, so while callers keep receiving it
+// wakes about once per interval, and each wake-up of a thread that finds nothing to do costs
+// the other threads of the process their CPU (2000 a second cost 1-5% of cold-read
+// throughput; bench/README.md "Session 8").
+constexpr std::chrono::microseconds kParkInterval{2000};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
 // Flow control: update batches a client may have sent to a server and not seen applied; a
@@ -1718,13 +1721,13 @@ class Client::Impl {
     ReceiveRound(std::clamp(left + std::chrono::microseconds(1), std::chrono::microseconds(0),
                             std::chrono::microseconds(kMaxReceiveRound)));
   }
-  // The same, waiting at most `wait` (0: takes only what has arrived). Counted in
-  // caller_rounds_ (see IoLoop).
+  // The same, waiting at most `wait` (0: takes only what has arrived). Stamped in
+  // last_caller_round_ (see kParkInterval).
   // A caller reads one message per socket per round: when replies queue up (requests sent
   // ahead), each round takes the next one without a poll and without the empty read that
   // draining costs (ZeroMQ's getpid and mailbox poll), as a blocking zmq_recv would. Only once
   // a socket is found empty does the receiver poll. What a caller leaves unread is read by the
-  // next round, or by the I/O thread once callers stop receiving (within about 1 ms, as for a
+  // next round, or by the I/O thread once callers stop receiving (within about 2 ms, as for a
   // push that comes after a caller let the role go).
   void ReceiveRound(std::chrono::microseconds wait) {
     if (!DrainAndHandle(&round_received_, &none_ready_, /*one_each=*/true)) {
@@ -1732,7 +1735,8 @@ class Client::Impl {
       Poll(receiver_fds_, wait, &round_ready_);
       DrainAndHandle(&round_received_, &round_ready_, /*one_each=*/true);
     }
-    caller_rounds_.fetch_add(1, std::memory_order_relaxed);
+    last_caller_round_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                             std::memory_order_relaxed);
   }
 
   // Waits until ready() (called with `lock` held) or `deadline`, receiving itself when it can
@@ -1787,7 +1791,6 @@ class Client::Impl {
     std::vector<std::pair<int, zmq::message_t>> received;
     std::unique_lock role(receive_mu_);
     io_has_role_.store(true, std::memory_order_release);
-    uint64_t seen_rounds = 0;  // caller_rounds_ when last looked at
     while (true) {
       const bool stopping = stop_io_.load(std::memory_order_acquire);
       if (role.owns_lock()) {
@@ -1806,9 +1809,11 @@ class Client::Impl {
       // The role comes back once callers have stopped receiving: while one reads batch after
       // batch (and handles every message that arrives, pushes too), taking it would only make
       // that caller ask for it again.
-      const uint64_t rounds = caller_rounds_.load(std::memory_order_relaxed);
-      const bool callers_idle = rounds == seen_rounds;
-      seen_rounds = rounds;
+      const auto since_caller_round =
+          std::chrono::steady_clock::now() -
+          std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(
+              last_caller_round_.load(std::memory_order_relaxed)));
+      const bool callers_idle = since_caller_round >= kParkInterval;
       if (!role.owns_lock() && role_wanted_.load(std::memory_order_acquire) == 0 && callers_idle &&
           role.try_lock()) {
         io_has_role_.store(true, std::memory_order_release);
@@ -1822,7 +1827,12 @@ class Client::Impl {
         timeout = budget.TimeUntilPositive();
       }
       if (!role.owns_lock()) {
-        timeout = timeout.count() < 0 ? kParkInterval : std::min(timeout, kParkInterval);
+        // Until the interval after the latest caller round is over; a whole interval if it is
+        // over already (a caller holds the role, or one asked for it).
+        auto park = callers_idle ? kParkInterval
+                                 : std::chrono::ceil<std::chrono::microseconds>(
+                                       kParkInterval - since_caller_round);
+        timeout = timeout.count() < 0 ? park : std::min(timeout, park);
       }
       if (role.owns_lock()) {
         Poll(fds, timeout, &ready);
@@ -2175,7 +2185,8 @@ class Client::Impl {
   std::mutex receive_mu_;
   std::atomic<bool> io_has_role_{false};    // the I/O thread holds receive_mu_
   std::atomic<int> role_wanted_{0};         // callers asking the I/O thread for the role
-  std::atomic<uint64_t> caller_rounds_{0};  // receive rounds of callers (see IoLoop)
+  // When a caller last ended a receive round (steady clock ticks; see kParkInterval).
+  std::atomic<std::chrono::steady_clock::rep> last_caller_round_{0};
   std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)
   // Sockets a caller's round read a message from and left without reading them empty (index
   // s + 1; guarded by socket_mu_): their ZMQ_FD does not signal what they still hold, so every
