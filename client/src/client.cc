@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -132,25 +133,33 @@ struct Stripe {
   // reused for rows that become pending: a working set that moves from clock to clock costs no
   // allocation per row. At most as many as the last flush sent from this stripe.
   std::vector<OpLog::node_type> spare;
-  // How many spare entries to keep: the rows pending at a flush, decaying by 1/16 per flush, so
-  // a stripe whose rows come back every few clocks (a batch of consecutive rows moves through the
-  // stripes block by block) still finds its entries, while a peak does not pin memory for good.
+  // How many spare entries to keep: the rows pending at a flush, decaying by 1/16 per flush down
+  // to a block's worth, so a stripe whose rows come back every few dozen clocks (a batch of
+  // consecutive rows moves through the stripes block by block) still finds its entries, while
+  // a peak does not pin memory for good.
   size_t spare_target = 0;
 };
 
 struct ClientTable {
   ClientTable(TableSpec s, size_t capacity_per_stripe)
-      : spec(std::move(s)), stripe_capacity(capacity_per_stripe) {}
+      : spec(std::move(s)),
+        stripe_capacity(capacity_per_stripe),
+        block_shift(capacity_per_stripe == 0
+                        ? kMaxBlockShift
+                        : std::min<int>(kMaxBlockShift, std::bit_width(capacity_per_stripe) - 1)) {}
   TableSpec spec;
   size_t stripe_capacity;  // cached rows per stripe; 0 = no limit
   std::array<Stripe, kStripes> stripes;
-  // Blocks of kStripeBlock consecutive rows land in different stripes, which spreads threads
+  // Blocks of 2^block_shift consecutive rows land in different stripes, which spreads threads
   // working on different parts of a table. Within a block rows share a stripe: a batch of
-  // consecutive rows then touches a few stripes rather than all of them, its cache entries sit
-  // side by side, and the I/O thread filling one batch and a reader going through the previous
-  // one rarely want the same lock.
-  static constexpr RowId kStripeBlock = 8;
-  Stripe& StripeOf(RowId row) { return stripes[(row / kStripeBlock) % kStripes]; }
+  // consecutive rows then touches one or two stripes rather than many (a 64-row batch takes one
+  // lock per pass instead of eight, and its eviction looks at all its victims at once), its
+  // cache entries sit side by side, and the I/O thread filling one batch and a reader going
+  // through the previous one rarely want the same lock. Under a capacity a block is at most a
+  // stripe's share, so any run of consecutive rows that fits the cache fits its stripes.
+  static constexpr int kMaxBlockShift = 6;  // 64 rows
+  int block_shift;
+  Stripe& StripeOf(RowId row) { return stripes[(row >> block_shift) % kStripes]; }
 };
 
 // A batched read's per-call lists (Prefetch, ReadRows), kept per thread index so that a thread
@@ -1259,9 +1268,13 @@ class Client::Impl {
           std::lock_guard lock(stripe.mu);
           // Entries not updated since the last flush leave the log: only rows updated clock
           // after clock keep their entries, so memory follows the working set, not every row
-          // ever touched. About one flush's worth of them (spare_target) is kept aside for reuse.
+          // ever touched. About one flush's worth of them (spare_target) is kept aside for reuse,
+          // and never fewer than a block's worth once the stripe has had that many pending: a
+          // batch of consecutive rows comes back to a stripe only every few dozen clocks (one
+          // block per stripe), and should find its entries then.
           stripe.spare_target =
-              std::max(stripe.pending.size(), stripe.spare_target - stripe.spare_target / 16);
+              std::max({stripe.pending.size(), stripe.spare_target - stripe.spare_target / 16,
+                        std::min(stripe.spare_target, size_t{1} << table->block_shift)});
           const size_t keep_spare = stripe.spare_target;
           for (auto it = stripe.oplog.begin(); it != stripe.oplog.end();) {
             auto next = std::next(it);
@@ -1829,9 +1842,10 @@ class Client::Impl {
       if (!role.owns_lock()) {
         // Until the interval after the latest caller round is over; a whole interval if it is
         // over already (a caller holds the role, or one asked for it).
-        auto park = callers_idle ? kParkInterval
-                                 : std::chrono::ceil<std::chrono::microseconds>(
-                                       kParkInterval - since_caller_round);
+        auto park =
+            callers_idle
+                ? kParkInterval
+                : std::chrono::ceil<std::chrono::microseconds>(kParkInterval - since_caller_round);
         timeout = timeout.count() < 0 ? park : std::min(timeout, park);
       }
       if (role.owns_lock()) {
@@ -2183,8 +2197,8 @@ class Client::Impl {
   // The receive role (see DrainAndHandle). Taken before stripe locks, calls_mu_ and channel
   // locks, never while holding one.
   std::mutex receive_mu_;
-  std::atomic<bool> io_has_role_{false};    // the I/O thread holds receive_mu_
-  std::atomic<int> role_wanted_{0};         // callers asking the I/O thread for the role
+  std::atomic<bool> io_has_role_{false};  // the I/O thread holds receive_mu_
+  std::atomic<int> role_wanted_{0};       // callers asking the I/O thread for the role
   // When a caller last ended a receive round (steady clock ticks; see kParkInterval).
   std::atomic<std::chrono::steady_clock::rep> last_caller_round_{0};
   std::vector<pollfd> receiver_fds_;  // ReceiverFds(), for callers holding the role (guarded by it)

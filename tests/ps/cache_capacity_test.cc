@@ -98,10 +98,8 @@ TEST(CacheCapacityTest, RowsRequestedAheadAreNotDroppedBeforeTheyAreRead) {
   EXPECT_GE(st.evictions, kStream - 4096 - kBatch);
 }
 
-// Batches read ahead that are far larger than the cache (64 rows: one per stripe, each batch
-// putting 8 new rows in each stripe it touches): room is made for more rows than a stripe holds,
-// the rows waiting for replies stay over the capacity until answered, and every value read is
-// exact. (Making room for a run of rows larger than the stripe once swept past its last row.)
+// Batches read ahead that are far larger than the cache (64 rows: one per stripe): the rows
+// waiting for replies stay over the capacity until answered, and every value read is exact.
 TEST(CacheCapacityTest, BatchesLargerThanTheCacheReadExactly) {
   constexpr uint64_t kStream = 4096;
   InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = 64});
@@ -114,6 +112,58 @@ TEST(CacheCapacityTest, BatchesLargerThanTheCacheReadExactly) {
   }));
   // Bounded by the rows in flight (5 batches at a time), not by the stream.
   EXPECT_GE(c.stats().evictions, kStream - 8 * kBatch);
+}
+
+// Batches whose rows all fall in one stripe (a stride of 64 rows, with the one-row blocks a
+// 64-row cache has): room is made for more rows than the stripe holds, and every value read is
+// exact. (Making room for a run of rows larger than the stripe once swept past its last row.)
+TEST(CacheCapacityTest, RunsOfOneStripeLargerThanItsShareReadExactly) {
+  constexpr uint64_t kStride = 64;
+  constexpr uint64_t kStream = kStride * kBatch;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = 64});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(Stream(kStream)).ok());
+  for (RowId r = 0; r < kStream; ++r) ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, int64_t(r)).ok());
+  ASSERT_TRUE(c.Clock(0).ok());
+  // Batch b: rows b, b + 64, b + 128, ...; the next two are requested before it is read.
+  auto batch = [&](uint64_t b) {
+    std::vector<RowId> ids;
+    for (uint64_t k = 0; k < kBatch; ++k) ids.push_back(b + k * kStride);
+    return ids;
+  };
+  ASSERT_TRUE(c.Prefetch(0, kTable, batch(0)).ok());
+  ASSERT_TRUE(c.Prefetch(0, kTable, batch(1)).ok());
+  std::vector<int64_t> out(kBatch * 2);
+  for (uint64_t b = 0; b < kStride; ++b) {
+    if (b + 2 < kStride) {
+      ASSERT_TRUE(c.Prefetch(0, kTable, batch(b + 2)).ok());
+    }
+    std::vector<RowId> ids = batch(b);
+    ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, out).ok());
+    for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(out[i * 2 + 1], int64_t(ids[i])) << ids[i];
+  }
+  EXPECT_GE(c.stats().evictions, kStream - 4 * kBatch);
+}
+
+// A run of consecutive rows that fits the capacity fits the stripes too (rows go to stripes in
+// blocks of at most a stripe's share): read again, it is all hits, and nothing was evicted. With
+// blocks of 64 rows under this capacity (16 rows a stripe) the 1024 rows would land in 16
+// stripes of 64 rows each and be evicted as they came.
+TEST(CacheCapacityTest, ConsecutiveRowsThatFitTheCacheStayCached) {
+  constexpr uint64_t kFit = 1024;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = kFit});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(Stream(4 * kFit)).ok());
+  std::vector<RowId> ids;
+  for (RowId r = kFit; r < 2 * kFit; ++r) ids.push_back(r);
+  std::vector<int64_t> out(kFit * 2);
+  ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, out).ok());
+  ClientStats first = c.stats();
+  ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, out).ok());
+  ClientStats second = c.stats();
+  EXPECT_EQ(second.evictions, 0u);
+  EXPECT_EQ(second.cache_hits - first.cache_hits, kFit);
+  EXPECT_EQ(second.get_requests, kFit);
 }
 
 // A reader with a small cache and a writer, staleness 0. The servers push only rows the reader
