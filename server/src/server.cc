@@ -80,59 +80,47 @@ class Subscribers {
   std::vector<uint32_t> high_;
 };
 
-// What an unsubscription checks comes first, on the entry's first cache line.
+// A written row of a shard. What an unsubscription checks comes first, on the entry's first
+// cache line.
 struct StoredRow {
   RowId id = 0;
   Subscribers subscribers;
+  // False only for the stand-in of a row nobody has written (see Answer), which is all zeros:
+  // a cold read costs no allocation and no copy of zeros.
   bool materialized = false;
   TableId table = 0;
-  // Empty until the row is first updated: a row that has only been read is all zeros, and a
-  // cold read should not cost an allocation and a copy of zeros.
   RowValues values;
   // kClean, or kPushedEarly (still listed in dirty_ but sent since), or the clock at which it
   // changed and was listed in dirty_ for the next push.
   int64_t dirty_epoch = -1;
   double change = 0;  // sum |delta / value| since last sent (kRelativeMagnitude only)
-
-  // For RowIndex::Erase. Only rows never written are erased (see Unsubscribe), and a row never
-  // written has its values, dirty mark and change as new (each is set only once a write has
-  // made the row materialized): resetting the fields of the first cache line is enough, and the
-  // rest of the entry, as far out of the CPU's caches as any row dropped long ago, is not
-  // fetched to be overwritten with what it holds.
-  void Reset() {
-    if (materialized) {
-      *this = StoredRow();
-      return;
-    }
-    id = 0;
-    table = 0;
-    subscribers.Clear();
-  }
 };
 
 struct ShardTable {
   TableSpec spec;
-  // Rows stay put: dirty_ points at them. Only rows never written (so never in dirty_) are
-  // erased, when their last reader unsubscribes.
+  // Rows written so far. They stay put (dirty_ points at them) and are never erased.
   RowIndex<StoredRow> rows;
+  // The readers of rows nobody has written yet (all zeros, so nothing to store but who to push
+  // them to once written). Kept apart from `rows`: an entry of 32 bytes instead of a StoredRow's
+  // 128, erased when its last reader unsubscribes, so a worker streaming through rows nobody
+  // wrote keeps a small, cache-resident index busy rather than a large one, and does not grow
+  // either. A row's readers move to its StoredRow when it is first written.
+  RowIndex<Subscribers> unwritten_readers;
 
-  // The row's entry, created (without values) on first touch.
-  StoredRow& Row(RowId id) {
+  // The row with its values, for an update; created (all zeros) on the first.
+  StoredRow& RowToUpdate(RowId id) {
     auto [row, inserted] = rows.FindOrAdd(id);
     if (inserted) {
       row->table = spec.id;
       row->id = id;
+      row->values = RowValues::Zero(spec);
+      row->materialized = true;
+      if (Subscribers* readers = unwritten_readers.Find(id)) {
+        row->subscribers = std::move(*readers);
+        unwritten_readers.Erase(id);
+      }
     }
     return *row;
-  }
-  // The row with its values, for an update.
-  StoredRow& RowToUpdate(RowId id) {
-    StoredRow& row = Row(id);
-    if (!row.materialized) {
-      row.values = RowValues::Zero(spec);
-      row.materialized = true;
-    }
-    return row;
   }
   void WriteValues(const StoredRow& row, proto::Values::Builder out) const {
     if (row.materialized) {
@@ -537,22 +525,24 @@ class Server::Impl {
 
   // The worker dropped these rows from its cache: stop pushing them to it. A row nobody reads
   // any more and nobody has written is all zeros and needs no entry (a later read recreates it),
-  // so a worker streaming through a table does not grow the shard's index.
+  // so a worker streaming through a table does not grow the shard's indexes.
   // REQUIRES: CheckRows(t, rows) is OK.
   void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows) {
     Peer& peer = peers_[worker];
     uint64_t ended = 0;
-    // A client drops rows it read long ago (thousands of rows of traffic back), so their index
-    // slots and entries have left the CPU's caches: each row is two dependent misses. Looking
-    // ahead in stages (the slot kAhead rows on, the entry half as far) overlaps them. Nothing is
-    // kept between the stages (an erase moves slots), so each row is found again when its turn
-    // comes, in memory the look-ahead brought in.
+    // A client drops rows it read long ago (thousands of rows of traffic back), so the index
+    // slots and entries of written rows have left the CPU's caches: each row is two dependent
+    // misses. Looking ahead in stages (the slot kAhead rows on, the entry half as far) overlaps
+    // them. The readers of unwritten rows are a small index: its slots are asked for ahead.
     constexpr unsigned kAhead = 16;
     auto look_ahead = [&](unsigned i) {
-      if (i < rows.size()) t.rows.Prefetch(rows[i]);
+      if (i < rows.size()) {
+        t.rows.Prefetch(rows[i]);
+        t.unwritten_readers.Prefetch(rows[i]);
+      }
       if (i >= kAhead / 2 && i - kAhead / 2 < rows.size()) {
-        // What Unsubscribe reads and an erase resets comes first in the entry (see StoredRow),
-        // on one cache line or, for an entry that does not start on one, two.
+        // What Unsubscribe reads comes first in the entry (see StoredRow), on one cache line or,
+        // for an entry that does not start on one, two.
         if (const StoredRow* r = t.rows.Find(rows[i - kAhead / 2]))
           PrefetchForWrite(r, offsetof(StoredRow, table) + sizeof(TableId));
       }
@@ -560,12 +550,16 @@ class Server::Impl {
     for (unsigned i = 0; i < kAhead; ++i) look_ahead(i);
     for (unsigned i = 0; i < rows.size(); ++i) {
       look_ahead(i + kAhead);
-      StoredRow* row = t.rows.Find(rows[i]);
-      if (row == nullptr) continue;
-      if (!row->subscribers.Remove(worker)) continue;
+      if (StoredRow* row = t.rows.Find(rows[i])) {
+        if (!row->subscribers.Remove(worker)) continue;
+      } else if (Subscribers* readers = t.unwritten_readers.Find(rows[i])) {
+        if (!readers->Remove(worker)) continue;
+        if (readers->empty()) t.unwritten_readers.Erase(rows[i]);
+      } else {
+        continue;
+      }
       --peer.held_rows;
       ++ended;
-      if (!row->materialized && row->subscribers.empty()) t.rows.Erase(row->id);
     }
     // Most reads carry no unsubscriptions: no stats lock for them.
     if (ended > 0) CountStat([&](ServerStats& s) { s.unsubscribed_rows += ended; });
@@ -579,13 +573,18 @@ class Server::Impl {
     auto batch = reply.envelope().getBody().initRows();
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);
-    auto subscribe = [&](RowId id) -> const StoredRow& {
-      StoredRow& row = table.Row(id);
-      if (row.subscribers.Add(req.worker)) ++peer.held_rows;
-      return row;
-    };
-    // An uncached read leaves no trace: a row without an entry is answered as the zeros it is.
+    // A row nobody has written is answered as the zeros it is, through this stand-in.
     StoredRow unwritten;
+    auto subscribe = [&](RowId id) -> const StoredRow& {
+      if (StoredRow* row = table.rows.Find(id)) {
+        if (row->subscribers.Add(req.worker)) ++peer.held_rows;
+        return *row;
+      }
+      if (table.unwritten_readers.FindOrAdd(id).first->Add(req.worker)) ++peer.held_rows;
+      unwritten.id = id;
+      return unwritten;
+    };
+    // An uncached read leaves no trace.
     auto peek = [&](RowId id) -> const StoredRow& {
       if (const StoredRow* row = table.rows.Find(id)) return *row;
       unwritten.id = id;
