@@ -147,8 +147,8 @@ TEST(CacheCapacityTest, RunsOfOneStripeLargerThanItsShareReadExactly) {
 
 // A run of consecutive rows that fits the capacity fits the stripes too (rows go to stripes in
 // blocks of at most a stripe's share): read again, it is all hits, and nothing was evicted. With
-// blocks of 64 rows under this capacity (16 rows a stripe) the 1024 rows would land in 16
-// stripes of 64 rows each and be evicted as they came.
+// the blocks larger capacities get (32 rows) under this one (16 rows a stripe) the 1024 rows
+// would land in 32 stripes of 32 rows each and be evicted as they came.
 TEST(CacheCapacityTest, ConsecutiveRowsThatFitTheCacheStayCached) {
   constexpr uint64_t kFit = 1024;
   InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = kFit});
