@@ -44,10 +44,11 @@ constexpr size_t kMaxForgetRows = 4096;
 // be applied. Callers let the role go without waking the I/O thread, so one that reads batch
 // after batch keeps receiving its replies itself (see AwaitReady); the parked thread sleeps
 // until the interval after the latest caller round ends, so while callers keep receiving it
-// wakes about once per interval, and each wake-up of a thread that finds nothing to do costs
-// the other threads of the process their CPU (2000 a second cost 1-5% of cold-read
-// throughput; bench/README.md "Session 8").
-constexpr std::chrono::microseconds kParkInterval{2000};
+// wakes about once per interval: each wake-up of a thread that finds nothing to do costs the
+// other threads of the process CPU (checking every 0.5 ms, about 2000 wake-ups a second, cost
+// cold reads 7% of their CPU per row with one client). Not longer: pushes then wait longer,
+// and data-parallel LDA converged a little slower with 2 ms (bench/README.md "Session 8").
+constexpr std::chrono::microseconds kParkInterval{1000};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
 // Flow control: update batches a client may have sent to a server and not seen applied; a
@@ -1754,7 +1755,7 @@ class Client::Impl {
   // ahead), each round takes the next one without a poll and without the empty read that
   // draining costs (ZeroMQ's getpid and mailbox poll), as a blocking zmq_recv would. Only once
   // a socket is found empty does the receiver poll. What a caller leaves unread is read by the
-  // next round, or by the I/O thread once callers stop receiving (within about 2 ms, as for a
+  // next round, or by the I/O thread once callers stop receiving (within about 1 ms, as for a
   // push that comes after a caller let the role go).
   void ReceiveRound(std::chrono::microseconds wait) {
     if (!DrainAndHandle(&round_received_, &none_ready_, /*one_each=*/true)) {
