@@ -40,7 +40,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <future>
 #include <string>
 #include <thread>

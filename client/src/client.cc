@@ -2080,7 +2080,8 @@ class Client::Impl {
     if (id != 0) {
       std::lock_guard lock(calls_mu_);
       if (auto it = pending_gets_.find(id); it != pending_gets_.end()) {
-        if (spare_pending_gets_.size() < kSparePendingGets) {
+        if (spare_pending_gets_.size() < kSparePendingGets &&
+            it->second.second.capacity() <= kSparePendingGetRows) {
           spare_pending_gets_.push_back(pending_gets_.extract(it));
         } else {
           pending_gets_.erase(it);
@@ -2256,8 +2257,10 @@ class Client::Impl {
   using PendingGet = std::pair<TableId, std::vector<RowId>>;
   using PendingGets = std::unordered_map<uint64_t, PendingGet>;
   PendingGets pending_gets_;
-  // Entries of answered requests kept for the next ones (at most kSparePendingGets).
+  // Entries of answered requests kept for the next ones: at most kSparePendingGets, none with
+  // room for more than kSparePendingGetRows rows (a huge read's list is not kept for good).
   static constexpr size_t kSparePendingGets = 64;
+  static constexpr size_t kSparePendingGetRows = 1024;
   std::vector<PendingGets::node_type> spare_pending_gets_;
   Status async_error_;
   std::atomic<bool> async_failed_{false};  // async_error_ was set (sticky; read without calls_mu_)
