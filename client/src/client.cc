@@ -134,10 +134,9 @@ struct Stripe {
   // reused for rows that become pending: a working set that moves from clock to clock costs no
   // allocation per row. At most as many as the last flush sent from this stripe.
   std::vector<OpLog::node_type> spare;
-  // How many spare entries to keep: the rows pending at a flush, decaying by 1/16 per flush down
-  // to a block's worth, so a stripe whose rows come back every few dozen clocks (a batch of
-  // consecutive rows moves through the stripes block by block) still finds its entries, while
-  // a peak does not pin memory for good.
+  // How many spare entries to keep: the rows pending at a flush, decaying by 1/16 per flush, so
+  // a stripe whose rows come back every few clocks (a batch of consecutive rows moves through the
+  // stripes block by block) still finds its entries, while a peak does not pin memory for good.
   size_t spare_target = 0;
 };
 
@@ -153,15 +152,13 @@ struct ClientTable {
   std::array<Stripe, kStripes> stripes;
   // Blocks of 2^block_shift consecutive rows land in different stripes, which spreads threads
   // working on different parts of a table. Within a block rows share a stripe: a batch of
-  // consecutive rows then touches a few stripes rather than many (a 64-row batch takes two
-  // locks per pass instead of eight, and its eviction looks at half its victims at once), its
-  // cache entries sit side by side, and the I/O thread filling one batch and a reader going
-  // through the previous one rarely want the same lock. Under a capacity a block is at most a
-  // stripe's share, so any run of consecutive rows that fits the cache fits its stripes. Not
-  // larger: a stripe's spare update-log entries wait for its next block of updates, 64 clocks
-  // later with 64-row blocks and 64-row batches, by when they have left the CPU's caches (inc
-  // 2x2 measured 3-8% slower than with 8-row blocks; 32 was as fast or faster).
-  static constexpr int kMaxBlockShift = 5;  // 32 rows
+  // consecutive rows then touches a few stripes rather than all of them, its cache entries sit
+  // side by side, and the I/O thread filling one batch and a reader going through the previous
+  // one rarely want the same lock. Under a capacity a block is at most a stripe's share, so any
+  // run of consecutive rows that fits the cache fits its stripes. Not larger than 8 rows: blocks
+  // of 32 and 64 (fewer locks per batch) made cold reads slower, not faster (bench/README.md
+  // "Session 8").
+  static constexpr int kMaxBlockShift = 3;  // 8 rows
   int block_shift;
   Stripe& StripeOf(RowId row) { return stripes[(row >> block_shift) % kStripes]; }
 };
@@ -1283,13 +1280,9 @@ class Client::Impl {
           std::lock_guard lock(stripe.mu);
           // Entries not updated since the last flush leave the log: only rows updated clock
           // after clock keep their entries, so memory follows the working set, not every row
-          // ever touched. About one flush's worth of them (spare_target) is kept aside for reuse,
-          // and never fewer than a block's worth once the stripe has had that many pending: a
-          // batch of consecutive rows comes back to a stripe only every few dozen clocks (one
-          // block per stripe), and should find its entries then.
+          // ever touched. About one flush's worth of them (spare_target) is kept aside for reuse.
           stripe.spare_target =
-              std::max({stripe.pending.size(), stripe.spare_target - stripe.spare_target / 16,
-                        std::min(stripe.spare_target, size_t{1} << table->block_shift)});
+              std::max(stripe.pending.size(), stripe.spare_target - stripe.spare_target / 16);
           const size_t keep_spare = stripe.spare_target;
           for (auto it = stripe.oplog.begin(); it != stripe.oplog.end();) {
             auto next = std::next(it);

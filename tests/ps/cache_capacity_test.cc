@@ -147,10 +147,10 @@ TEST(CacheCapacityTest, RunsOfOneStripeLargerThanItsShareReadExactly) {
 
 // A run of consecutive rows that fits the capacity fits the stripes too (rows go to stripes in
 // blocks of at most a stripe's share): read again, it is all hits, and nothing was evicted. With
-// the blocks larger capacities get (32 rows) under this one (16 rows a stripe) the 1024 rows
-// would land in 32 stripes of 32 rows each and be evicted as they came.
+// the blocks larger capacities get (8 rows) under this one (4 rows a stripe) the 256 rows would
+// land in 32 stripes of 8 rows each and be evicted as they came.
 TEST(CacheCapacityTest, ConsecutiveRowsThatFitTheCacheStayCached) {
-  constexpr uint64_t kFit = 1024;
+  constexpr uint64_t kFit = 256;
   InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = kFit});
   Client& c = cluster.client(0);
   ASSERT_TRUE(c.CreateTable(Stream(4 * kFit)).ok());
