@@ -1099,18 +1099,7 @@ class Client::Impl {
     uint64_t id = next_request_id_.fetch_add(1);
     {
       std::lock_guard lock(calls_mu_);
-      // A node (and row list) of an answered request, if any: a reader streaming batches
-      // allocates nothing here per request.
-      if (spare_pending_gets_.empty()) {
-        pending_gets_.emplace(id, PendingGet{table, std::vector<RowId>(rows.begin(), rows.end())});
-      } else {
-        PendingGets::node_type node = std::move(spare_pending_gets_.back());
-        spare_pending_gets_.pop_back();
-        node.key() = id;
-        node.mapped().first = table;
-        node.mapped().second.assign(rows.begin(), rows.end());
-        pending_gets_.insert(std::move(node));
-      }
+      pending_gets_[id] = {table, std::vector<RowId>(rows.begin(), rows.end())};
     }
     ServerChannel& ch = *channels_[server];
     std::lock_guard forget_lock(ch.forget_mu);
@@ -2073,14 +2062,7 @@ class Client::Impl {
     }
     if (id != 0) {
       std::lock_guard lock(calls_mu_);
-      if (auto it = pending_gets_.find(id); it != pending_gets_.end()) {
-        if (spare_pending_gets_.size() < kSparePendingGets &&
-            it->second.second.capacity() <= kSparePendingGetRows) {
-          spare_pending_gets_.push_back(pending_gets_.extract(it));
-        } else {
-          pending_gets_.erase(it);
-        }
-      }
+      pending_gets_.erase(id);
     } else {
       Count(kPushes);
     }
@@ -2247,15 +2229,7 @@ class Client::Impl {
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;
   std::unordered_map<uint64_t, PendingCall> calls_;
-  // Cached reads in flight: their table and rows, failed together if the request fails.
-  using PendingGet = std::pair<TableId, std::vector<RowId>>;
-  using PendingGets = std::unordered_map<uint64_t, PendingGet>;
-  PendingGets pending_gets_;
-  // Entries of answered requests kept for the next ones: at most kSparePendingGets, none with
-  // room for more than kSparePendingGetRows rows (a huge read's list is not kept for good).
-  static constexpr size_t kSparePendingGets = 64;
-  static constexpr size_t kSparePendingGetRows = 1024;
-  std::vector<PendingGets::node_type> spare_pending_gets_;
+  std::unordered_map<uint64_t, std::pair<TableId, std::vector<RowId>>> pending_gets_;
   Status async_error_;
   std::atomic<bool> async_failed_{false};  // async_error_ was set (sticky; read without calls_mu_)
 
