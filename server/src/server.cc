@@ -85,9 +85,6 @@ class Subscribers {
 struct StoredRow {
   RowId id = 0;
   Subscribers subscribers;
-  // False only for the stand-in of a row nobody has written (see Answer), which is all zeros:
-  // a cold read costs no allocation and no copy of zeros.
-  bool materialized = false;
   TableId table = 0;
   RowValues values;
   // kClean, or kPushedEarly (still listed in dirty_ but sent since), or the clock at which it
@@ -114,7 +111,6 @@ struct ShardTable {
       row->table = spec.id;
       row->id = id;
       row->values = RowValues::Zero(spec);
-      row->materialized = true;
       if (Subscribers* readers = unwritten_readers.Find(id)) {
         row->subscribers = std::move(*readers);
         unwritten_readers.Erase(id);
@@ -122,9 +118,11 @@ struct ShardTable {
     }
     return *row;
   }
-  void WriteValues(const StoredRow& row, proto::Values::Builder out) const {
-    if (row.materialized) {
-      row.values.ToProto(out);
+  // Writes the row's values; a null `row` is one nobody has written, all zeros (a cold read of
+  // it costs no allocation and no copy of zeros).
+  void WriteValues(const StoredRow* row, proto::Values::Builder out) const {
+    if (row != nullptr) {
+      row->values.ToProto(out);
     } else {
       RowValues::ZeroToProto(spec, out);
     }
@@ -136,18 +134,18 @@ struct ShardTable {
     if (spec.sparse) return n * 8 + 16;
     return (n * spec.width * ValueTypeSize(spec.value_type) + 7) / sizeof(capnp::word) + n + 24;
   }
-  // Writes `rows` of this dense table into `block`, packed. REQUIRES: !spec.sparse.
-  template <typename Rows, typename StoredRowOf>
-  void WriteDenseBlock(const Rows& rows, StoredRowOf row_of, proto::DenseRows::Builder block) {
+  // Writes `n` rows of this dense table into `block`, packed: row i is `id_of(i)`, with the
+  // cells of `row_of(i)` (null: a row nobody has written, all zeros as the block starts out).
+  // REQUIRES: !spec.sparse.
+  template <typename IdOf, typename RowOf>
+  void WriteDenseBlock(size_t n, IdOf id_of, RowOf row_of, proto::DenseRows::Builder block) {
     block.setTable(spec.id);
-    auto ids = block.initRows(static_cast<unsigned>(rows.size()));
-    std::byte* cells = RowValues::InitDenseBlock(block.initValues(), spec, rows.size());
+    auto ids = block.initRows(static_cast<unsigned>(n));
+    std::byte* cells = RowValues::InitDenseBlock(block.initValues(), spec, n);
     const size_t row_bytes = spec.width * ValueTypeSize(spec.value_type);
-    for (unsigned i = 0; i < rows.size(); ++i) {
-      const StoredRow& row = row_of(rows[i]);
-      ids.set(i, row.id);
-      // A row never written is all zeros, as the block starts out.
-      if (row.materialized) row.values.CopyDenseTo(cells + i * row_bytes);
+    for (unsigned i = 0; i < n; ++i) {
+      ids.set(i, id_of(i));
+      if (const StoredRow* row = row_of(i)) row->values.CopyDenseTo(cells + i * row_bytes);
     }
   }
 };
@@ -573,37 +571,26 @@ class Server::Impl {
     auto batch = reply.envelope().getBody().initRows();
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);
-    // A row nobody has written is answered as the zeros it is, through this stand-in.
-    StoredRow unwritten;
-    auto subscribe = [&](RowId id) -> const StoredRow& {
-      if (StoredRow* row = table.rows.Find(id)) {
-        if (row->subscribers.Add(req.worker)) ++peer.held_rows;
-        return *row;
-      }
-      if (table.unwritten_readers.FindOrAdd(id).first->Add(req.worker)) ++peer.held_rows;
-      unwritten.id = id;
-      return unwritten;
-    };
-    // An uncached read leaves no trace.
-    auto peek = [&](RowId id) -> const StoredRow& {
-      if (const StoredRow* row = table.rows.Find(id)) return *row;
-      unwritten.id = id;
-      return unwritten;
+    // The row to answer with (null: nobody has written it, so it is all zeros), its reader
+    // subscribed unless the read is uncached (which leaves no trace).
+    auto row_to_answer = [&](RowId id) -> const StoredRow* {
+      StoredRow* row = table.rows.Find(id);
+      if (!req.subscribe) return row;
+      Subscribers& readers =
+          row != nullptr ? row->subscribers : *table.unwritten_readers.FindOrAdd(id).first;
+      if (readers.Add(req.worker)) ++peer.held_rows;
+      return row;
     };
     if (!table.spec.sparse) {
-      auto block = batch.initDense(1)[0];
-      if (req.subscribe) {
-        table.WriteDenseBlock(req.rows, subscribe, block);
-      } else {
-        table.WriteDenseBlock(req.rows, peek, block);
-      }
+      table.WriteDenseBlock(
+          req.rows.size(), [&](size_t i) { return req.rows[i]; },
+          [&](size_t i) { return row_to_answer(req.rows[i]); }, batch.initDense(1)[0]);
     } else {
       auto out = batch.initRows(static_cast<unsigned>(req.rows.size()));
       for (unsigned i = 0; i < req.rows.size(); ++i) {
         out[i].setTable(req.table);
         out[i].setRow(req.rows[i]);
-        table.WriteValues(req.subscribe ? subscribe(req.rows[i]) : peek(req.rows[i]),
-                          out[i].initValues());
+        table.WriteValues(row_to_answer(req.rows[i]), out[i].initValues());
       }
     }
     Send(peer.identity, reply);
@@ -810,14 +797,15 @@ class Server::Impl {
           const auto& [table, row] = sparse[i];
           wire[i].setTable(row->table);
           wire[i].setRow(row->id);
-          table->WriteValues(*row, wire[i].initValues());
+          table->WriteValues(row, wire[i].initValues());
         }
       }
       if (!dense.empty()) {
         auto blocks = batch.initDense(static_cast<unsigned>(dense.size()));
         for (unsigned i = 0; i < dense.size(); ++i) {
+          const std::vector<const StoredRow*>& rows = dense[i].second;
           dense[i].first->WriteDenseBlock(
-              dense[i].second, [](const StoredRow* r) -> const StoredRow& { return *r; },
+              rows.size(), [&](size_t k) { return rows[k]->id; }, [&](size_t k) { return rows[k]; },
               blocks[i]);
         }
       }
