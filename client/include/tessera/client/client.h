@@ -97,9 +97,9 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Registers with the coordinator, learns the servers and connects to them. CreateTable, Clock
-  // and Barrier before Start return FailedPrecondition (and, with no table, so does nothing else
-  // useful: reads and updates return NotFound).
+  // Registers with the coordinator, learns the servers and connects to them. Before Start,
+  // CreateTable, Clock and Barrier return FailedPrecondition, and reads and updates find no
+  // table (NotFound).
   Status Start();
 
   // Creates the table on every server, or checks that it exists with this spec. Every worker
