@@ -472,6 +472,7 @@ Report RunCeiling(const Config& cfg) {
         socks.back().connect(ep);
       }
       auto start = Clock::now();
+      const ThreadCpu start_cpu = ThreadCpuSeconds();
       uint64_t moved = 0;
       const size_t per_server = std::max<size_t>(1, cfg.batch / cfg.servers);
       uint64_t in_flight = 0;
@@ -511,7 +512,14 @@ Report RunCeiling(const Config& cfg) {
         (void)s.recv(ack);
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
+      const ThreadCpu end_cpu = ThreadCpuSeconds();
       WriteReport(wfd, moved, secs);
+      if (cfg.client_stats && moved > 0) {
+        const double per_row = 1e6 / static_cast<double>(moved);
+        std::fprintf(stderr, "ceiling client: calling thread us per row %.3f user %.3f system\n",
+                     (end_cpu.user - start_cpu.user) * per_row,
+                     (end_cpu.system - start_cpu.system) * per_row);
+      }
       return 0;
     }));
     close(fds[1]);

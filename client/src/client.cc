@@ -74,6 +74,35 @@ struct RowKeyHash {
   }
 };
 
+// A received reply that cache entries point into instead of copying its rows (see
+// CacheEntry::borrowed), freed by whoever lets go of it last. Holds are counted atomically: the
+// entries pointing into one reply sit in different stripes, under different locks.
+class SharedReply {
+ public:
+  // Starts with `holds` holds. `held` counts the replies alive (ClientStats::replies_held) and
+  // must outlive every hold.
+  SharedReply(std::unique_ptr<IncomingMessage> message, uint32_t holds, std::atomic<uint64_t>& held)
+      : holds_(holds), held_(held), message_(std::move(message)) {
+    held_.fetch_add(1, std::memory_order_relaxed);
+  }
+  SharedReply(const SharedReply&) = delete;
+  SharedReply& operator=(const SharedReply&) = delete;
+
+  // Lets go of `n` holds; the last frees the reply.
+  void Release(uint32_t n = 1) {
+    if (holds_.fetch_sub(n, std::memory_order_acq_rel) == n) {
+      held_.fetch_sub(1, std::memory_order_relaxed);
+      delete this;
+    }
+  }
+
+ private:
+  ~SharedReply() = default;
+  std::atomic<uint32_t> holds_;
+  std::atomic<uint64_t>& held_;
+  std::unique_ptr<IncomingMessage> message_;
+};
+
 // What the CLOCK hand checks comes first, on the entry's first cache line: the entries it
 // reaches are the least recently cached, long out of the CPU's caches, and it prefetches them.
 struct CacheEntry {
@@ -92,6 +121,40 @@ struct CacheEntry {
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
   RowValues value;  // server value + own updates not yet reflected there
+  // A dense row answered by a server and not changed here since is not copied: its cells stay
+  // in the reply (`borrowed`, inside `reply`, which the entry holds), and `value` is unused. A
+  // reader streaming rows it reads once then costs one copy per row (into the reader's buffer)
+  // instead of two. The row is copied into `value` (Own) when it is read a second time, or
+  // before anything changes it, so only rows read at most once keep a reply alive: under a
+  // capacity CLOCK drops those within a sweep, and without one a reply held by a few rows costs
+  // at most the room of the rows of it that were copied since.
+  const std::byte* borrowed = nullptr;
+  SharedReply* reply = nullptr;
+
+  CacheEntry() = default;
+  CacheEntry(const CacheEntry&) = delete;
+  CacheEntry& operator=(const CacheEntry&) = delete;
+  ~CacheEntry() { Unborrow(); }
+
+  // Lets go of the reply without copying the row (it is about to be overwritten or dropped).
+  void Unborrow() {
+    if (reply != nullptr) {
+      reply->Release();
+      reply = nullptr;
+      borrowed = nullptr;
+    }
+  }
+  // Copies a borrowed row into `value`, letting go of its reply. REQUIRES: a dense row of `spec`.
+  void Own(const TableSpec& spec) {
+    if (borrowed == nullptr) return;
+    value.AssignDense(borrowed, spec);
+    Unborrow();
+  }
+  // The row's cells. REQUIRES: a dense row of type T.
+  template <typename T>
+  const T* DenseCells() const {
+    return borrowed != nullptr ? reinterpret_cast<const T*>(borrowed) : value.dense<T>().data();
+  }
 
   // For RowIndex::Erase: as a new entry, but the value keeps its storage (and stale cells, which
   // nothing reads until a reply overwrites them: `valid` is false), so the next row cached in
@@ -101,6 +164,7 @@ struct CacheEntry {
     waiters = 0;
     if (!error.ok()) error = Status::Ok();
     stamp = requested = std::numeric_limits<int64_t>::min();
+    Unborrow();
   }
 };
 
@@ -552,27 +616,16 @@ class Client::Impl {
     return std::max(e.stamp, channels_[server]->seen_clock.load(std::memory_order_acquire));
   }
 
-  // The row's cache entry, created if new. A new entry gets its row's storage here, on the
-  // reading thread, while its request is in flight: the I/O thread then overwrites it in place.
-  // Allocated on the I/O thread instead, a stream of cold rows grows that thread's malloc arena
-  // a page at a time (an mprotect(2) per page of rows; the main arena grows in larger steps),
-  // and the I/O thread is on every read's critical path. Under a capacity, a new entry is an
-  // evicted one, reset with its storage kept (RowIndex reuses erased entries; CacheEntry::Reset);
-  // the stripe may hold more than its share until the caller calls EvictIfOver, which batched
-  // reads do once their requests are sent (the requests go out sooner, and eviction overlaps
-  // the round trip). REQUIRES: stripe.mu.
+  // The row's cache entry, created if new. A new entry gets no storage for its row: a dense
+  // row's reply is borrowed, not copied (CacheEntry::borrowed), and storage is allocated only
+  // for rows that are copied (sparse rows, pushes, rows read twice or changed here). Under a
+  // capacity, a new entry is an evicted one, reset with whatever storage it had kept
+  // (RowIndex reuses erased entries; CacheEntry::Reset); the stripe may hold more than its
+  // share until the caller calls EvictIfOver, which batched reads do once their requests are
+  // sent (the requests go out sooner, and eviction overlaps the round trip). REQUIRES: stripe.mu.
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
-    if (is_new) {
-      if (table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, entry);
-      if (entry->value.size() > 0 || entry->value.sparse()) {
-        // A reused entry: its storage held a row evicted long ago, so it is cold, and the reply
-        // writes it some time from now.
-        entry->value.PrefetchCellsForWrite();
-      } else {
-        entry->value = RowValues::Reserved(table.spec);
-      }
-    }
+    if (is_new && table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, entry);
     return *entry;
   }
 
@@ -731,6 +784,8 @@ class Client::Impl {
         return s;
       }
       if (int64_t stamp = EffectiveStamp(entry, server); entry.valid && stamp >= need) {
+        // Single-row reads hand out the row as a RowValues: a borrowed one is copied first.
+        if (!table.spec.sparse) entry.Own(table.spec);
         MarkRead(entry);
         copy_out(entry.value);
         Count(waited ? kind : kCacheHits);
@@ -892,6 +947,7 @@ class Client::Impl {
     apply(pending.delta);
     CacheEntry* c = stripe.cache.Find(row);
     bool cached = c != nullptr && c->valid;
+    if (cached && !table.spec.sparse) c->Own(table.spec);  // the reply is not ours to change
     if (options_.comm.policy == SendPolicy::kRelativeMagnitude) {
       pending.importance += importance(cached ? &c->value : nullptr);
     }
@@ -967,6 +1023,7 @@ class Client::Impl {
     s.blocked_reads = get(kBlockedReads);
     s.rows_received = get(kRowsReceived);
     s.evictions = get(kEvictions);
+    s.replies_held = replies_held_.load(std::memory_order_relaxed);
     s.uncached_rows = get(kUncachedRows);
     s.flow_control_waits = get(kFlowWaits);
     s.unacked_batches_max = get(kUnackedMax);
@@ -1482,9 +1539,11 @@ class Client::Impl {
       if (!e.valid || !e.error.ok()) return false;
       int64_t stamp = EffectiveStamp(e, server);
       if (stamp < need) return false;
+      // Read again: keep a copy, so that only rows read at most once keep a reply alive.
+      if (e.read) e.Own(table.spec);
       MarkRead(e);
-      auto cells = e.value.dense<T>();
-      std::copy(cells.begin(), cells.end(), out + i * width);
+      const T* cells = e.DenseCells<T>();
+      std::copy(cells, cells + width, out + i * width);
       uint64_t st = clock > stamp ? static_cast<uint64_t>(clock - stamp) : 0;
       staleness_sum += st;
       staleness_max = std::max(staleness_max, st);
@@ -1882,7 +1941,7 @@ class Client::Impl {
       auto body = env.getBody();
       switch (body.which()) {
         case proto::Envelope::Body::ROWS:
-          if (source != kCoordinator) OnRows(source, id, body.getRows());
+          if (source != kCoordinator) OnRows(source, id, body.getRows(), *parsed);
           break;
         case proto::Envelope::Body::ERROR:
           OnError(source, id, StatusFromError(body.getError()));
@@ -2051,7 +2110,10 @@ class Client::Impl {
     }
   }
 
-  void OnRows(int server, uint64_t id, proto::RowBatch::Reader batch) {
+  // `message` holds `batch`; it is taken over (and freed later) if cache entries borrow rows
+  // of it (see CacheEntry::borrowed).
+  void OnRows(int server, uint64_t id, proto::RowBatch::Reader batch,
+              std::unique_ptr<IncomingMessage>& message) {
     ServerChannel& ch = *channels_[server];
     int64_t clock = batch.getClock();
     OnApplied(server, batch.getAppliedSeq());
@@ -2076,8 +2138,22 @@ class Client::Impl {
     // lock is held across a run, not taken per row.
     StripeRunLock run;
     uint64_t received = 0;
-    // Stores one row; `assign(value)` overwrites a cache entry's value with the row's cells.
-    auto take = [&](ClientTable& table, RowId row, auto assign) {
+    // Rows of a reply that entries borrow share one hold on it each; the reply is created with
+    // a hold for every dense row it has (and one for this call), and those not used are let go
+    // at the end, so that each row costs no atomic operation here.
+    SharedReply* shared = nullptr;
+    uint32_t holds = 0, borrowed = 0;
+    struct ReleaseUnused {
+      SharedReply*& shared;
+      uint32_t& holds;
+      uint32_t& borrowed;
+      ~ReleaseUnused() {
+        if (shared != nullptr) shared->Release(holds - borrowed);
+      }
+    } release_unused{shared, holds, borrowed};
+    // Stores one row; `assign(value)` overwrites a cache entry's value with the row's cells;
+    // `cells`, if not null, are the row's cells in the reply, which the entry may borrow instead.
+    auto take = [&](ClientTable& table, RowId row, auto assign, const std::byte* cells) {
       if (row >= table.spec.num_rows) {
         log_->error("server {} sent row {} of table '{}' ({} rows)", server, row, table.spec.name,
                     table.spec.num_rows);
@@ -2095,20 +2171,39 @@ class Client::Impl {
         if (table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, found);
       }
       CacheEntry& entry = *found;
-      // Overwritten in place: a refreshed row keeps its storage.
-      assign(entry.value);
+      // Updates of ours the server has not applied yet, then those not even sent, are added to
+      // the row (read-my-writes); only a row without any may be borrowed.
+      const RowKey key{table.spec.id, row};
+      std::unique_lock ch_lock(ch.mu, std::defer_lock);
+      bool add_inflight = false;
       if (ch.inflight_deltas.load(std::memory_order_relaxed) > 0) {
-        // Updates of ours the server has not applied yet, then those not even sent.
-        std::lock_guard ch_lock(ch.mu);
-        for (const InflightBatch& b : ch.inflight) {
-          if (auto d = b.deltas.find(RowKey{table.spec.id, row}); d != b.deltas.end())
-            entry.value.Add(d->second);
-        }
+        ch_lock.lock();
+        for (const InflightBatch& b : ch.inflight) add_inflight |= b.deltas.contains(key);
       }
+      const PendingRow* pending = nullptr;
       // No row of the stripe pending, no lookup (a stream of rows that are only read).
       if (!stripe.pending.empty()) {
         if (auto o = stripe.oplog.find(row); o != stripe.oplog.end() && o->second.pending)
-          entry.value.Add(o->second.delta);
+          pending = &o->second;
+      }
+      entry.Unborrow();
+      // Pushes are copied: they refresh rows read before, which a second read would copy.
+      if (cells != nullptr && id != 0 && !add_inflight && pending == nullptr) {
+        if (shared == nullptr) {
+          shared = new SharedReply(std::move(message), holds, replies_held_);
+        }
+        entry.borrowed = cells;
+        entry.reply = shared;
+        ++borrowed;
+      } else {
+        // Overwritten in place: a refreshed row keeps its storage.
+        assign(entry.value);
+        if (add_inflight) {
+          for (const InflightBatch& b : ch.inflight) {
+            if (auto d = b.deltas.find(key); d != b.deltas.end()) entry.value.Add(d->second);
+          }
+        }
+        if (pending != nullptr) entry.value.Add(pending->delta);
       }
       if (!entry.valid) entry.referenced = true;  // kept until read (see CacheEntry)
       entry.valid = true;
@@ -2133,7 +2228,13 @@ class Client::Impl {
         continue;
       }
       auto values = wire.getValues();
-      take(*table, wire.getRow(), [&](RowValues& v) { v.AssignProto(values, table->spec); });
+      take(
+          *table, wire.getRow(), [&](RowValues& v) { v.AssignProto(values, table->spec); },
+          nullptr);
+    }
+    if (id != 0) {
+      for (auto block : dense) holds += block.getRows().size();
+      if (holds > 0) ++holds;  // this call's own
     }
     for (auto block : dense) {
       table = find_table(block.getTable());
@@ -2146,7 +2247,9 @@ class Client::Impl {
       }
       for (unsigned i = 0; i < ids.size(); ++i) {
         const std::byte* row_cells = cells->row(i);
-        take(*table, ids[i], [&](RowValues& v) { v.AssignDense(row_cells, table->spec); });
+        take(
+            *table, ids[i], [&](RowValues& v) { v.AssignDense(row_cells, table->spec); },
+            row_cells);
       }
     }
     Count(kRowsReceived, received);
@@ -2179,6 +2282,9 @@ class Client::Impl {
   std::vector<std::unique_ptr<ServerChannel>> channels_;
   uint32_t num_workers_ = 0;
 
+  // Replies that cache entries borrow rows of (ClientStats::replies_held). Declared before the
+  // tables: the entries let go of their replies when the tables are destroyed.
+  std::atomic<uint64_t> replies_held_{0};
   mutable std::shared_mutex tables_mu_;
   std::unordered_map<TableId, std::unique_ptr<ClientTable>> tables_;
   static constexpr TableId kFastTables = 64;

@@ -87,18 +87,6 @@ RowValues RowValues::Zero(const TableSpec& spec) {
   return r;
 }
 
-RowValues RowValues::Reserved(const TableSpec& spec) {
-  RowValues r;
-  r.sparse_ = spec.sparse;
-  VisitValueType(spec.value_type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    std::vector<T> v;
-    if (!spec.sparse) v.reserve(spec.width);
-    r.values_ = std::move(v);
-  });
-  return r;
-}
-
 ValueType RowValues::value_type() const {
   return std::visit(
       [](const auto& v) { return ValueTypeOf<typename std::decay_t<decltype(v)>::value_type>(); },

@@ -91,9 +91,9 @@ TEST(RowValuesTest, ZeroToProtoAndAssignProtoMatchTheirSlowForms) {
   }
 }
 
-// Reserved has the spec's type and no cells yet; a dense row's AssignProto then writes into the
-// storage reserved for it (the client reserves on the reading thread, assigns on the I/O thread).
-TEST(RowValuesTest, AssignProtoWritesIntoReservedStorage) {
+// A dense row's AssignProto writes into the storage the row has (a refreshed cache entry keeps
+// its storage); a sparse row's replaces its cells.
+TEST(RowValuesTest, AssignProtoWritesIntoTheRowsStorage) {
   const TableSpec spec = Spec(ValueType::kFloat32, 6, false);
   RowValues source = RowValues::Zero(spec);
   source.AddCell<float>(4, 2.5f);
@@ -101,18 +101,20 @@ TEST(RowValuesTest, AssignProtoWritesIntoReservedStorage) {
   auto wire = builder.initRoot<proto::Values>();
   source.ToProto(wire);
 
-  RowValues target = RowValues::Reserved(spec);
-  EXPECT_EQ(target.value_type(), ValueType::kFloat32);
-  EXPECT_FALSE(target.sparse());
-  EXPECT_EQ(target.size(), 0u);
+  RowValues target = RowValues::Zero(spec);
+  target.AddCell<float>(1, 7.0f);
   const float* storage = target.dense<float>().data();
-  ASSERT_NE(storage, nullptr);
   target.AssignProto(wire.asReader(), spec);
   EXPECT_EQ(target, source);
   EXPECT_EQ(target.dense<float>().data(), storage);
 
   const TableSpec sparse = Spec(ValueType::kInt64, 9, true);
-  RowValues counts = RowValues::Reserved(sparse);
+  RowValues counts = RowValues::Zero(sparse);
+  counts.AddCell<int64_t>(3, 5);
+  capnp::MallocMessageBuilder empty_builder;
+  auto empty = empty_builder.initRoot<proto::Values>();
+  RowValues::Zero(sparse).ToProto(empty);
+  counts.AssignProto(empty.asReader(), sparse);
   EXPECT_TRUE(counts.sparse());
   EXPECT_EQ(counts.size(), 0u);
   EXPECT_EQ(counts, RowValues::Zero(sparse));
@@ -170,7 +172,7 @@ TEST(RowValuesTest, DenseBlockPacksRowsAndReadsThemBack) {
     ASSERT_TRUE(block.ok()) << block.status().ToString();
     RowValues sum = RowValues::Zero(spec);
     for (size_t r = 0; r < rows.size(); ++r) {
-      RowValues got = RowValues::Reserved(spec);
+      RowValues got;  // no storage yet: AssignDense allocates it
       got.AssignDense(block->row(r), spec);
       EXPECT_EQ(got, rows[r]) << "row " << r << " of type " << ValueTypeName(type);
       sum.AddDense(block->row(r));

@@ -64,6 +64,9 @@ struct ClientStats {
   uint64_t blocked_reads = 0;  // reads waiting right now (a gauge, not a counter)
   uint64_t rows_received = 0;  // rows in replies and pushes
   uint64_t evictions = 0;      // rows dropped from the cache to respect `cache_rows`
+  // Replies kept because cached rows point into them instead of holding a copy (rows read at
+  // most once since they came; a gauge, not a counter).
+  uint64_t replies_held = 0;
   uint64_t uncached_rows = 0;  // rows read by StartUncachedRead (not in the counts above)
   // Flow control: clock boundaries that waited for a server to apply earlier update batches
   // (at most 32 may be unacknowledged per server), and the most that ever were.

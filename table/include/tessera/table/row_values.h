@@ -55,10 +55,6 @@ class RowValues {
   // An all-zero row of `spec`'s type and layout.
   static RowValues Zero(const TableSpec& spec);
 
-  // A row of `spec`'s type with no cells yet but room for a whole dense row, so that a later
-  // AssignProto of the row writes into storage allocated now, by the calling thread.
-  static RowValues Reserved(const TableSpec& spec);
-
   // Decodes wire values, checking type, layout and column bounds against `spec`.
   static Result<RowValues> FromProto(proto::Values::Reader values, const TableSpec& spec);
   // The checks of FromProto without decoding, so a batch can be validated before any of it is
