@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 TARGETS=(table_test transport_test ps_basic_test ps_ssp_test ps_bad_input_test ps_job_environment_test
-         ps_managed_comm_test ps_cache_capacity_test ps_borrowed_rows_test ps_uncached_read_test
+         ps_managed_comm_test ps_cache_capacity_test ps_borrowed_rows_test ps_subscription_test ps_uncached_read_test
          ps_client_bad_reply_test)
 for san in ${SANITIZERS:-thread address,undefined}; do
   dir="build-san-${san//,/-}"

@@ -120,7 +120,6 @@ struct CacheEntry {
   Status error;  // a failed request for this row, reported to the next reader
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
-  RowValues value;  // server value + own updates not yet reflected there
   // A dense row answered by a server and not changed here since is not copied: its cells stay
   // in the reply (`borrowed`, inside `reply`, which the entry holds), and `value` is unused. A
   // reader streaming rows it reads once then costs one copy per row (into the reader's buffer)
@@ -128,14 +127,23 @@ struct CacheEntry {
   // before anything changes it, so only rows read at most once keep a reply alive: under a
   // capacity CLOCK drops those within a sweep, and without one a reply held by a few rows costs
   // at most the room of the rows of it that were copied since.
+  // (On the first cache line: eviction lets go of the reply.)
   const std::byte* borrowed = nullptr;
   SharedReply* reply = nullptr;
+  RowValues value;  // server value + own updates not yet reflected there
 
   CacheEntry() = default;
   CacheEntry(const CacheEntry&) = delete;
   CacheEntry& operator=(const CacheEntry&) = delete;
   ~CacheEntry() { Unborrow(); }
 
+  // Hands over the entry's hold on its reply (null if it has none), without copying the row.
+  SharedReply* TakeReply() {
+    SharedReply* r = reply;
+    reply = nullptr;
+    borrowed = nullptr;
+    return r;
+  }
   // Lets go of the reply without copying the row (it is about to be overwritten or dropped).
   void Unborrow() {
     if (reply != nullptr) {
@@ -698,6 +706,10 @@ class Client::Impl {
       stripe.cache.Prefetch(it->first);
     }
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
+    // Rows dropped one after another mostly came in one reply: their holds on it are let go
+    // together, one atomic operation (and one miss on a reply long untouched) for the lot.
+    SharedReply* letting_go = nullptr;
+    uint32_t holds = 0;
     // `target` may exceed what the stripe holds (MakeRoom for a run larger than the capacity).
     for (size_t steps = 2 * stripe.clock_order.size();
          evicted.size() < target && steps > 0 && !stripe.clock_order.empty(); --steps) {
@@ -709,8 +721,17 @@ class Client::Impl {
         continue;
       }
       evicted.emplace_back(ServerOfRow(table.spec.id, row, num_servers), row);
+      if (SharedReply* r = e->TakeReply()) {
+        if (r != letting_go) {
+          if (letting_go != nullptr) letting_go->Release(holds);
+          letting_go = r;
+          holds = 0;
+        }
+        ++holds;
+      }
       stripe.cache.Erase(row);
     }
+    if (letting_go != nullptr) letting_go->Release(holds);
     Count(kEvictions, evicted.size());
     for (uint32_t s = 0; s < num_servers; ++s) {
       ServerChannel& ch = *channels_[s];

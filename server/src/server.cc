@@ -80,6 +80,71 @@ class Subscribers {
   std::vector<uint32_t> high_;
 };
 
+// The readers of a block of kRows consecutive rows nobody has written: per reader, which rows
+// of the block it read. A reader of consecutive rows (a batch, a stream) subscribes to and
+// unsubscribes from a block's rows with one index lookup instead of one per row.
+class UnwrittenBlock {
+ public:
+  static constexpr unsigned kShift = 6;
+  static constexpr unsigned kRows = 1u << kShift;
+  static uint64_t BlockOf(RowId row) { return row >> kShift; }
+
+  bool empty() const { return readers_.empty(); }
+  // Returns whether `w` had not read `row` (a row of this block).
+  bool Add(uint32_t w, RowId row) {
+    const uint64_t bit = Bit(row);
+    for (Reader& r : readers_) {
+      if (r.worker != w) continue;
+      const bool added = (r.rows & bit) == 0;
+      r.rows |= bit;
+      return added;
+    }
+    readers_.push_back({w, bit});
+    return true;
+  }
+  // Returns whether `w` had read `row`.
+  bool Remove(uint32_t w, RowId row) {
+    const uint64_t bit = Bit(row);
+    for (size_t i = 0; i < readers_.size(); ++i) {
+      if (readers_[i].worker != w) continue;
+      if ((readers_[i].rows & bit) == 0) return false;
+      readers_[i].rows &= ~bit;
+      if (readers_[i].rows == 0) {
+        readers_[i] = readers_.back();
+        readers_.pop_back();
+      }
+      return true;
+    }
+    return false;
+  }
+  // Moves the readers of `row` to `to` (the row is being written for the first time).
+  void MoveReaders(RowId row, Subscribers& to) {
+    const uint64_t bit = Bit(row);
+    for (size_t i = 0; i < readers_.size();) {
+      if ((readers_[i].rows & bit) != 0) {
+        to.Add(readers_[i].worker);
+        readers_[i].rows &= ~bit;
+        if (readers_[i].rows == 0) {
+          readers_[i] = readers_.back();
+          readers_.pop_back();
+          continue;
+        }
+      }
+      ++i;
+    }
+  }
+  // For RowIndex::Erase: keeps the storage for the next block.
+  void Reset() { readers_.clear(); }
+
+ private:
+  struct Reader {
+    uint32_t worker;
+    uint64_t rows;  // bit i: row block * kRows + i
+  };
+  static uint64_t Bit(RowId row) { return uint64_t{1} << (row & (kRows - 1)); }
+  std::vector<Reader> readers_;
+};
+
 // A written row of a shard. What an unsubscription checks comes first, on the entry's first
 // cache line.
 struct StoredRow {
@@ -98,11 +163,11 @@ struct ShardTable {
   // Rows written so far. They stay put (dirty_ points at them) and are never erased.
   RowIndex<StoredRow> rows;
   // The readers of rows nobody has written yet (all zeros, so nothing to store but who to push
-  // them to once written). Kept apart from `rows`: an entry of 32 bytes instead of a StoredRow's
-  // 128, erased when its last reader unsubscribes, so a worker streaming through rows nobody
-  // wrote keeps a small, cache-resident index busy rather than a large one, and does not grow
+  // them to once written), by block (UnwrittenBlock::BlockOf). Kept apart from `rows` and erased
+  // when a block's last reader unsubscribes, so a worker streaming through rows nobody wrote
+  // keeps a small, cache-resident index busy rather than a large one, and does not grow it
   // either. A row's readers move to its StoredRow when it is first written.
-  RowIndex<Subscribers> unwritten_readers;
+  RowIndex<UnwrittenBlock> unwritten_readers;
 
   // The row with its values, for an update; created (all zeros) on the first.
   StoredRow& RowToUpdate(RowId id) {
@@ -111,9 +176,10 @@ struct ShardTable {
       row->table = spec.id;
       row->id = id;
       row->values = RowValues::Zero(spec);
-      if (Subscribers* readers = unwritten_readers.Find(id)) {
-        row->subscribers = std::move(*readers);
-        unwritten_readers.Erase(id);
+      const uint64_t block = UnwrittenBlock::BlockOf(id);
+      if (UnwrittenBlock* readers = unwritten_readers.Find(block)) {
+        readers->MoveReaders(id, row->subscribers);
+        if (readers->empty()) unwritten_readers.Erase(block);
       }
     }
     return *row;
@@ -536,7 +602,7 @@ class Server::Impl {
     auto look_ahead = [&](unsigned i) {
       if (i < rows.size()) {
         t.rows.Prefetch(rows[i]);
-        t.unwritten_readers.Prefetch(rows[i]);
+        t.unwritten_readers.Prefetch(UnwrittenBlock::BlockOf(rows[i]));
       }
       if (i >= kAhead / 2 && i - kAhead / 2 < rows.size()) {
         // What Unsubscribe reads comes first in the entry (see StoredRow), on one cache line or,
@@ -546,15 +612,24 @@ class Server::Impl {
       }
     };
     for (unsigned i = 0; i < kAhead; ++i) look_ahead(i);
+    // Consecutive rows share a block: it is looked up once for them.
+    uint64_t block = std::numeric_limits<uint64_t>::max();
+    UnwrittenBlock* readers = nullptr;
     for (unsigned i = 0; i < rows.size(); ++i) {
       look_ahead(i + kAhead);
       if (StoredRow* row = t.rows.Find(rows[i])) {
         if (!row->subscribers.Remove(worker)) continue;
-      } else if (Subscribers* readers = t.unwritten_readers.Find(rows[i])) {
-        if (!readers->Remove(worker)) continue;
-        if (readers->empty()) t.unwritten_readers.Erase(rows[i]);
       } else {
-        continue;
+        if (UnwrittenBlock::BlockOf(rows[i]) != block) {
+          block = UnwrittenBlock::BlockOf(rows[i]);
+          readers = t.unwritten_readers.Find(block);
+        }
+        if (readers == nullptr || !readers->Remove(worker, rows[i])) continue;
+        if (readers->empty()) {
+          t.unwritten_readers.Erase(block);  // and its entry may be reused: look up again
+          block = std::numeric_limits<uint64_t>::max();
+          readers = nullptr;
+        }
       }
       --peer.held_rows;
       ++ended;
@@ -572,13 +647,23 @@ class Server::Impl {
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);
     // The row to answer with (null: nobody has written it, so it is all zeros), its reader
-    // subscribed unless the read is uncached (which leaves no trace).
+    // subscribed unless the read is uncached (which leaves no trace). Consecutive unwritten
+    // rows share a block of readers: it is looked up once for them (entries stay put while
+    // others are added, so the pointer stays good).
+    uint64_t block = std::numeric_limits<uint64_t>::max();
+    UnwrittenBlock* readers = nullptr;
     auto row_to_answer = [&](RowId id) -> const StoredRow* {
       StoredRow* row = table.rows.Find(id);
       if (!req.subscribe) return row;
-      Subscribers& readers =
-          row != nullptr ? row->subscribers : *table.unwritten_readers.FindOrAdd(id).first;
-      if (readers.Add(req.worker)) ++peer.held_rows;
+      if (row != nullptr) {
+        if (row->subscribers.Add(req.worker)) ++peer.held_rows;
+        return row;
+      }
+      if (UnwrittenBlock::BlockOf(id) != block) {
+        block = UnwrittenBlock::BlockOf(id);
+        readers = table.unwritten_readers.FindOrAdd(block).first;
+      }
+      if (readers->Add(req.worker, id)) ++peer.held_rows;
       return row;
     };
     if (!table.spec.sparse) {
