@@ -699,12 +699,15 @@ class Client::Impl {
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     // The entries under the hand are the coldest of the cache: fetch those it will look at
     // together, so their cache misses overlap rather than come one after another.
-    size_t ahead = 0;
-    for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < target;
-         ++it, ++ahead) {
-      PrefetchObject(it->second);
-      stripe.cache.Prefetch(it->first);
-    }
+    auto fetch_under_hand = [&stripe](size_t n) {
+      size_t ahead = 0;
+      for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < n;
+           ++it, ++ahead) {
+        PrefetchObject(it->second);
+        stripe.cache.Prefetch(it->first);
+      }
+    };
+    fetch_under_hand(target);
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
     // Rows dropped one after another mostly came in one reply: their holds on it are let go
     // together, one atomic operation (and one miss on a reply long untouched) for the lot.
@@ -732,6 +735,9 @@ class Client::Impl {
       stripe.cache.Erase(row);
     }
     if (letting_go != nullptr) letting_go->Release(holds);
+    // And those the next eviction of this stripe will look at (likely as many), which then finds
+    // them in the CPU's caches instead of waiting for them.
+    fetch_under_hand(evicted.size());
     Count(kEvictions, evicted.size());
     for (uint32_t s = 0; s < num_servers; ++s) {
       ServerChannel& ch = *channels_[s];
