@@ -642,7 +642,8 @@ class Server::Impl {
     ShardTable& table = tables_.at(req.table);
     Peer& peer = peers_[req.worker];
     OutgoingMessage reply(options_.rank, req.request_id,
-                          static_cast<unsigned>(table.MessageWords(req.rows.size())));
+                          static_cast<unsigned>(table.MessageWords(req.rows.size())),
+                          frame_pool_.get());
     auto batch = reply.envelope().getBody().initRows();
     batch.setClock(clock_);
     batch.setAppliedSeq(peer.applied_seq);
@@ -872,7 +873,7 @@ class Server::Impl {
         it->second.push_back(row);
       }
       for (const auto& [table, rows] : dense) words += table->MessageWords(rows.size());
-      OutgoingMessage msg(options_.rank, 0, static_cast<unsigned>(words));
+      OutgoingMessage msg(options_.rank, 0, static_cast<unsigned>(words), frame_pool_.get());
       auto batch = msg.envelope().getBody().initRows();
       batch.setClock(clock_);
       batch.setAppliedSeq(peer.applied_seq);
@@ -958,6 +959,8 @@ class Server::Impl {
   std::vector<ParkedGet> parked_;
   int64_t clock_ = 0;
   bool finished_ = false;
+  // Buffers of answers and pushes, reused (see FramePool): frames in flight hold it too.
+  std::shared_ptr<FramePool> frame_pool_ = FramePool::Create();
   bool socket_may_have_input_ = true;  // see Loop
 
   mutable std::mutex stats_mu_;

@@ -57,6 +57,77 @@ TEST(MessageTest, MessagesInOneOrManySegmentsRoundTrip) {
   }
 }
 
+// A message of 40 rows of 16 floats built in a pooled buffer (a hint of 1024 words: 8 KiB).
+zmq::message_t PooledRowsFrame(FramePool& pool, float base) {
+  OutgoingMessage out(2, 5, 1024, &pool);
+  auto rows = out.envelope().getBody().initRows().initRows(40);
+  for (unsigned i = 0; i < rows.size(); ++i) {
+    rows[i].setRow(i);
+    auto cells = rows[i].initValues().initF32(16);
+    for (unsigned j = 0; j < 16; ++j) cells.set(j, base + static_cast<float>(i * 16 + j));
+  }
+  return out.ToFrame();
+}
+
+void ExpectRows(zmq::message_t frame, float base) {
+  auto in = IncomingMessage::Parse(std::move(frame));
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  auto got = (*in)->envelope().getBody().getRows().getRows();
+  ASSERT_EQ(got.size(), 40u);
+  for (unsigned i = 0; i < got.size(); ++i) {
+    auto cells = got[i].getValues().getF32();
+    ASSERT_EQ(cells.size(), 16u);
+    for (unsigned j = 0; j < 16; ++j) ASSERT_EQ(cells[j], base + static_cast<float>(i * 16 + j));
+  }
+}
+
+// A sent frame's buffer goes back to its pool and the next large message is built in it, as a
+// correct message again (the buffer is zeroed, as Cap'n Proto requires).
+TEST(FramePoolTest, LargeFramesReuseTheirBuffers) {
+  std::shared_ptr<FramePool> pool = FramePool::Create();
+  zmq::message_t first = PooledRowsFrame(*pool, 0);
+  const void* data = first.data();
+  ExpectRows(std::move(first), 0);  // parsed, then freed: back to the pool
+  EXPECT_EQ(pool->idle_buffers(), 1u);
+  zmq::message_t second = PooledRowsFrame(*pool, 1000);
+  EXPECT_EQ(second.data(), data);
+  EXPECT_EQ(pool->idle_buffers(), 0u);
+  ExpectRows(std::move(second), 1000);
+  // Small messages are not pooled.
+  OutgoingMessage small(1, 0, 0, pool.get());
+  small.envelope().getBody().initClock().setClock(3);
+  { zmq::message_t frame = small.ToFrame(); }
+  EXPECT_EQ(pool->idle_buffers(), 1u);
+}
+
+TEST(FramePoolTest, ReusedBuffersAreZeroedAndIdleBytesBounded) {
+  std::shared_ptr<FramePool> pool = FramePool::Create(/*max_idle_bytes=*/2 * 8192);
+  void* a = pool->Take(8192);
+  std::memset(a, 0xff, 8192);
+  FramePool::Give(a);
+  auto* again = static_cast<unsigned char*>(pool->Take(8000));
+  EXPECT_EQ(again, a);
+  for (size_t i = 0; i < 8000; ++i) ASSERT_EQ(again[i], 0) << i;
+  void* b = pool->Take(8192);
+  void* c = pool->Take(8192);
+  FramePool::Give(again);
+  FramePool::Give(b);
+  FramePool::Give(c);  // over the bound: freed
+  EXPECT_EQ(pool->idle_buffers(), 2u);
+}
+
+// Frames in flight keep their pool: its owner may go first (a node shutting down while ZeroMQ
+// still holds frames it sent).
+TEST(FramePoolTest, FramesOutliveThePoolsOwner) {
+  std::shared_ptr<FramePool> pool = FramePool::Create();
+  std::weak_ptr<FramePool> watch = pool;
+  zmq::message_t frame = PooledRowsFrame(*pool, 7);
+  pool.reset();
+  EXPECT_FALSE(watch.expired());
+  ExpectRows(std::move(frame), 7);
+  EXPECT_TRUE(watch.expired());
+}
+
 TEST(MessageTest, BadFramesAreErrorsNotCrashes) {
   EXPECT_EQ(IncomingMessage::Parse(zmq::message_t()).status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(IncomingMessage::Parse(zmq::message_t(std::string("abc"))).status().code(),

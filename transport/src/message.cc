@@ -19,15 +19,109 @@ constexpr uint64_t kTraversalLimitWords = uint64_t{1} << 30;
 // Small control messages (acknowledgements, requests for a few rows) fit in this.
 constexpr unsigned kDefaultFirstSegmentWords = 128;
 
-FrameMessageBuilder::FrameMessageBuilder(unsigned first_segment_words)
+// In front of each pooled buffer: its pool (kept alive by the buffer while it is out) and size.
+struct FramePool::Header {
+  std::shared_ptr<FramePool> pool;
+  size_t capacity;
+};
+// The data of a pooled buffer starts this far in, aligned for any scalar (and capnp::word).
+constexpr size_t kFrameHeaderBytes =
+    (sizeof(std::shared_ptr<FramePool>) + sizeof(size_t) + alignof(std::max_align_t) - 1) /
+    alignof(std::max_align_t) * alignof(std::max_align_t);
+
+FramePool::Header* FramePool::HeaderOf(void* data) {
+  static_assert(sizeof(Header) <= kFrameHeaderBytes &&
+                alignof(Header) <= alignof(std::max_align_t));
+  return reinterpret_cast<Header*>(static_cast<std::byte*>(data) - kFrameHeaderBytes);
+}
+void* FramePool::DataOf(Header* header) {
+  return reinterpret_cast<std::byte*>(header) + kFrameHeaderBytes;
+}
+
+std::shared_ptr<FramePool> FramePool::Create(size_t max_idle_bytes) {
+  return std::shared_ptr<FramePool>(new FramePool(max_idle_bytes));
+}
+
+FramePool::~FramePool() {
+  // Buffers out hold a reference: only idle ones are left.
+  for (Header* h : idle_) std::free(h);
+}
+
+void* FramePool::Take(size_t bytes) {
+  Header* header = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    // Frames of a node come in a few sizes: the newest idle buffer that fits is nearly always
+    // the last one.
+    for (size_t i = idle_.size(); i-- > 0;) {
+      if (idle_[i]->capacity >= bytes) {
+        header = idle_[i];
+        idle_[i] = idle_.back();
+        idle_.pop_back();
+        idle_bytes_ -= header->capacity;
+        break;
+      }
+    }
+  }
+  if (header != nullptr) {
+    std::memset(DataOf(header), 0, bytes);
+  } else {
+    // Whole pages, so that frames of nearly the same size share buffers.
+    const size_t capacity = (bytes + 4095) / 4096 * 4096;
+    void* raw = std::calloc(1, kFrameHeaderBytes + capacity);
+    if (raw == nullptr) throw std::bad_alloc();
+    header = new (raw) Header{nullptr, capacity};
+  }
+  header->pool = shared_from_this();
+  return DataOf(header);
+}
+
+void FramePool::Give(void* data) {
+  Header* header = HeaderOf(data);
+  // Moved out first: the pool may be freed when this reference goes, after the buffer is kept.
+  std::shared_ptr<FramePool> pool = std::move(header->pool);
+  pool->Keep(header);
+}
+
+void FramePool::FreeFrame(void* data, void* /*hint*/) { Give(data); }
+
+void FramePool::Keep(Header* header) {
+  {
+    std::lock_guard lock(mu_);
+    if (idle_bytes_ + header->capacity <= max_idle_bytes_) {
+      idle_bytes_ += header->capacity;
+      idle_.push_back(header);
+      return;
+    }
+  }
+  header->~Header();
+  std::free(header);
+}
+
+size_t FramePool::idle_buffers() const {
+  std::lock_guard lock(mu_);
+  return idle_.size();
+}
+
+FrameMessageBuilder::FrameMessageBuilder(unsigned first_segment_words, FramePool* pool)
     : first_words_(std::max(first_segment_words, 8u)), next_words_(first_words_) {
+  const size_t bytes = (size_t{first_words_} + 1) * sizeof(capnp::word);
+  if (pool != nullptr && bytes >= FramePool::kMinBytes) {
+    frame_ = static_cast<capnp::word*>(pool->Take(bytes));  // zeroed, as Cap'n Proto requires
+    pooled_ = true;
+    return;
+  }
   // Cap'n Proto requires zeroed segments.
   frame_ = static_cast<capnp::word*>(std::calloc(first_words_ + 1, sizeof(capnp::word)));
   if (frame_ == nullptr) throw std::bad_alloc();
 }
 
 FrameMessageBuilder::~FrameMessageBuilder() noexcept(false) {
-  std::free(frame_);
+  if (frame_ != nullptr && pooled_) {
+    FramePool::Give(frame_);
+  } else {
+    std::free(frame_);
+  }
   for (void* p : more_segments_) std::free(p);
 }
 
@@ -55,7 +149,9 @@ zmq::message_t FrameMessageBuilder::TakeFrame() {
     size_t bytes = (segments[0].size() + 1) * sizeof(capnp::word);
     capnp::word* data = frame_;
     frame_ = nullptr;
-    return zmq::message_t(data, bytes, [](void* d, void*) { std::free(d); }, nullptr);
+    if (pooled_) return zmq::message_t(data, bytes, &FramePool::FreeFrame, nullptr);
+    return zmq::message_t(
+        data, bytes, [](void* d, void*) { std::free(d); }, nullptr);
   }
   size_t words = capnp::computeSerializedSizeInWords(segments);
   zmq::message_t frame(words * sizeof(capnp::word));
@@ -65,8 +161,9 @@ zmq::message_t FrameMessageBuilder::TakeFrame() {
   return frame;
 }
 
-OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words)
-    : builder_(size_hint_words > 0 ? size_hint_words : kDefaultFirstSegmentWords),
+OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned size_hint_words,
+                                 FramePool* pool)
+    : builder_(size_hint_words > 0 ? size_hint_words : kDefaultFirstSegmentWords, pool),
       envelope_(builder_.initRoot<proto::Envelope>()) {
   envelope_.setVersion(proto::PROTOCOL_VERSION);
   envelope_.setSender(sender);
