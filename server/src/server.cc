@@ -108,11 +108,7 @@ class UnwrittenBlock {
     for (size_t i = 0; i < readers_.size(); ++i) {
       if (readers_[i].worker != w) continue;
       if ((readers_[i].rows & bit) == 0) return false;
-      readers_[i].rows &= ~bit;
-      if (readers_[i].rows == 0) {
-        readers_[i] = readers_.back();
-        readers_.pop_back();
-      }
+      Clear(i, bit);
       return true;
     }
     return false;
@@ -123,12 +119,7 @@ class UnwrittenBlock {
     for (size_t i = 0; i < readers_.size();) {
       if ((readers_[i].rows & bit) != 0) {
         to.Add(readers_[i].worker);
-        readers_[i].rows &= ~bit;
-        if (readers_[i].rows == 0) {
-          readers_[i] = readers_.back();
-          readers_.pop_back();
-          continue;
-        }
+        if (Clear(i, bit)) continue;  // reader i is another one now
       }
       ++i;
     }
@@ -142,6 +133,15 @@ class UnwrittenBlock {
     uint64_t rows;  // bit i: row block * kRows + i
   };
   static uint64_t Bit(RowId row) { return uint64_t{1} << (row & (kRows - 1)); }
+  // Clears `bit` of reader i, which goes once it has read no row of the block (the last reader
+  // takes its place); returns whether it went.
+  bool Clear(size_t i, uint64_t bit) {
+    readers_[i].rows &= ~bit;
+    if (readers_[i].rows != 0) return false;
+    readers_[i] = readers_.back();
+    readers_.pop_back();
+    return true;
+  }
   std::vector<Reader> readers_;
 };
 

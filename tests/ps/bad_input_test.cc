@@ -166,11 +166,7 @@ TEST_F(BadInputTest, BadUnsubscribeIsRejectedWhole) {
   ASSERT_NE(peer.Receive(), nullptr);
   ASSERT_EQ(RawRead(peer, 1, 2), 0);  // subscribes the peer to row 2
   auto unsubscribe = [&](TableId table, std::vector<RowId> rows) {
-    OutgoingMessage msg(1, 13);
-    auto body = msg.envelope().getBody().initUnsubscribe();
-    body.setTable(table);
-    auto list = body.initRows(static_cast<unsigned>(rows.size()));
-    for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
+    auto msg = testing::UnsubscribeMessage(1, table, rows);
     peer.Send(msg);
   };
   unsubscribe(99, {2});

@@ -46,6 +46,15 @@ void ReadBatch(Client& c, uint64_t b, Expected expected) {
   }
 }
 
+// Creates a table of one batch, fills it and reads it once (one server: one request, one reply):
+// the reply is kept.
+void ReadOneReplyOnce(Client& c) {
+  ASSERT_TRUE(c.CreateTable(Rows(kBatch)).ok());
+  ASSERT_NO_FATAL_FAILURE(Fill(c, kBatch));
+  ASSERT_NO_FATAL_FAILURE(ReadBatch(c, 0, [](RowId r) { return int64_t(r); }));
+  ASSERT_EQ(c.stats().replies_held, 1u);
+}
+
 // One server, so each batch read is one request and one reply. Read once, every batch's reply
 // is kept (its rows point into it); read again, the rows are copied and no reply is kept.
 TEST(BorrowedRowsTest, RowsReadOnceKeepTheirReplyAndRowsReadAgainAreCopied) {
@@ -68,10 +77,7 @@ TEST(BorrowedRowsTest, RowsReadOnceKeepTheirReplyAndRowsReadAgainAreCopied) {
 TEST(BorrowedRowsTest, SingleRowReadsCopyTheRow) {
   InProcessCluster cluster({.num_servers = 1, .num_workers = 1});
   Client& c = cluster.client(0);
-  ASSERT_TRUE(c.CreateTable(Rows(kBatch)).ok());
-  ASSERT_NO_FATAL_FAILURE(Fill(c, kBatch));
-  ASSERT_NO_FATAL_FAILURE(ReadBatch(c, 0, [](RowId r) { return int64_t(r); }));
-  ASSERT_EQ(c.stats().replies_held, 1u);
+  ASSERT_NO_FATAL_FAILURE(ReadOneReplyOnce(c));
   std::vector<int64_t> row;
   for (RowId r = 0; r < kBatch; ++r) {
     ASSERT_TRUE(c.Get<int64_t>(0, kTable, r, &row).ok());
@@ -86,10 +92,7 @@ TEST(BorrowedRowsTest, SingleRowReadsCopyTheRow) {
 TEST(BorrowedRowsTest, OwnUpdatesOfBorrowedRowsChangeACopy) {
   InProcessCluster cluster({.num_servers = 1, .num_workers = 1});
   Client& c = cluster.client(0);
-  ASSERT_TRUE(c.CreateTable(Rows(kBatch)).ok());
-  ASSERT_NO_FATAL_FAILURE(Fill(c, kBatch));
-  ASSERT_NO_FATAL_FAILURE(ReadBatch(c, 0, [](RowId r) { return int64_t(r); }));
-  ASSERT_EQ(c.stats().replies_held, 1u);
+  ASSERT_NO_FATAL_FAILURE(ReadOneReplyOnce(c));
   for (RowId r = 0; r < kBatch; r += 2) ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, 1000).ok());
   EXPECT_EQ(c.stats().replies_held, 1u);  // the odd rows still point into it
   auto half = [](RowId r) { return int64_t(r) + (r % 2 == 0 ? 1000 : 0); };

@@ -89,6 +89,17 @@ inline std::vector<std::pair<RowId, std::vector<double>>> RowsOf(proto::RowBatch
   return out;
 }
 
+// An Unsubscribe from worker `rank` of `rows` of table `table`.
+inline std::unique_ptr<OutgoingMessage> UnsubscribeMessage(uint32_t rank, TableId table,
+                                                           const std::vector<RowId>& rows) {
+  auto msg = std::make_unique<OutgoingMessage>(rank, 13);
+  auto body = msg->envelope().getBody().initUnsubscribe();
+  body.setTable(table);
+  auto list = body.initRows(static_cast<unsigned>(rows.size()));
+  for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
+  return msg;
+}
+
 }  // namespace tessera::testing
 
 #endif  // TESSERA_TESTS_PS_RAW_PEER_H_

@@ -50,11 +50,7 @@ class UnwrittenSubscriptionTest : public ::testing::Test {
   }
 
   void PeerUnsubscribes(const std::vector<RowId>& rows) {
-    OutgoingMessage msg(1, 22);
-    auto body = msg.envelope().getBody().initUnsubscribe();
-    body.setTable(kTable);
-    auto list = body.initRows(static_cast<unsigned>(rows.size()));
-    for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
+    auto msg = testing::UnsubscribeMessage(1, kTable, rows);
     peer_.Send(msg);
   }
 
