@@ -44,7 +44,10 @@ std::shared_ptr<FramePool> FramePool::Create(size_t max_idle_bytes) {
 
 FramePool::~FramePool() {
   // Buffers out hold a reference: only idle ones are left.
-  for (Header* h : idle_) std::free(h);
+  for (Header* h : idle_) {
+    h->~Header();
+    std::free(h);
+  }
 }
 
 void* FramePool::Take(size_t bytes) {
