@@ -599,7 +599,9 @@ int main(int argc, char** argv) {
   app.add_option("--window", window, "get: batches in flight per client")
       ->check(CLI::Range(1, 1024));
   bool client_stats = false;
-  app.add_flag("--client-stats", client_stats, "print each Tessera client's statistics to stderr");
+  app.add_flag("--client-stats", client_stats,
+               "print each Tessera client's statistics, and each client's reading-thread CPU per "
+               "row on both sides, to stderr");
   int rounds = 1;
   app.add_option("--rounds", rounds,
                  "runs of every configuration, one round over all of them after another; with "
