@@ -238,6 +238,12 @@ ThreadCpu ThreadCpuSeconds() {
   };
   return {secs(ru.ru_utime), secs(ru.ru_stime)};
 }
+// The thread CPU (us) per row of `rows` moved between `start` and `end`.
+ThreadCpu PerRow(const ThreadCpu& start, const ThreadCpu& end, uint64_t rows) {
+  if (rows == 0) return {};
+  const double per_row = 1e6 / static_cast<double>(rows);
+  return {(end.user - start.user) * per_row, (end.system - start.system) * per_row};
+}
 
 Report RunTessera(const Config& cfg) {
   std::string coord_file = TempEndpointFile();
@@ -379,8 +385,7 @@ Report RunTessera(const Config& cfg) {
         }
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
-      const ThreadCpu end_cpu = ThreadCpuSeconds();
-      const double per_row = moved > 0 ? 1e6 / static_cast<double>(moved) : 0.0;
+      const ThreadCpu cpu = PerRow(start_cpu, ThreadCpuSeconds(), moved);
       WriteReport(wfd, moved, secs);
       if (cfg.client_stats) {
         tessera::ClientStats st = client.stats();
@@ -390,8 +395,7 @@ Report RunTessera(const Config& cfg) {
                      "%lu, calling thread us per row %.3f user %.3f system\n",
                      w, st.get_requests, st.cache_hits, st.cold_misses, st.stale_waits,
                      st.rows_received, st.evictions, st.messages_sent, st.flow_control_waits,
-                     (end_cpu.user - start_cpu.user) * per_row,
-                     (end_cpu.system - start_cpu.system) * per_row);
+                     cpu.user, cpu.system);
       }
       (void)client.Leave();
       return 0;
@@ -512,13 +516,11 @@ Report RunCeiling(const Config& cfg) {
         (void)s.recv(ack);
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
-      const ThreadCpu end_cpu = ThreadCpuSeconds();
+      const ThreadCpu cpu = PerRow(start_cpu, ThreadCpuSeconds(), moved);
       WriteReport(wfd, moved, secs);
-      if (cfg.client_stats && moved > 0) {
-        const double per_row = 1e6 / static_cast<double>(moved);
+      if (cfg.client_stats) {
         std::fprintf(stderr, "ceiling client: calling thread us per row %.3f user %.3f system\n",
-                     (end_cpu.user - start_cpu.user) * per_row,
-                     (end_cpu.system - start_cpu.system) * per_row);
+                     cpu.user, cpu.system);
       }
       return 0;
     }));

@@ -154,13 +154,10 @@ struct CacheEntry {
   }
   // Lets go of the reply without copying the row (it is about to be overwritten or dropped).
   void Unborrow() {
-    if (reply != nullptr) {
-      reply->Release();
-      reply = nullptr;
-      borrowed = nullptr;
-    }
+    if (SharedReply* r = TakeReply()) r->Release();
   }
-  // Copies a borrowed row into `value`, letting go of its reply. REQUIRES: a dense row of `spec`.
+  // Copies a borrowed row into `value`, letting go of its reply; nothing for a row not borrowed
+  // (only dense rows are). `spec`: the row's table.
   void Own(const TableSpec& spec) {
     if (borrowed == nullptr) return;
     value.AssignDense(borrowed, spec);
@@ -825,7 +822,7 @@ class Client::Impl {
       }
       if (int64_t stamp = EffectiveStamp(entry, server); entry.valid && stamp >= need) {
         // Single-row reads hand out the row as a RowValues: a borrowed one is copied first.
-        if (!table.spec.sparse) entry.Own(table.spec);
+        entry.Own(table.spec);
         MarkRead(entry);
         copy_out(entry.value);
         Count(waited ? kind : kCacheHits);
@@ -987,7 +984,7 @@ class Client::Impl {
     apply(pending.delta);
     CacheEntry* c = stripe.cache.Find(row);
     bool cached = c != nullptr && c->valid;
-    if (cached && !table.spec.sparse) c->Own(table.spec);  // the reply is not ours to change
+    if (cached) c->Own(table.spec);  // the reply is not ours to change
     if (options_.comm.policy == SendPolicy::kRelativeMagnitude) {
       pending.importance += importance(cached ? &c->value : nullptr);
     }
