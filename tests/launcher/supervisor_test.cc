@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "tessera_harness.h"
+
 namespace tessera::launcher {
 namespace {
 
@@ -70,8 +72,8 @@ TEST_F(SupervisorTest, StreamsPrefixedLinesToTheGivenDescriptors) {
   ASSERT_TRUE(code.ok()) << code.status().ToString();
   EXPECT_EQ(*code, 0);
   std::string out = Slurp("out");
-  EXPECT_NE(out.find("[worker 0] line 1 of worker 0\n[worker 0] line 2 of worker 0\n"),
-            std::string::npos)
+  EXPECT_EQ(testing::LinesOf(out, "[worker 0] "),
+            "[worker 0] line 1 of worker 0\n[worker 0] line 2 of worker 0\n")
       << out;
   EXPECT_NE(out.find("[worker 1] no newline at the end\n"), std::string::npos) << out;
   EXPECT_NE(out.find("[server 0] server 0 up\n"), std::string::npos) << out;

@@ -56,11 +56,12 @@ class TesseraCliTest : public TesseraHarness {
 TEST_F(TesseraCliTest, RunsTheJobAndPrefixesEveryLine) {
   RunResult r = Run(RunArgs(2, 2, {"print:2", "print:3"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "[worker 0] line 1 of worker 0\n[worker 0] line 2 of worker 0\n"))
+  EXPECT_EQ(LinesOf(r.out, "[worker 0] "),
+            "[worker 0] line 1 of worker 0\n[worker 0] line 2 of worker 0\n")
       << r.out;
-  EXPECT_TRUE(Contains(r.out,
-                       "[worker 1] line 1 of worker 1\n[worker 1] line 2 of worker 1\n"
-                       "[worker 1] line 3 of worker 1\n"))
+  EXPECT_EQ(LinesOf(r.out, "[worker 1] "),
+            "[worker 1] line 1 of worker 1\n[worker 1] line 2 of worker 1\n"
+            "[worker 1] line 3 of worker 1\n")
       << r.out;
   EXPECT_TRUE(Contains(r.out, "[coordinator] coordinator 0 up\n")) << r.out;
   EXPECT_TRUE(Contains(r.out, "[server 1] server 1 up\n")) << r.out;

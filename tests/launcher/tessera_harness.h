@@ -48,6 +48,17 @@ inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// The lines of `output` that start with `prefix` (e.g. "[worker 1] "), each with its newline, in
+// the order printed. Processes print concurrently, so only one process's lines have an order.
+inline std::string LinesOf(const std::string& output, const std::string& prefix) {
+  std::string picked;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) picked += line + "\n";
+  }
+  return picked;
+}
+
 // Runs `binary` (the tessera launcher) in a fresh temporary directory, removed afterwards.
 class TesseraHarness : public ::testing::Test {
  protected:
