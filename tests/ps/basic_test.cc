@@ -225,7 +225,9 @@ TEST(ClientServerTest, IncRowsAddsAsIncRowAndRefusesBadCallsWhole) {
 // server, waiting at clock boundaries for the server to catch up, and nothing is lost or counted
 // twice.
 TEST(ClientServerTest, FlowControlBoundsUnacknowledgedBatchesAndLosesNothing) {
-  constexpr int kWriters = 4, kClocks = 100, kRows = 64, kWidth = 16;
+  // Many clocks, so that the writers getting 32 batches ahead does not hang on one lucky spell of
+  // scheduling (under ASan 100 clocks once ended without a wait); about 30 ms.
+  constexpr int kWriters = 4, kClocks = 1000, kRows = 64, kWidth = 16;
   InProcessCluster cluster({.num_servers = 1, .num_workers = kWriters});
   OnEachWorker(cluster, [&](int w) {
     Client& c = cluster.client(w);
