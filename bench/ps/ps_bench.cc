@@ -13,6 +13,10 @@
 //   get-uncached - the same reads with StartUncachedRead / WaitUncachedRead: each reply goes
 //          straight into the reader's buffer, past the process cache; `window` reads in flight,
 //          as the ceiling has.
+//   get-written - the reads of get, of rows the client wrote (one IncRows and a clock per
+//          batch) before the timed part: the servers answer stored rows and subscribe the
+//          reader through each row's own entry, as they do for a trained model's rows, where get
+//          reads rows nobody wrote.
 // The ceiling runs the same pattern with bare ZeroMQ DEALER/ROUTER sockets and raw float frames:
 // no tables, no Cap'n Proto, no cache; its receivers read one float per cache line of what they
 // get (the inc server, the get client), as any program that uses the rows must.
@@ -56,7 +60,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Config {
-  std::string pattern;  // inc, get or get-uncached
+  std::string pattern;  // inc, get, get-uncached or get-written
   uint32_t width;
   int clients;
   int servers;
@@ -74,8 +78,11 @@ struct Config {
   int server_cpu = -1;
 };
 
-// Both get patterns have the same ceiling: the bare message pattern has no cache to bypass.
-bool IsGet(const std::string& pattern) { return pattern == "get" || pattern == "get-uncached"; }
+// The get patterns have one ceiling: the bare message pattern has no cache to bypass and no
+// table whose rows were written.
+bool IsGet(const std::string& pattern) {
+  return pattern == "get" || pattern == "get-uncached" || pattern == "get-written";
+}
 
 // Children report "<rows> <seconds>" through a pipe. A run whose every process exited cleanly
 // and reported is `ok`; any other run's numbers would be wrong (a missing client's rows not
@@ -298,6 +305,22 @@ Report RunTessera(const Config& cfg) {
       if (!client.CreateTable(spec).ok()) return 1;
       std::vector<float> delta(cfg.width, 1.0f), row;
       const tessera::RowId base = cfg.rows_per_client * w;
+      if (cfg.pattern == "get-written") {
+        // Untimed: write every row this client reads, a batch per clock, and wait until the
+        // servers have applied them (a staleness-0 read of a row nobody reads in the timed part;
+        // its server has then applied every earlier clock, and so, but for the last clocks'
+        // batches in flight to another server, have the others).
+        const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
+        std::vector<tessera::RowId> ids;
+        for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
+          ids.clear();
+          for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j)
+            ids.push_back(base + j);
+          std::span<const float> d(deltas.data(), ids.size() * cfg.width);
+          if (!client.IncRows<float>(1, ids, d).ok() || !client.Clock(0).ok()) return 1;
+        }
+        if (!client.Get<float>(0, 1, spec.num_rows - 1, &row).ok()) return 1;
+      }
       if (!client.Barrier().ok()) return 1;
       auto start = Clock::now();
       const ThreadCpu start_cpu = ThreadCpuSeconds();
@@ -369,6 +392,9 @@ Report RunTessera(const Config& cfg) {
           if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
         }
         std::vector<float> rows_out(static_cast<size_t>(cfg.batch) * cfg.width);
+        // get-written reads what it wrote (each cell 1): a row that is not is a failed run, so
+        // the pattern cannot measure reads of anything else. One cell per row, just copied.
+        const bool check = cfg.pattern == "get-written";
         for (uint64_t b = 0; b < batches; ++b) {
           if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
             return 1;
@@ -376,10 +402,14 @@ Report RunTessera(const Config& cfg) {
           if (cfg.per_row_get) {
             for (tessera::RowId id : ids) {
               if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
+              if (check && row[0] != 1.0f) return 1;
             }
           } else {
             std::span<float> out(rows_out.data(), ids.size() * cfg.width);
             if (!client.GetRows<float>(0, 1, ids, out).ok()) return 1;
+            for (size_t i = 0; check && i < ids.size(); ++i) {
+              if (out[i * cfg.width] != 1.0f) return 1;
+            }
           }
           moved += ids.size();
         }
@@ -581,12 +611,12 @@ void PrintSummary(const std::vector<Config>& configs,
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server throughput vs bare ZeroMQ"};
   std::string widths = "16,128,1024", clients = "1,2,4", servers = "1,2",
-              patterns = "inc,get,get-uncached";
+              patterns = "inc,get,get-uncached";  // get-written on request
   uint64_t row_bytes_budget = 64ull << 20;  // payload each client moves per configuration
   app.add_option("--widths", widths, "row widths in floats");
   app.add_option("--clients", clients, "client process counts");
   app.add_option("--servers", servers, "server process counts");
-  app.add_option("--patterns", patterns, "any of inc, get, get-uncached");
+  app.add_option("--patterns", patterns, "any of inc, get, get-uncached, get-written");
   app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
   uint64_t cache_rows = 0;
   app.add_option("--cache-rows", cache_rows,
@@ -630,7 +660,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& pattern : pattern_list) {
     if (pattern != "inc" && !IsGet(pattern)) {
-      std::fprintf(stderr, "unknown pattern '%s' (inc, get, get-uncached)\n", pattern.c_str());
+      std::fprintf(stderr, "unknown pattern '%s' (inc, get, get-uncached, get-written)\n",
+                   pattern.c_str());
       return 2;
     }
   }

@@ -83,6 +83,23 @@ TEST(PsBenchTest, RunsEveryRoundOfEveryConfigurationAndSummarisesThem) {
             (std::vector<std::string>{"inc", "inc", "get", "get", "get-uncached", "get-uncached"}));
 }
 
+// get-written fails its run if a row it reads is not what it wrote, so a printed rate says the
+// reads returned the written rows (whole batches and, with --per-row-get, row by row).
+TEST(PsBenchTest, GetWrittenReadsWhatItWrote) {
+  for (const std::string extra : {"", " --per-row-get"}) {
+    const Tables t = RunBench(
+        "--widths 16 --clients 2 --servers 1,2 --patterns get-written --bytes-per-client 200000 "
+        "--cache-rows 64" +
+        extra);
+    ASSERT_EQ(t.rounds.size(), 2u) << t.output;
+    for (const auto& row : t.rounds) {
+      EXPECT_EQ(row[0], "get-written") << t.output;
+      EXPECT_GT(std::stod(row[4]), 0) << "Tessera rows/s: " << t.output;
+      EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << t.output;
+    }
+  }
+}
+
 TEST(PsBenchTest, OneRoundPrintsNoSummary) {
   const Tables t =
       RunBench("--widths 16 --clients 1 --servers 1 --patterns inc --bytes-per-client 100000");
