@@ -1587,11 +1587,27 @@ class Client::Impl {
     };
     {
       StripeRunLock run;
+      // Room is made at a run's first row not cached, not at its start: rows requested ahead
+      // (Prefetch) are all found, and then the run costs one lookup per row instead of two
+      // (MakeRoom's count, then the lookup). Rows before that one were found, so the count is
+      // the same; eviction may then drop some of them: copied already, or looked up again
+      // below. A stripe over its share (rows that came after their batch made room) is
+      // trimmed at the start of the run, as before.
+      bool room_made = false;
       for (size_t i = 0; i < rows.size(); ++i) {
         Stripe& stripe = table.StripeOf(rows[i]);
-        if (run.Hold(stripe)) MakeRoom(table, stripe, rows.subspan(i));
+        if (run.Hold(stripe)) {
+          room_made = table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity;
+          if (room_made) MakeRoom(table, stripe, rows.subspan(i));
+        }
         uint32_t server = ServerOfRow(id, rows[i], num_servers);
-        CacheEntry& e = NewOrCachedEntry(table, stripe, rows[i]);
+        CacheEntry* cached = stripe.cache.Find(rows[i]);
+        if (cached == nullptr) {
+          if (!room_made) MakeRoom(table, stripe, rows.subspan(i));
+          room_made = true;
+          cached = &NewOrCachedEntry(table, stripe, rows[i]);
+        }
+        CacheEntry& e = *cached;
         NoteIfOver(table, stripe, scratch.over);
         if (try_copy(e, i, server)) {
           ++hits;
@@ -1612,26 +1628,36 @@ class Client::Impl {
     EvictIfOver(table, scratch.over);
     Count(kCacheHits, hits);
     // Waits for the first row still missing (a full Read: errors, time-out, statistics), then
-    // takes every later one that has come meanwhile without waiting.
+    // takes every later one that has come meanwhile without waiting, one stripe lock per run
+    // of them, and counts them once at the end: a third of a streaming reader's rows come this
+    // way, and a lock and a counter per row were a tenth of its CPU.
+    uint64_t stale_waits = 0, cold_misses = 0;
+    auto count_taken = [&] {
+      Count(kStaleWaits, stale_waits);
+      Count(kColdMisses, cold_misses);
+    };
+    StripeRunLock run;
     for (size_t k = 0; k < missing.size(); ++k) {
       const size_t i = missing[k];
       const RowId row = rows[i];
-      Stripe& stripe = table.StripeOf(row);
-      {
-        std::lock_guard lock(stripe.mu);
-        CacheEntry* e = stripe.cache.Find(row);
-        if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers))) {
-          Count(missing_was_valid[k] ? kStaleWaits : kColdMisses);
-          ++taken;
-          continue;
-        }
+      run.Hold(table.StripeOf(row));
+      CacheEntry* e = table.StripeOf(row).cache.Find(row);
+      if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers))) {
+        ++(missing_was_valid[k] ? stale_waits : cold_misses);
+        ++taken;
+        continue;
       }
-      TESSERA_RETURN_IF_ERROR(
-          Read(thread, id, ValueTypeOf<T>(), false, row, [&](const RowValues& v) {
-            auto cells = v.dense<T>();
-            std::copy(cells.begin(), cells.end(), out + i * width);
-          }));
+      run.Release();  // Read takes the lock, and waits
+      const Status read = Read(thread, id, ValueTypeOf<T>(), false, row, [&](const RowValues& v) {
+        auto cells = v.dense<T>();
+        std::copy(cells.begin(), cells.end(), out + i * width);
+      });
+      if (!read.ok()) {
+        count_taken();
+        return read;
+      }
     }
+    count_taken();
     // Rows taken without a Read (a Read records its own): the hits and the missing rows that
     // came meanwhile.
     RecordReads(hits + taken, staleness_sum, staleness_max);
