@@ -396,15 +396,15 @@ class BatchWriter {
     }
     ++Block(spec).rows;
   }
-  // REQUIRES: every row to be written was counted.
-  void Start(uint32_t rank, uint64_t seq, int64_t clock, bool ack_wanted) {
+  // REQUIRES: every row to be written was counted. `pool` (may be null) provides the buffer.
+  void Start(uint32_t rank, uint64_t seq, int64_t clock, bool ack_wanted, FramePool* pool) {
     // Per sparse row a Row struct, a Values struct and list headers, about 8 words; per block
     // its cells, a row id per row, and headers.
     size_t words = sparse_bytes_ / sizeof(capnp::word) + sparse_rows_ * 8 + 16;
     for (const DenseBlockOut& b : blocks_) {
       words += (b.rows * b.row_bytes + 7) / sizeof(capnp::word) + b.rows + 16;
     }
-    message_ = std::make_unique<OutgoingMessage>(rank, 0, static_cast<unsigned>(words));
+    message_ = std::make_unique<OutgoingMessage>(rank, 0, static_cast<unsigned>(words), pool);
     auto update = message_->envelope().getBody().initUpdate();
     update.setSeq(seq);
     update.setClock(clock);
@@ -1214,7 +1214,7 @@ class Client::Impl {
   zmq::message_t GetFrame(uint64_t id, TableId table, std::span<const RowId> rows,
                           int64_t min_clock, bool subscribe, const std::vector<RowId>* forget) {
     const size_t words = rows.size() + (forget != nullptr ? forget->size() : 0) + 24;
-    OutgoingMessage msg(options_.rank, id, static_cast<unsigned>(words));
+    OutgoingMessage msg(options_.rank, id, static_cast<unsigned>(words), frame_pool_.get());
     auto get = msg.envelope().getBody().initGet();
     get.setTable(table);
     get.setMinClock(min_clock);
@@ -1343,7 +1343,8 @@ class Client::Impl {
     // Only this thread (holding clock_mu_) adds to the batches, so `seq` is read without locks.
     std::vector<BatchWriter> writers(num_servers);
     auto start = [&](uint32_t s) {
-      writers[s].Start(options_.rank, seqs[s], clock, seqs[s] % kAckEvery == 0);
+      writers[s].Start(options_.rank, seqs[s], clock, seqs[s] % kAckEvery == 0,
+                       frame_pool_.get());
     };
     uint64_t taken = 0;
     if (!early) {
@@ -2413,6 +2414,11 @@ class Client::Impl {
 
   std::array<PaddedCounter, kNumCounters> counters_{};
   std::shared_ptr<spdlog::logger> log_;
+  // Buffers of read requests and update batches, built at a high rate by the calling threads and
+  // freed by ZeroMQ's I/O thread once sent: reused, they cost no allocator work on either side
+  // (and large batches no page faults, as for the server's answers). Read requests are small,
+  // so every frame is pooled.
+  std::shared_ptr<FramePool> frame_pool_ = FramePool::Create(size_t{16} << 20, /*min_bytes=*/0);
 };
 
 Client::Client(ClientOptions options, zmq::context_t& context)
