@@ -39,6 +39,9 @@ namespace {
 constexpr size_t kStripes = 64;
 // Evicted rows a server may still push before the client tells it (in one message) to stop.
 constexpr size_t kMaxForgetRows = 4096;
+// Spare nodes of answered read requests kept for reuse (Client::Impl::spare_get_nodes_): more
+// than the requests a few readers keep in flight.
+constexpr size_t kMaxSpareGetNodes = 64;
 // The I/O thread, parked while callers receive, takes the receive role back once this long has
 // passed since a caller last received: a push nobody waits for waits at most about this long to
 // be applied. Callers let the role go without waking the I/O thread, so one that reads batch
@@ -1193,7 +1196,18 @@ class Client::Impl {
     uint64_t id = next_request_id_.fetch_add(1);
     {
       std::lock_guard lock(calls_mu_);
-      pending_gets_[id] = {table, std::vector<RowId>(rows.begin(), rows.end())};
+      // A spare node (and its row list's storage) from an answered request, if any.
+      PendingGets::node_type node;
+      if (!spare_get_nodes_.empty()) {
+        node = std::move(spare_get_nodes_.back());
+        spare_get_nodes_.pop_back();
+        node.key() = id;
+        node.mapped().first = table;
+        node.mapped().second.assign(rows.begin(), rows.end());
+        pending_gets_.insert(std::move(node));
+      } else {
+        pending_gets_[id] = {table, std::vector<RowId>(rows.begin(), rows.end())};
+      }
     }
     ServerChannel& ch = *channels_[server];
     std::lock_guard forget_lock(ch.forget_mu);
@@ -2187,7 +2201,10 @@ class Client::Impl {
     }
     if (id != 0) {
       std::lock_guard lock(calls_mu_);
-      pending_gets_.erase(id);
+      auto node = pending_gets_.extract(id);
+      if (!node.empty() && spare_get_nodes_.size() < kMaxSpareGetNodes) {
+        spare_get_nodes_.push_back(std::move(node));
+      }
     } else {
       Count(kPushes);
     }
@@ -2398,7 +2415,12 @@ class Client::Impl {
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;
   std::unordered_map<uint64_t, PendingCall> calls_;
-  std::unordered_map<uint64_t, std::pair<TableId, std::vector<RowId>>> pending_gets_;
+  // Requests of rows for the cache not answered yet: their table and rows, for an error reply.
+  using PendingGets = std::unordered_map<uint64_t, std::pair<TableId, std::vector<RowId>>>;
+  PendingGets pending_gets_;
+  // Nodes of answered requests, reused by the next ones: a reader streaming batches then
+  // allocates nothing per request. At most kMaxSpareGetNodes.
+  std::vector<PendingGets::node_type> spare_get_nodes_;
   Status async_error_;
   std::atomic<bool> async_failed_{false};  // async_error_ was set (sticky; read without calls_mu_)
 
