@@ -193,7 +193,7 @@ Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t f
   try {
     capnp::ReaderOptions options;
     options.traversalLimitInWords = kTraversalLimitWords;
-    msg->reader_ = std::make_unique<capnp::FlatArrayMessageReader>(words, options);
+    msg->reader_.emplace(words, options);
     msg->envelope_ = msg->reader_->getRoot<proto::Envelope>();
     uint32_t version = msg->envelope_.getVersion();
     if (version != proto::PROTOCOL_VERSION) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -122,7 +123,8 @@ class IncomingMessage {
   IncomingMessage() = default;
   zmq::message_t frame_;
   kj::Array<capnp::word> aligned_copy_;  // used only when the frame is not word-aligned
-  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+  // In place: one allocation per received message, not two.
+  std::optional<capnp::FlatArrayMessageReader> reader_;
   proto::Envelope::Reader envelope_;
 };
 
