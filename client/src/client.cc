@@ -224,6 +224,13 @@ struct Stripe {
   // a stripe whose rows come back every few clocks (a batch of consecutive rows moves through the
   // stripes block by block) still finds its entries, while a peak does not pin memory for good.
   size_t spare_target = 0;
+  // Under a capacity, where the next eviction here will look first: the CLOCK queue's front and
+  // the entries under the hand. Written by each eviction (under mu), read without the lock by a
+  // batched read about to make room here, which prefetches them before it takes any lock: the
+  // eviction's own prefetch comes a few batches early, and on a busy machine other processes
+  // push those lines out of the CPU's caches again. Only addresses to prefetch: possibly stale,
+  // never dereferenced.
+  std::array<std::atomic<const void*>, 9> victim_hints{};
 };
 
 struct ClientTable {
@@ -700,6 +707,25 @@ class Client::Impl {
     }
   }
 
+  // Under a capacity, prefetches what making room for `rows` will look at first in each of
+  // their stripes (Stripe::victim_hints), before any stripe lock is taken.
+  static void PrefetchVictims(ClientTable& table, std::span<const RowId> rows) {
+    if (table.stripe_capacity == 0) return;
+    const Stripe* last = nullptr;
+    for (RowId row : rows) {
+      const Stripe& stripe = table.StripeOf(row);
+      if (&stripe == last) continue;
+      last = &stripe;
+      const void* front = stripe.victim_hints[0].load(std::memory_order_relaxed);
+      if (front != nullptr) __builtin_prefetch(front);
+      for (size_t k = 1; k < stripe.victim_hints.size(); ++k) {
+        const void* entry = stripe.victim_hints[k].load(std::memory_order_relaxed);
+        if (entry == nullptr) break;
+        PrefetchObject(static_cast<const CacheEntry*>(entry));
+      }
+    }
+  }
+
   // Drops `target` rows of the stripe (fewer if that many may not go); EvictIfOver drops a
   // quarter of the stripe's capacity (at least one row), so that the sweep and the
   // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows whose bit is set
@@ -712,15 +738,25 @@ class Client::Impl {
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     // The entries under the hand are the coldest of the cache: fetch those it will look at
     // together, so their cache misses overlap rather than come one after another.
-    auto fetch_under_hand = [&stripe](size_t n) {
+    auto fetch_under_hand = [&stripe](size_t n, bool hint) {
       size_t ahead = 0;
+      if (hint) {
+        const void* front = stripe.clock_order.empty() ? nullptr : &stripe.clock_order.front();
+        stripe.victim_hints[0].store(front, std::memory_order_relaxed);
+      }
       for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < n;
            ++it, ++ahead) {
         PrefetchObject(it->second);
         stripe.cache.Prefetch(it->first);
+        if (hint && ahead + 1 < stripe.victim_hints.size()) {
+          stripe.victim_hints[ahead + 1].store(it->second, std::memory_order_relaxed);
+        }
+      }
+      for (++ahead; hint && ahead < stripe.victim_hints.size(); ++ahead) {
+        stripe.victim_hints[ahead].store(nullptr, std::memory_order_relaxed);
       }
     };
-    fetch_under_hand(target);
+    fetch_under_hand(target, /*hint=*/false);
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
     // Rows dropped one after another mostly came in one reply: their holds on it are let go
     // together, one atomic operation (and one miss on a reply long untouched) for the lot.
@@ -750,7 +786,7 @@ class Client::Impl {
     if (letting_go != nullptr) letting_go->Release(holds);
     // And those the next eviction of this stripe will look at (likely as many), which then finds
     // them in the CPU's caches instead of waiting for them.
-    fetch_under_hand(evicted.size());
+    fetch_under_hand(evicted.size(), /*hint=*/true);
     Count(kEvictions, evicted.size());
     for (uint32_t s = 0; s < num_servers; ++s) {
       ServerChannel& ch = *channels_[s];
@@ -884,6 +920,7 @@ class Client::Impl {
     if (table == nullptr) return Status::NotFound(fmt::format("unknown table {}", id));
     int64_t need = NeededClock(thread, *table);
     for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(*table, row));
+    PrefetchVictims(*table, rows);
     ReadScratch& scratch = ScratchOf(thread);
     auto& per_server = scratch.per_server;
     {
