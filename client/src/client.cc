@@ -1692,8 +1692,9 @@ class Client::Impl {
     for (size_t k = 0; k < missing.size(); ++k) {
       const size_t i = missing[k];
       const RowId row = rows[i];
-      run.Hold(table.StripeOf(row));
-      CacheEntry* e = table.StripeOf(row).cache.Find(row);
+      Stripe& stripe = table.StripeOf(row);
+      run.Hold(stripe);
+      CacheEntry* e = stripe.cache.Find(row);
       if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers))) {
         ++(missing_was_valid[k] ? stale_waits : cold_misses);
         ++taken;

@@ -45,6 +45,9 @@ class FramePool : public std::enable_shared_from_this<FramePool> {
   // A zeroed buffer of at least `bytes`, aligned for capnp::word, to be given back with Give
   // (or by a frame made with FreeFrame). Throws std::bad_alloc when memory runs out.
   void* Take(size_t bytes);
+  // Marks a buffer from Take as handed over to another thread (a frame going to ZeroMQ): what
+  // the caller wrote in it happens before whatever follows its Give.
+  static void Seal(void* data);
   // Gives back a buffer from Take (of any pool).
   static void Give(void* data);
   // A zmq::message_t free function for a frame whose data came from Take.
