@@ -100,25 +100,6 @@ TEST(FramePoolTest, LargeFramesReuseTheirBuffers) {
   EXPECT_EQ(pool->idle_buffers(), 1u);
 }
 
-// A pool made for small frames (a client's read requests) takes them too, and a reused buffer
-// holds a correct message again.
-TEST(FramePoolTest, APoolWithoutMinimumTakesSmallFrames) {
-  std::shared_ptr<FramePool> pool = FramePool::Create(size_t{1} << 20, /*min_bytes=*/0);
-  const void* first_data = nullptr;
-  for (int64_t clock : {3, 4}) {
-    OutgoingMessage small(1, 0, 0, pool.get());
-    small.envelope().getBody().initClock().setClock(clock);
-    zmq::message_t frame = small.ToFrame();
-    if (first_data == nullptr) first_data = frame.data();
-    EXPECT_EQ(frame.data(), first_data);  // the second reuses the first's buffer
-    auto in = IncomingMessage::Parse(std::move(frame));
-    ASSERT_TRUE(in.ok()) << in.status().ToString();
-    EXPECT_EQ((*in)->envelope().getBody().getClock().getClock(), clock);
-    in->reset();  // frees the frame: back to the pool
-    EXPECT_EQ(pool->idle_buffers(), 1u);
-  }
-}
-
 TEST(FramePoolTest, ReusedBuffersAreZeroedAndIdleBytesBounded) {
   std::shared_ptr<FramePool> pool = FramePool::Create(/*max_idle_bytes=*/2 * 8192);
   void* a = pool->Take(8192);

@@ -45,8 +45,8 @@ void* FramePool::DataOf(Header* header) {
   return reinterpret_cast<std::byte*>(header) + kFrameHeaderBytes;
 }
 
-std::shared_ptr<FramePool> FramePool::Create(size_t max_idle_bytes, size_t min_bytes) {
-  return std::shared_ptr<FramePool>(new FramePool(max_idle_bytes, min_bytes));
+std::shared_ptr<FramePool> FramePool::Create(size_t max_idle_bytes) {
+  return std::shared_ptr<FramePool>(new FramePool(max_idle_bytes));
 }
 
 FramePool::~FramePool() {
@@ -121,7 +121,7 @@ size_t FramePool::idle_buffers() const {
 FrameMessageBuilder::FrameMessageBuilder(unsigned first_segment_words, FramePool* pool)
     : first_words_(std::max(first_segment_words, 8u)), next_words_(first_words_) {
   const size_t bytes = (size_t{first_words_} + 1) * sizeof(capnp::word);
-  if (pool != nullptr && bytes >= pool->min_bytes()) {
+  if (pool != nullptr && bytes >= FramePool::kMinBytes) {
     frame_ = static_cast<capnp::word*>(pool->Take(bytes));  // zeroed, as Cap'n Proto requires
     pooled_ = true;
     return;

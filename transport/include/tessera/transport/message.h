@@ -31,19 +31,18 @@ namespace tessera {
 // A frame holds a reference to its pool, so frames may outlive the pool's owner.
 class FramePool : public std::enable_shared_from_this<FramePool> {
  public:
-  // By default frames smaller than this are not pooled (the allocator's own caches serve them
-  // well, unless they are freed by another thread at a high rate).
+  // Frames smaller than this are not pooled (the allocator's own caches serve them well;
+  // measured for a client's read requests, pooling them gained nothing).
   static constexpr size_t kMinBytes = 4096;
-  // Keeps at most `max_idle_bytes` of buffers waiting to be reused; more are freed. Builders
-  // take buffers of frames of `min_bytes` or more from it (each buffer is whole pages).
-  static std::shared_ptr<FramePool> Create(size_t max_idle_bytes = size_t{64} << 20,
-                                           size_t min_bytes = kMinBytes);
+  // Keeps at most `max_idle_bytes` of buffers waiting to be reused; more are freed.
+  static std::shared_ptr<FramePool> Create(size_t max_idle_bytes = size_t{64} << 20);
   ~FramePool();
   FramePool(const FramePool&) = delete;
   FramePool& operator=(const FramePool&) = delete;
 
   // A zeroed buffer of at least `bytes`, aligned for capnp::word, to be given back with Give
   // (or by a frame made with FreeFrame). Throws std::bad_alloc when memory runs out.
+  // REQUIRES: bytes >= kMinBytes.
   void* Take(size_t bytes);
   // Marks a buffer from Take as handed over to another thread (a frame going to ZeroMQ): what
   // the caller wrote in it happens before whatever follows its Give.
@@ -55,18 +54,14 @@ class FramePool : public std::enable_shared_from_this<FramePool> {
 
   // Buffers waiting to be reused (for tests).
   size_t idle_buffers() const;
-  // The smallest frame a builder takes from this pool.
-  size_t min_bytes() const { return min_bytes_; }
 
  private:
-  FramePool(size_t max_idle_bytes, size_t min_bytes)
-      : max_idle_bytes_(max_idle_bytes), min_bytes_(min_bytes) {}
+  explicit FramePool(size_t max_idle_bytes) : max_idle_bytes_(max_idle_bytes) {}
   struct Header;  // in front of each buffer's data
   static Header* HeaderOf(void* data);
   static void* DataOf(Header* header);
   void Keep(Header* header);
   const size_t max_idle_bytes_;
-  const size_t min_bytes_;
   mutable std::mutex mu_;
   std::vector<Header*> idle_;  // guarded by mu_
   size_t idle_bytes_ = 0;      // guarded by mu_
