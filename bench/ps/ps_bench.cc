@@ -612,7 +612,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server throughput vs bare ZeroMQ"};
   std::string widths = "16,128,1024", clients = "1,2,4", servers = "1,2",
               patterns = "inc,get,get-uncached";  // get-written on request
-  uint64_t row_bytes_budget = 64ull << 20;  // payload each client moves per configuration
+  uint64_t row_bytes_budget = 64ull << 20;        // payload each client moves per configuration
   app.add_option("--widths", widths, "row widths in floats");
   app.add_option("--clients", clients, "client process counts");
   app.add_option("--servers", servers, "server process counts");

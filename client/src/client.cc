@@ -1394,8 +1394,7 @@ class Client::Impl {
     // Only this thread (holding clock_mu_) adds to the batches, so `seq` is read without locks.
     std::vector<BatchWriter> writers(num_servers);
     auto start = [&](uint32_t s) {
-      writers[s].Start(options_.rank, seqs[s], clock, seqs[s] % kAckEvery == 0,
-                       frame_pool_.get());
+      writers[s].Start(options_.rank, seqs[s], clock, seqs[s] % kAckEvery == 0, frame_pool_.get());
     };
     uint64_t taken = 0;
     if (!early) {

@@ -86,9 +86,7 @@ void* FramePool::Take(size_t bytes) {
   return DataOf(header);
 }
 
-void FramePool::Seal(void* data) {
-  HeaderOf(data)->sealed.store(1, std::memory_order_release);
-}
+void FramePool::Seal(void* data) { HeaderOf(data)->sealed.store(1, std::memory_order_release); }
 
 void FramePool::Give(void* data) {
   Header* header = HeaderOf(data);
