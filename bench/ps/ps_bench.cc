@@ -305,26 +305,6 @@ Report RunTessera(const Config& cfg) {
       if (!client.CreateTable(spec).ok()) return 1;
       std::vector<float> delta(cfg.width, 1.0f), row;
       const tessera::RowId base = cfg.rows_per_client * w;
-      if (cfg.pattern == "get-written") {
-        // Untimed: write every row this client reads, a batch per clock, and wait until the
-        // servers have applied them (a staleness-0 read of a row nobody reads in the timed part;
-        // its server has then applied every earlier clock, and so, but for the last clocks'
-        // batches in flight to another server, have the others).
-        const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
-        std::vector<tessera::RowId> ids;
-        for (uint64_t i = 0; i < cfg.rows_per_client; i += cfg.batch) {
-          ids.clear();
-          for (uint64_t j = i; j < std::min<uint64_t>(i + cfg.batch, cfg.rows_per_client); ++j)
-            ids.push_back(base + j);
-          std::span<const float> d(deltas.data(), ids.size() * cfg.width);
-          if (!client.IncRows<float>(1, ids, d).ok() || !client.Clock(0).ok()) return 1;
-        }
-        if (!client.Get<float>(0, 1, spec.num_rows - 1, &row).ok()) return 1;
-      }
-      if (!client.Barrier().ok()) return 1;
-      auto start = Clock::now();
-      const ThreadCpu start_cpu = ThreadCpuSeconds();
-      uint64_t moved = 0;
       // Get patterns: batch b is rows [b * batch, (b + 1) * batch) of this client's range.
       const uint64_t batches = (cfg.rows_per_client + cfg.batch - 1) / cfg.batch;
       // Filled in place: the ceiling's loop allocates nothing per batch either.
@@ -337,6 +317,23 @@ Report RunTessera(const Config& cfg) {
         }
         return ids_scratch;
       };
+      if (cfg.pattern == "get-written") {
+        // Untimed: write every row this client reads, a batch per clock, and wait until the
+        // servers have applied them (a staleness-0 read of a row nobody reads in the timed part;
+        // its server has then applied every earlier clock, and so, but for the last clocks'
+        // batches in flight to another server, have the others).
+        const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
+        for (uint64_t b = 0; b < batches; ++b) {
+          const std::vector<tessera::RowId>& ids = batch_ids(b);
+          std::span<const float> d(deltas.data(), ids.size() * cfg.width);
+          if (!client.IncRows<float>(1, ids, d).ok() || !client.Clock(0).ok()) return 1;
+        }
+        if (!client.Get<float>(0, 1, spec.num_rows - 1, &row).ok()) return 1;
+      }
+      if (!client.Barrier().ok()) return 1;
+      auto start = Clock::now();
+      const ThreadCpu start_cpu = ThreadCpuSeconds();
+      uint64_t moved = 0;
       if (cfg.pattern == "inc") {
         const std::vector<float> deltas(static_cast<size_t>(cfg.batch) * cfg.width, 1.0f);
         std::vector<tessera::RowId> ids;
