@@ -629,8 +629,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   bool client_stats = false;
   app.add_flag("--client-stats", client_stats,
-               "print each Tessera client's statistics, and each client's reading-thread CPU per "
-               "row on both sides, to stderr");
+               "print each Tessera client's statistics, each client's reading-thread CPU per "
+               "row on both sides, and each run's CPU per row over all its processes, to stderr");
   int rounds = 1;
   app.add_option("--rounds", rounds,
                  "runs of every configuration, one round over all of them after another; with "
@@ -717,11 +717,24 @@ int main(int argc, char** argv) {
       // frequency, the other tenants' load): rounds alternate which side goes first.
       // A skipped side reports nothing and counts as fine.
       Report ceiling{.ok = true}, ours{.ok = true};
+      // CPU of every process of a run (coordinator, servers, clients; start-up included, and
+      // get-written's untimed writes): the children's times, all waited for by the run.
+      auto children_cpu = [] {
+        rusage u{};
+        getrusage(RUSAGE_CHILDREN, &u);
+        return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+               static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+      };
+      double ceiling_cpu = 0, ours_cpu = 0;
       auto run_ceiling = [&] {
+        const double before = children_cpu();
         if (!skip_ceiling) ceiling = RunCeiling(cfg);
+        ceiling_cpu = children_cpu() - before;
       };
       auto run_ours = [&] {
+        const double before = children_cpu();
         if (!skip_tessera) ours = RunTessera(cfg);
+        ours_cpu = children_cpu() - before;
       };
       if (round % 2 == 0) {
         run_ceiling();
@@ -745,6 +758,15 @@ int main(int argc, char** argv) {
                   ceiling.rate(), ceiling.rate() * mb,
                   ceiling.rate() > 0 && ours.rate() > 0 ? ours.rate() / ceiling.rate() : 0.0);
       std::fflush(stdout);
+      if (cfg.client_stats) {
+        auto per_row = [](double cpu, const Report& r) {
+          return r.rows > 0 ? cpu * 1e6 / static_cast<double>(r.rows) : 0.0;
+        };
+        std::fprintf(stderr,
+                     "all processes' CPU per row (us): Tessera %.3f, ceiling %.3f (%s, %d x %d)\n",
+                     per_row(ours_cpu, ours), per_row(ceiling_cpu, ceiling), cfg.pattern.c_str(),
+                     cfg.clients, cfg.servers);
+      }
       rates[i].emplace_back(ours.rate(), ceiling.rate());
     }
   }

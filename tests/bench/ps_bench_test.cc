@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -98,6 +99,25 @@ TEST(PsBenchTest, GetWrittenReadsWhatItWrote) {
       EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << t.output;
     }
   }
+}
+
+// --client-stats adds each run's CPU per row over all its processes, for both sides: measured
+// (positive), not left at zero.
+TEST(PsBenchTest, ClientStatsPrintEachRunsCpuPerRow) {
+  const std::string args =
+      "--widths 16 --clients 1 --servers 1 --patterns inc --bytes-per-client 200000 "
+      "--client-stats";
+  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string label = "all processes' CPU per row (us): Tessera ";
+  const size_t at = r.output.find(label);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  double ours = 0, ceiling = 0;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at + label.size(), "%lf, ceiling %lf", &ours, &ceiling),
+            2)
+      << r.output;
+  EXPECT_GT(ours, 0) << r.output;
+  EXPECT_GT(ceiling, 0) << r.output;
 }
 
 TEST(PsBenchTest, OneRoundPrintsNoSummary) {
