@@ -2475,7 +2475,7 @@ class Client::Impl {
   std::shared_ptr<spdlog::logger> log_;
   // Buffers of large update batches, built by the flushing thread and freed by ZeroMQ's I/O
   // thread once sent: allocated per batch, glibc trims the heap after the frees and faults pages
-  // in for the next ones, as it did for a server's answers (inc with one server +16-25%).
+  // in for the next ones, as it did for a server's answers (inc +6% to +11%).
   std::shared_ptr<FramePool> frame_pool_ = FramePool::Create(size_t{16} << 20);
 };
 
