@@ -230,7 +230,9 @@ struct Stripe {
   // eviction's own prefetch comes a few batches early, and on a busy machine other processes
   // push those lines out of the CPU's caches again. Only addresses to prefetch: possibly stale,
   // never dereferenced.
-  std::array<std::atomic<const void*>, 9> victim_hints{};
+  // The front, then at most kVictimHints entries (null after the last).
+  static constexpr size_t kVictimHints = 8;
+  std::array<std::atomic<const void*>, 1 + kVictimHints> victim_hints{};
 };
 
 struct ClientTable {
@@ -718,7 +720,7 @@ class Client::Impl {
       last = &stripe;
       const void* front = stripe.victim_hints[0].load(std::memory_order_relaxed);
       if (front != nullptr) __builtin_prefetch(front);
-      for (size_t k = 1; k < stripe.victim_hints.size(); ++k) {
+      for (size_t k = 1; k <= Stripe::kVictimHints; ++k) {
         const void* entry = stripe.victim_hints[k].load(std::memory_order_relaxed);
         if (entry == nullptr) break;
         PrefetchObject(static_cast<const CacheEntry*>(entry));
@@ -738,25 +740,25 @@ class Client::Impl {
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     // The entries under the hand are the coldest of the cache: fetch those it will look at
     // together, so their cache misses overlap rather than come one after another.
-    auto fetch_under_hand = [&stripe](size_t n, bool hint) {
+    // It also leaves them as the stripe's hints (Stripe::victim_hints); those the first call
+    // leaves are overwritten by the second before the lock is let go.
+    auto fetch_under_hand = [&stripe](size_t n) {
+      const void* front = stripe.clock_order.empty() ? nullptr : &stripe.clock_order.front();
+      stripe.victim_hints[0].store(front, std::memory_order_relaxed);
       size_t ahead = 0;
-      if (hint) {
-        const void* front = stripe.clock_order.empty() ? nullptr : &stripe.clock_order.front();
-        stripe.victim_hints[0].store(front, std::memory_order_relaxed);
-      }
       for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < n;
            ++it, ++ahead) {
         PrefetchObject(it->second);
         stripe.cache.Prefetch(it->first);
-        if (hint && ahead + 1 < stripe.victim_hints.size()) {
-          stripe.victim_hints[ahead + 1].store(it->second, std::memory_order_relaxed);
+        if (ahead < Stripe::kVictimHints) {
+          stripe.victim_hints[1 + ahead].store(it->second, std::memory_order_relaxed);
         }
       }
-      for (++ahead; hint && ahead < stripe.victim_hints.size(); ++ahead) {
-        stripe.victim_hints[ahead].store(nullptr, std::memory_order_relaxed);
+      for (size_t k = ahead; k < Stripe::kVictimHints; ++k) {
+        stripe.victim_hints[1 + k].store(nullptr, std::memory_order_relaxed);
       }
     };
-    fetch_under_hand(target, /*hint=*/false);
+    fetch_under_hand(target);
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
     // Rows dropped one after another mostly came in one reply: their holds on it are let go
     // together, one atomic operation (and one miss on a reply long untouched) for the lot.
@@ -786,7 +788,7 @@ class Client::Impl {
     if (letting_go != nullptr) letting_go->Release(holds);
     // And those the next eviction of this stripe will look at (likely as many), which then finds
     // them in the CPU's caches instead of waiting for them.
-    fetch_under_hand(evicted.size(), /*hint=*/true);
+    fetch_under_hand(evicted.size());
     Count(kEvictions, evicted.size());
     for (uint32_t s = 0; s < num_servers; ++s) {
       ServerChannel& ch = *channels_[s];
