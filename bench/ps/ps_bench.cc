@@ -91,6 +91,10 @@ struct Report {
   uint64_t rows = 0;
   double seconds = 0;
   bool ok = false;
+  // CPU seconds (user + system) of the run's client processes, and of its others (servers,
+  // coordinator), start-up included: what each exited child used, from wait4.
+  double client_cpu = 0;
+  double other_cpu = 0;
   double rate() const { return seconds > 0 ? static_cast<double>(rows) / seconds : 0.0; }
 };
 
@@ -146,8 +150,13 @@ pid_t Fork(int cpu, F child) {
   return pid;
 }
 
-// Whether every process exited with status 0.
-bool WaitAll(const std::vector<pid_t>& pids) {
+double CpuSeconds(const rusage& u) {
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Whether every process exited with status 0; adds their CPU seconds to `cpu` (if not null).
+bool WaitAll(const std::vector<pid_t>& pids, double* cpu = nullptr) {
   bool all_ok = true;
   for (pid_t p : pids) {
     int status = 0;
@@ -155,8 +164,10 @@ bool WaitAll(const std::vector<pid_t>& pids) {
       all_ok = false;
       continue;
     }
-    if (waitpid(p, &status, 0) != p || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    rusage u{};
+    if (wait4(p, &status, 0, &u) != p || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
       all_ok = false;
+    if (cpu != nullptr) *cpu += CpuSeconds(u);
   }
   return all_ok;
 }
@@ -182,8 +193,8 @@ void AbandonRun(const std::vector<pid_t>& clients, const std::vector<pid_t>& oth
 // Waits for a run's clients, then for its other processes (coordinator, servers), and returns
 // whether all exited with status 0. The first process to fail stops the run: the others would
 // wait for it for good (at a barrier, or for its leaving). Only a run's processes are children
-// of this process while it runs.
-bool WaitRun(std::vector<pid_t> clients, std::vector<pid_t> others) {
+// of this process while it runs. Adds the clients' CPU seconds and the others' to `report`.
+bool WaitRun(std::vector<pid_t> clients, std::vector<pid_t> others, Report* report) {
   auto stop = [&] {
     KillAll(clients);
     KillAll(others);
@@ -194,13 +205,15 @@ bool WaitRun(std::vector<pid_t> clients, std::vector<pid_t> others) {
   }
   while (!clients.empty()) {
     int status = 0;
-    const pid_t p = waitpid(-1, &status, 0);
+    rusage u{};
+    const pid_t p = wait4(-1, &status, 0, &u);
     if (p < 0) return stop();
-    std::erase(clients, p);
+    const bool was_client = std::erase(clients, p) > 0;
+    (was_client ? report->client_cpu : report->other_cpu) += CpuSeconds(u);
     std::erase(others, p);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return stop();
   }
-  return WaitAll(others);
+  return WaitAll(others, &report->other_cpu);
 }
 
 std::string TempEndpointFile() {
@@ -430,9 +443,12 @@ Report RunTessera(const Config& cfg) {
     close(fds[1]);
   }
   // Each client writes its report before it exits, so the pipes are read after the waits.
-  const bool run_ok = WaitRun(clients, nodes);
+  Report cpu;
+  const bool run_ok = WaitRun(clients, nodes, &cpu);
   Report total = CollectReports(pipes);
   total.ok = total.ok && run_ok;
+  total.client_cpu = cpu.client_cpu;
+  total.other_cpu = cpu.other_cpu;
   std::remove(coord_file.c_str());
   return total;
 }
@@ -553,9 +569,12 @@ Report RunCeiling(const Config& cfg) {
     }));
     close(fds[1]);
   }
-  const bool run_ok = WaitRun(clients, servers);
+  Report cpu;
+  const bool run_ok = WaitRun(clients, servers, &cpu);
   Report total = CollectReports(pipes);
   total.ok = total.ok && run_ok;
+  total.client_cpu = cpu.client_cpu;
+  total.other_cpu = cpu.other_cpu;
   for (auto& f : files) std::remove(f.c_str());
   return total;
 }
@@ -717,24 +736,11 @@ int main(int argc, char** argv) {
       // frequency, the other tenants' load): rounds alternate which side goes first.
       // A skipped side reports nothing and counts as fine.
       Report ceiling{.ok = true}, ours{.ok = true};
-      // CPU of every process of a run (coordinator, servers, clients; start-up included, and
-      // get-written's untimed writes): the children's times, all waited for by the run.
-      auto children_cpu = [] {
-        rusage u{};
-        getrusage(RUSAGE_CHILDREN, &u);
-        return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-               static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-      };
-      double ceiling_cpu = 0, ours_cpu = 0;
       auto run_ceiling = [&] {
-        const double before = children_cpu();
         if (!skip_ceiling) ceiling = RunCeiling(cfg);
-        ceiling_cpu = children_cpu() - before;
       };
       auto run_ours = [&] {
-        const double before = children_cpu();
         if (!skip_tessera) ours = RunTessera(cfg);
-        ours_cpu = children_cpu() - before;
       };
       if (round % 2 == 0) {
         run_ceiling();
@@ -759,13 +765,19 @@ int main(int argc, char** argv) {
                   ceiling.rate() > 0 && ours.rate() > 0 ? ours.rate() / ceiling.rate() : 0.0);
       std::fflush(stdout);
       if (cfg.client_stats) {
+        // CPU of every process of a run (coordinator, servers, clients; start-up included, and
+        // get-written's untimed writes), per row moved.
         auto per_row = [](double cpu, const Report& r) {
           return r.rows > 0 ? cpu * 1e6 / static_cast<double>(r.rows) : 0.0;
         };
         std::fprintf(stderr,
-                     "all processes' CPU per row (us): Tessera %.3f, ceiling %.3f (%s, %d x %d)\n",
-                     per_row(ours_cpu, ours), per_row(ceiling_cpu, ceiling), cfg.pattern.c_str(),
-                     cfg.clients, cfg.servers);
+                     "all processes' CPU per row (us): Tessera %.3f (clients %.3f, others %.3f), "
+                     "ceiling %.3f (clients %.3f, servers %.3f) (%s, %d x %d)\n",
+                     per_row(ours.client_cpu + ours.other_cpu, ours),
+                     per_row(ours.client_cpu, ours), per_row(ours.other_cpu, ours),
+                     per_row(ceiling.client_cpu + ceiling.other_cpu, ceiling),
+                     per_row(ceiling.client_cpu, ceiling), per_row(ceiling.other_cpu, ceiling),
+                     cfg.pattern.c_str(), cfg.clients, cfg.servers);
       }
       rates[i].emplace_back(ours.rate(), ceiling.rate());
     }

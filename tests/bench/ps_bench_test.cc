@@ -101,8 +101,8 @@ TEST(PsBenchTest, GetWrittenReadsWhatItWrote) {
   }
 }
 
-// --client-stats adds each run's CPU per row over all its processes, for both sides: measured
-// (positive), not left at zero.
+// --client-stats adds each run's CPU per row over all its processes, for both sides and split
+// into the clients' and the others': measured (positive), not left at zero, and the parts add up.
 TEST(PsBenchTest, ClientStatsPrintEachRunsCpuPerRow) {
   const std::string args =
       "--widths 16 --clients 1 --servers 1 --patterns inc --bytes-per-client 200000 "
@@ -112,12 +112,20 @@ TEST(PsBenchTest, ClientStatsPrintEachRunsCpuPerRow) {
   const std::string label = "all processes' CPU per row (us): Tessera ";
   const size_t at = r.output.find(label);
   ASSERT_NE(at, std::string::npos) << r.output;
-  double ours = 0, ceiling = 0;
-  ASSERT_EQ(std::sscanf(r.output.c_str() + at + label.size(), "%lf, ceiling %lf", &ours, &ceiling),
-            2)
+  double ours = 0, ours_clients = 0, ours_others = 0;
+  double ceiling = 0, ceiling_clients = 0, ceiling_servers = 0;
+  ASSERT_EQ(
+      std::sscanf(r.output.c_str() + at + label.size(),
+                  "%lf (clients %lf, others %lf), ceiling %lf (clients %lf, servers %lf)", &ours,
+                  &ours_clients, &ours_others, &ceiling, &ceiling_clients, &ceiling_servers),
+      6)
       << r.output;
-  EXPECT_GT(ours, 0) << r.output;
-  EXPECT_GT(ceiling, 0) << r.output;
+  for (double v : {ours_clients, ours_others, ceiling_clients, ceiling_servers}) {
+    EXPECT_GT(v, 0) << r.output;
+  }
+  // Each printed with 3 decimals: the parts add up to the whole within their rounding.
+  EXPECT_NEAR(ours, ours_clients + ours_others, 0.0015) << r.output;
+  EXPECT_NEAR(ceiling, ceiling_clients + ceiling_servers, 0.0015) << r.output;
 }
 
 TEST(PsBenchTest, OneRoundPrintsNoSummary) {
