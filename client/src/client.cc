@@ -783,9 +783,13 @@ class Client::Impl {
         }
         ++holds;
       }
-      stripe.cache.Erase(row);
     }
     if (letting_go != nullptr) letting_go->Release(holds);
+    // Erased last first: the victims are mostly runs of consecutive rows, which sit in
+    // consecutive index slots (RowIndex::Home), and erasing a run's last row first leaves each
+    // erase nothing behind it to shift back, where erasing in order would rescan the rest of the
+    // run every time.
+    for (auto it = evicted.rbegin(); it != evicted.rend(); ++it) stripe.cache.Erase(it->second);
     // And those the next eviction of this stripe will look at (likely as many), which then finds
     // them in the CPU's caches instead of waiting for them.
     fetch_under_hand(evicted.size());
