@@ -215,13 +215,51 @@ struct PendingRef {
 
 using OpLog = std::unordered_map<RowId, PendingRow>;
 
+// A FIFO of cached rows in CLOCK order, in one ring of slots that doubles when full: a stripe
+// of a streaming reader pushes and pops a row per row read, and a ring does that with a store
+// and an index, where a deque also walks its map of blocks.
+class ClockQueue {
+ public:
+  struct Slot {
+    RowId row;
+    CacheEntry* entry;
+  };
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  // The k-th from the front. REQUIRES: k < size().
+  const Slot& at(size_t k) const { return slots_[(head_ + k) & mask_]; }
+  const Slot& front() const { return at(0); }
+  void pop_front() {
+    head_ = (head_ + 1) & mask_;
+    --size_;
+  }
+  void push_back(RowId row, CacheEntry* entry) {
+    if (size_ == slots_.size()) Grow();
+    slots_[(head_ + size_) & mask_] = {row, entry};
+    ++size_;
+  }
+
+ private:
+  void Grow() {
+    std::vector<Slot> bigger(std::max<size_t>(16, 2 * slots_.size()));
+    for (size_t k = 0; k < size_; ++k) bigger[k] = at(k);
+    slots_ = std::move(bigger);
+    mask_ = slots_.size() - 1;
+    head_ = 0;
+  }
+  std::vector<Slot> slots_;  // a power of two of them
+  size_t mask_ = 0;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
   RowIndex<CacheEntry> cache;  // entries stay put until evicted; readers wait on them
   // Under a cache capacity: the cached rows and their entries in CLOCK order (the hand at the
   // front).
-  std::deque<std::pair<RowId, CacheEntry*>> clock_order;
+  ClockQueue clock_order;
   std::vector<std::pair<uint32_t, RowId>> evicted;  // Evict's scratch: (server, row)
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
@@ -281,11 +319,11 @@ struct ReadScratch {
 class StripeRunLock {
  public:
   // Locks `stripe` unless it is the one held (releasing that first); true if it was not held.
+  // The check is inlined into the callers' per-row loops, the switch is not.
   bool Hold(Stripe& stripe) {
-    if (&stripe == held_) return false;
-    Release();
-    lock_ = std::unique_lock(stripe.mu);
-    held_ = &stripe;
+    if (&stripe == held_) [[likely]]
+      return false;
+    Switch(stripe);
     return true;
   }
   void Release() {
@@ -294,6 +332,12 @@ class StripeRunLock {
   }
 
  private:
+  [[gnu::noinline]] void Switch(Stripe& stripe) {
+    Release();
+    lock_ = std::unique_lock(stripe.mu);
+    held_ = &stripe;
+  }
+
   Stripe* held_ = nullptr;
   std::unique_lock<std::mutex> lock_;
 };
@@ -629,6 +673,15 @@ class Client::Impl {
     }
     return Status::Ok();
   }
+  // CheckRow of each row; a Status is made only for a bad one (a batch of good rows costs a
+  // comparison per row, not a Status made and dropped).
+  Status CheckRows(const ClientTable& t, std::span<const RowId> rows) const {
+    for (RowId row : rows) {
+      if (row >= t.spec.num_rows) [[unlikely]]
+        return CheckRow(t, row);
+    }
+    return Status::Ok();
+  }
 
   // The calls that talk to the job need the servers Start found: before it there are no
   // sockets to send on (and no tables, so reads and updates fail with NotFound).
@@ -664,7 +717,7 @@ class Client::Impl {
   // sent (the requests go out sooner, and eviction overlaps the round trip). REQUIRES: stripe.mu.
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
     auto [entry, is_new] = stripe.cache.FindOrAdd(row);
-    if (is_new && table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, entry);
+    if (is_new && table.stripe_capacity > 0) stripe.clock_order.push_back(row, entry);
     return *entry;
   }
 
@@ -755,12 +808,12 @@ class Client::Impl {
       const void* front = stripe.clock_order.empty() ? nullptr : &stripe.clock_order.front();
       stripe.victim_hints[0].store(front, std::memory_order_relaxed);
       size_t ahead = 0;
-      for (auto it = stripe.clock_order.begin(); it != stripe.clock_order.end() && ahead < n;
-           ++it, ++ahead) {
-        PrefetchEntry(it->second);
-        stripe.cache.Prefetch(it->first);
+      for (; ahead < std::min(n, stripe.clock_order.size()); ++ahead) {
+        const ClockQueue::Slot& slot = stripe.clock_order.at(ahead);
+        PrefetchEntry(slot.entry);
+        stripe.cache.Prefetch(slot.row);
         if (ahead < Stripe::kVictimHints) {
-          stripe.victim_hints[1 + ahead].store(it->second, std::memory_order_relaxed);
+          stripe.victim_hints[1 + ahead].store(slot.entry, std::memory_order_relaxed);
         }
       }
       for (size_t k = ahead; k < Stripe::kVictimHints; ++k) {
@@ -780,7 +833,7 @@ class Client::Impl {
       stripe.clock_order.pop_front();
       if (e->referenced || !e->valid || e->waiters > 0 || !e->error.ok()) {
         e->referenced = false;
-        stripe.clock_order.emplace_back(row, e);
+        stripe.clock_order.push_back(row, e);
         continue;
       }
       evicted.emplace_back(ServerOfRow(table.spec.id, row, num_servers), row);
@@ -934,7 +987,7 @@ class Client::Impl {
     ClientTable* table = FindClientTable(id);
     if (table == nullptr) return Status::NotFound(fmt::format("unknown table {}", id));
     int64_t need = NeededClock(thread, *table);
-    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(*table, row));
+    TESSERA_RETURN_IF_ERROR(CheckRows(*table, rows));
     PrefetchVictims(*table, rows);
     ReadScratch& scratch = ScratchOf(thread);
     auto& per_server = scratch.per_server;
@@ -991,7 +1044,7 @@ class Client::Impl {
           fmt::format("IncRows on table '{}' needs {} dense rows of {} values, got {} values",
                       table.spec.name, rows.size(), width, deltas.size()));
     }
-    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    TESSERA_RETURN_IF_ERROR(CheckRows(table, rows));
     StripeRunLock run;
     for (size_t i = 0; i < rows.size(); ++i) {
       const T* delta = deltas.data() + i * width;
@@ -1621,7 +1674,7 @@ class Client::Impl {
       return Status::InvalidArgument(
           fmt::format("table '{}' has sparse rows; use GetSparse", table.spec.name));
     }
-    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    TESSERA_RETURN_IF_ERROR(CheckRows(table, rows));
     // Rows requested ahead (Prefetch) have often arrived by now and wait in a socket: if no
     // other thread is receiving, take them in first, so that the pass below finds them instead
     // of listing them as missing and waiting for each.
@@ -1742,7 +1795,7 @@ class Client::Impl {
       return Status::InvalidArgument(fmt::format(
           "table '{}' has sparse rows; uncached reads are of dense rows only", table.spec.name));
     }
-    for (RowId row : rows) TESSERA_RETURN_IF_ERROR(CheckRow(table, row));
+    TESSERA_RETURN_IF_ERROR(CheckRows(table, rows));
     const int64_t need = NeededClock(thread, table);
     const auto num_servers = static_cast<uint32_t>(channels_.size());
     const uint64_t ticket = next_request_id_.fetch_add(1);
@@ -2300,7 +2353,7 @@ class Client::Impl {
       if (found == nullptr) {
         if (id == 0) return;
         found = stripe.cache.FindOrAdd(row).first;
-        if (table.stripe_capacity > 0) stripe.clock_order.emplace_back(row, found);
+        if (table.stripe_capacity > 0) stripe.clock_order.push_back(row, found);
       }
       CacheEntry& entry = *found;
       // Updates of ours the server has not applied yet, then those not even sent, are added to
