@@ -35,19 +35,21 @@ class RowIndex {
   // The row's entry, value-initialized (or as Erase left it) if it is new; `second` says
   // whether it is.
   std::pair<T*, bool> FindOrAdd(uint64_t row) {
-    if (T* e = Find(row)) return {e, false};
-    if ((size_ + 1) * 2 > slots_.size()) Grow();
-    T* e;
-    if (!free_.empty()) {
-      e = free_.back();
-      free_.pop_back();
-    } else {
-      if (chunks_.empty() || used_in_chunk_ == kChunk) {
-        chunks_.push_back(std::make_unique<T[]>(kChunk));
-        used_in_chunk_ = 0;
+    if (!slots_.empty()) {
+      // One probe: the empty slot that ends the search is where a new row goes.
+      size_t i = Home(row);
+      for (; slots_[i].entry != nullptr; i = (i + 1) & mask_) {
+        if (slots_[i].row == row) return {slots_[i].entry, false};
       }
-      e = &chunks_.back()[used_in_chunk_++];
+      if ((size_ + 1) * 2 <= slots_.size()) {
+        T* e = NewEntry();
+        slots_[i] = {row, e};
+        ++size_;
+        return {e, true};
+      }
     }
+    Grow();
+    T* e = NewEntry();
     Insert(row, e);
     ++size_;
     return {e, true};
@@ -109,6 +111,19 @@ class RowIndex {
   size_t Home(uint64_t row) const {
     size_t group = ((row / kGroup) * 0x9e3779b97f4a7c15ULL) >> shift_;
     return (group & ~(kGroup - 1)) | (row % kGroup);
+  }
+  // An entry for a new row: the last erased one, or a fresh one.
+  T* NewEntry() {
+    if (!free_.empty()) {
+      T* e = free_.back();
+      free_.pop_back();
+      return e;
+    }
+    if (chunks_.empty() || used_in_chunk_ == kChunk) {
+      chunks_.push_back(std::make_unique<T[]>(kChunk));
+      used_in_chunk_ = 0;
+    }
+    return &chunks_.back()[used_in_chunk_++];
   }
   void Insert(uint64_t row, T* e) {
     size_t i = Home(row);
