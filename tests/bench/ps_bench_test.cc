@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -126,6 +127,32 @@ TEST(PsBenchTest, ClientStatsPrintEachRunsCpuPerRow) {
   // Each printed with 3 decimals: the parts add up to the whole within their rounding.
   EXPECT_NEAR(ours, ours_clients + ours_others, 0.0015) << r.output;
   EXPECT_NEAR(ceiling, ceiling_clients + ceiling_servers, 0.0015) << r.output;
+}
+
+// --client-stats also prints each client process's threads by name with their CPU per row: the
+// calling thread (named after the program) and ZeroMQ's I/O thread each measured, on both sides.
+TEST(PsBenchTest, ClientStatsPrintEachClientThreadsCpuPerRow) {
+  const std::string args =
+      "--widths 16 --clients 1 --servers 1 --patterns get --bytes-per-client 200000 "
+      "--client-stats";
+  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string label : {"client 0 threads, us per row since start:",
+                                  "ceiling client threads, us per row since start:"}) {
+    const size_t at = r.output.find(label);
+    ASSERT_NE(at, std::string::npos) << label << "\n" << r.output;
+    const size_t begin = at + label.size();
+    std::istringstream line(r.output.substr(begin, r.output.find('\n', begin) - begin));
+    std::string name;
+    double per_row = 0;
+    double io_thread = 0, calling_thread = 0;
+    while (line >> name >> per_row) {
+      if (name == "ZMQbg/IO/0") io_thread = per_row;
+      if (name == "ps_bench") calling_thread = std::max(calling_thread, per_row);
+    }
+    EXPECT_GT(io_thread, 0) << label << "\n" << r.output;
+    EXPECT_GT(calling_thread, 0) << label << "\n" << r.output;
+  }
 }
 
 TEST(PsBenchTest, OneRoundPrintsNoSummary) {
