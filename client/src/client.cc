@@ -1808,12 +1808,15 @@ class Client::Impl {
     }
     std::vector<UncachedRequest> parts(num_servers);
     for (uint32_t s = 0; s < num_servers; ++s) {
-      parts[s].rows.reserve(share[s]);
-      parts[s].positions.reserve(share[s]);
+      parts[s].rows.resize(share[s]);
+      parts[s].positions.resize(share[s]);
+      share[s] = 0;  // now: how many of its rows are in
     }
     for (size_t i = 0; i < rows.size(); ++i) {
-      parts[owner[i]].rows.push_back(rows[i]);
-      parts[owner[i]].positions.push_back(i);
+      UncachedRequest& part = parts[owner[i]];
+      const size_t k = share[owner[i]]++;
+      part.rows[k] = rows[i];
+      part.positions[k] = i;
     }
     auto read = std::make_unique<UncachedRead>(
         UncachedRead{&table, reinterpret_cast<std::byte*>(out), table.spec.width * sizeof(T),
