@@ -44,6 +44,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -248,15 +249,23 @@ void PublishFile(const std::string& path, const std::string& text) {
 // The CPU time (us per row of `rows`) of each thread of this process so far, by name, from
 // /proc/self/task/*/schedstat: which of a client's threads (its caller, ZeroMQ's I/O thread,
 // Tessera's I/O thread) costs what.
+// Threads that have ended are summed as "ended" (the process's CPU time less its live threads').
 std::string ThreadsPerRow(uint64_t rows) {
+  auto per_row = [rows](double ns) { return rows > 0 ? ns / 1e3 / static_cast<double>(rows) : 0.0; };
   std::string out;
+  double live_ns = 0;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream comm(task.path() / "comm"), sched(task.path() / "schedstat");
     std::string name;
     double ns = 0;
     if (!std::getline(comm, name) || !(sched >> ns)) continue;
-    out += fmt::format(" {} {:.3f}", name, rows > 0 ? ns / 1e3 / static_cast<double>(rows) : 0.0);
+    live_ns += ns;
+    out += fmt::format(" {} {:.3f}", name, per_row(ns));
   }
+  timespec process{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &process);
+  const double process_ns = static_cast<double>(process.tv_sec) * 1e9 + static_cast<double>(process.tv_nsec);
+  out += fmt::format(" ended {:.3f}", per_row(std::max(0.0, process_ns - live_ns)));
   return out;
 }
 
@@ -307,6 +316,10 @@ Report RunTessera(const Config& cfg) {
       tessera::Server server(o, ctx);
       if (!server.Start().ok()) return 1;
       server.WaitUntilDone();
+      if (cfg.client_stats) {
+        std::fprintf(stderr, "server %d threads, us per row of the run since start:%s\n", s,
+                     ThreadsPerRow(cfg.clients * cfg.rows_per_client).c_str());
+      }
       return 0;
     }));
   }
@@ -516,6 +529,10 @@ Report RunCeiling(const Config& cfg) {
         } else {
           TouchPayload(msg);
         }
+      }
+      if (cfg.client_stats) {
+        std::fprintf(stderr, "ceiling server %d threads, us per row of the run since start:%s\n",
+                     s, ThreadsPerRow(cfg.clients * cfg.rows_per_client).c_str());
       }
       return 0;
     }));
