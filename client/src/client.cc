@@ -309,6 +309,7 @@ struct ClientTable {
 // streaming batches allocates none of them per call (see Client::Impl::ScratchOf).
 struct ReadScratch {
   std::vector<std::vector<RowId>> per_server;  // rows to request, by server
+  std::vector<size_t> asked;                   // Prefetch: how many of per_server[s] are filled
   std::vector<Stripe*> over;                   // stripes left over their share (see NoteIfOver)
   std::vector<size_t> missing;                 // ReadRows: rows the cache could not answer
   std::vector<bool> missing_was_valid;         // ... and whether each had a stale copy
@@ -991,6 +992,11 @@ class Client::Impl {
     PrefetchVictims(*table, rows);
     ReadScratch& scratch = ScratchOf(thread);
     auto& per_server = scratch.per_server;
+    // Each server's list sized for every row and cut to what was asked after: a store per row
+    // asked (push_back is left out of line here).
+    std::vector<size_t>& asked = scratch.asked;
+    asked.assign(per_server.size(), 0);
+    for (std::vector<RowId>& list : per_server) list.resize(rows.size());
     {
       StripeRunLock run;
       for (size_t i = 0; i < rows.size(); ++i) {
@@ -1003,10 +1009,11 @@ class Client::Impl {
         if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
         if (entry.subscribed || entry.requested >= need) continue;
         entry.requested = need;
-        per_server[server].push_back(row);
+        per_server[server][asked[server]++] = row;
       }
     }
     for (size_t s = 0; s < per_server.size(); ++s) {
+      per_server[s].resize(asked[s]);
       if (!per_server[s].empty()) SendGet(static_cast<uint32_t>(s), id, per_server[s], need);
     }
     EvictIfOver(*table, scratch.over);
