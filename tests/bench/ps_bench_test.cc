@@ -103,10 +103,14 @@ TEST(PsBenchTest, GetWrittenReadsWhatItWrote) {
 }
 
 // --client-stats adds each run's CPU per row over all its processes, for both sides and split
-// into the clients' and the others': measured (positive), not left at zero, and the parts add up.
-TEST(PsBenchTest, ClientStatsPrintEachRunsCpuPerRow) {
+// into the clients' and the others': measured (positive), not left at zero, and the parts add
+// up. And each client and server process's threads by name with their CPU per row, on both
+// sides: ZeroMQ's I/O thread and the thread that does the process's work (the calling thread,
+// named after the program, or Tessera's server loop, which has ended by then and is counted as
+// "ended") each measured.
+TEST(PsBenchTest, ClientStatsPrintCpuPerRowByProcessAndThread) {
   const std::string args =
-      "--widths 16 --clients 1 --servers 1 --patterns inc --bytes-per-client 200000 "
+      "--widths 16 --clients 1 --servers 1 --patterns get --bytes-per-client 200000 "
       "--client-stats";
   const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -127,25 +131,15 @@ TEST(PsBenchTest, ClientStatsPrintEachRunsCpuPerRow) {
   // Each printed with 3 decimals: the parts add up to the whole within their rounding.
   EXPECT_NEAR(ours, ours_clients + ours_others, 0.0015) << r.output;
   EXPECT_NEAR(ceiling, ceiling_clients + ceiling_servers, 0.0015) << r.output;
-}
 
-// --client-stats also prints each client and server process's threads by name with their CPU per
-// row, on both sides: ZeroMQ's I/O thread and the thread that does the process's work (the
-// calling thread, named after the program, or Tessera's server loop, which has ended by then and
-// is counted as "ended") each measured.
-TEST(PsBenchTest, ClientStatsPrintEveryProcessThreadsCpuPerRow) {
-  const std::string args =
-      "--widths 16 --clients 1 --servers 1 --patterns get --bytes-per-client 200000 "
-      "--client-stats";
-  const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const std::string label : {"client 0 threads, us per row since start:",
-                                  "ceiling client threads, us per row since start:",
-                                  "server 0 threads, us per row of the run since start:",
-                                  "ceiling server 0 threads, us per row of the run since start:"}) {
-    const size_t at = r.output.find(label);
-    ASSERT_NE(at, std::string::npos) << label << "\n" << r.output;
-    const size_t begin = at + label.size();
+  for (const std::string threads :
+       {"client 0 threads, us per row since start:",
+        "ceiling client threads, us per row since start:",
+        "server 0 threads, us per row of the run since start:",
+        "ceiling server 0 threads, us per row of the run since start:"}) {
+    const size_t from = r.output.find(threads);
+    ASSERT_NE(from, std::string::npos) << threads << "\n" << r.output;
+    const size_t begin = from + threads.size();
     std::istringstream line(r.output.substr(begin, r.output.find('\n', begin) - begin));
     std::string name;
     double per_row = 0;
@@ -154,8 +148,8 @@ TEST(PsBenchTest, ClientStatsPrintEveryProcessThreadsCpuPerRow) {
       if (name == "ZMQbg/IO/0") io_thread = per_row;
       if (name == "ps_bench" || name == "ended") worker = std::max(worker, per_row);
     }
-    EXPECT_GT(io_thread, 0) << label << "\n" << r.output;
-    EXPECT_GT(worker, 0) << label << "\n" << r.output;
+    EXPECT_GT(io_thread, 0) << threads << "\n" << r.output;
+    EXPECT_GT(worker, 0) << threads << "\n" << r.output;
   }
 }
 
