@@ -247,11 +247,14 @@ void PublishFile(const std::string& path, const std::string& text) {
 }
 
 // The CPU time (us per row of `rows`) of each thread of this process so far, by name, from
-// /proc/self/task/*/schedstat: which of a client's threads (its caller, ZeroMQ's I/O thread,
-// Tessera's I/O thread) costs what.
-// Threads that have ended are summed as "ended" (the process's CPU time less its live threads').
+// /proc/self/task/*/schedstat: which of a process's threads (a client's caller, ZeroMQ's I/O
+// thread, Tessera's I/O thread or server loop) costs what. Threads that have ended (a server's
+// loop, by the time it is done) are summed as "ended": the process's CPU time less its live
+// threads'.
 std::string ThreadsPerRow(uint64_t rows) {
-  auto per_row = [rows](double ns) { return rows > 0 ? ns / 1e3 / static_cast<double>(rows) : 0.0; };
+  auto per_row = [rows](double ns) {
+    return rows > 0 ? ns / 1e3 / static_cast<double>(rows) : 0.0;
+  };
   std::string out;
   double live_ns = 0;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
@@ -264,7 +267,8 @@ std::string ThreadsPerRow(uint64_t rows) {
   }
   timespec process{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &process);
-  const double process_ns = static_cast<double>(process.tv_sec) * 1e9 + static_cast<double>(process.tv_nsec);
+  const double process_ns =
+      static_cast<double>(process.tv_sec) * 1e9 + static_cast<double>(process.tv_nsec);
   out += fmt::format(" ended {:.3f}", per_row(std::max(0.0, process_ns - live_ns)));
   return out;
 }
@@ -531,8 +535,8 @@ Report RunCeiling(const Config& cfg) {
         }
       }
       if (cfg.client_stats) {
-        std::fprintf(stderr, "ceiling server %d threads, us per row of the run since start:%s\n",
-                     s, ThreadsPerRow(cfg.clients * cfg.rows_per_client).c_str());
+        std::fprintf(stderr, "ceiling server %d threads, us per row of the run since start:%s\n", s,
+                     ThreadsPerRow(cfg.clients * cfg.rows_per_client).c_str());
       }
       return 0;
     }));
