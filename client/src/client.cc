@@ -993,7 +993,8 @@ class Client::Impl {
     ReadScratch& scratch = ScratchOf(thread);
     auto& per_server = scratch.per_server;
     // Each server's list sized for every row and cut to what was asked after: a store per row
-    // asked (push_back is left out of line here).
+    // asked (push_back is left out of line here). The price is zeroing the batch's length per
+    // server on each call, which grows with the number of servers.
     std::vector<size_t>& asked = scratch.asked;
     asked.assign(per_server.size(), 0);
     for (std::vector<RowId>& list : per_server) list.resize(rows.size());
