@@ -7,9 +7,12 @@
 //          does, so each clock sends one coalesced update batch per server; timed until the
 //          servers have applied everything (a staleness-0 read after the last clock).
 //   get  - each client reads batches of `batch` rows it has not read before: one request and one
-//          reply per server per batch, with `window` batches in flight (Prefetch ahead, then
-//          GetRows of the batch, or Get of each row with --per-row-get), as a loader that reads
-//          ahead does.
+//          reply per server per batch, with `window` batches in flight (GetRows of a batch, or
+//          Get of each row with --per-row-get, then Prefetch of the batch `window` ahead), as a
+//          loader that reads ahead does. The ceiling keeps as many in flight (it sends a request
+//          once it has received a reply), and by default (16) about as many as its rate stops
+//          growing with (bench/README.md, session 12): with a few, both sides wait on round
+//          trips, and one batch more or less moves either by a third.
 //   get-uncached - the same reads with StartUncachedRead / WaitUncachedRead: each reply goes
 //          straight into the reader's buffer, past the process cache; `window` reads in flight,
 //          as the ceiling has.
@@ -70,7 +73,7 @@ struct Config {
   uint64_t rows_per_client;     // rows moved by each client in the timed part
   int batch = 64;               // rows per message (per clock for inc)
   uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
-  int window = 4;               // get: batches in flight
+  int window = 16;              // get: batches in flight
   uint64_t cache_rows = 0;      // the clients' cache capacity per table (0: no limit)
   bool per_row_get = false;     // get: a Get per row instead of a GetRows per batch
   bool per_row_inc = false;     // inc: an IncRow per row instead of an IncRows per clock
@@ -440,8 +443,6 @@ Report RunTessera(const Config& cfg) {
         // the pattern cannot measure reads of anything else. One cell per row, just copied.
         const bool check = cfg.pattern == "get-written";
         for (uint64_t b = 0; b < batches; ++b) {
-          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
-            return 1;
           const std::vector<tessera::RowId>& ids = batch_ids(b);
           if (cfg.per_row_get) {
             for (tessera::RowId id : ids) {
@@ -456,6 +457,10 @@ Report RunTessera(const Config& cfg) {
             }
           }
           moved += ids.size();
+          // The next request once this batch is read, as the ceiling sends its next once it has
+          // received one: `window` batches in flight on both sides, never one more.
+          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
+            return 1;
         }
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();
@@ -685,8 +690,8 @@ int main(int argc, char** argv) {
   bool per_row_inc = false;
   app.add_flag("--per-row-inc", per_row_inc,
                "inc: add each row with IncRow instead of each clock's rows with IncRows");
-  int window = 4;
-  app.add_option("--window", window, "get: batches in flight per client")
+  int window = 16;
+  app.add_option("--window", window, "get: batches in flight per client (both sides)")
       ->check(CLI::Range(1, 1024));
   bool client_stats = false;
   app.add_flag("--client-stats", client_stats,
