@@ -32,7 +32,8 @@
 // the scheduler's placement (and its swings from run to run) out of what is measured.
 //
 //   ps_bench [--widths 16,128,1024] [--clients 1,2,4] [--servers 1,2] [--patterns ...]
-//            [--bytes-per-client N] [--cache-rows N] [--rounds N] [--pin none|split]
+//            [--window 16] [--bytes-per-client N] [--cache-rows N] [--rounds N]
+//            [--pin none|split]
 #include <fmt/format.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
@@ -638,6 +639,11 @@ std::vector<int> ParseList(const std::string& s) {
   return out;
 }
 
+// The batches in flight of a get configuration; "-" for inc, which has no window.
+std::string WindowColumn(const Config& cfg) {
+  return IsGet(cfg.pattern) ? std::to_string(cfg.window) : "-";
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -649,9 +655,9 @@ double Median(std::vector<double> v) {
 void PrintSummary(const std::vector<Config>& configs,
                   const std::vector<std::vector<std::pair<double, double>>>& rates) {
   std::printf(
-      "\n| pattern | width | clients | servers | Tessera rows/s (median) | ZeroMQ rows/s (median) "
-      "| ratio of medians | median ratio | ratio each round |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+      "\n| pattern | width | clients | servers | window | Tessera rows/s (median) | ZeroMQ rows/s "
+      "(median) | ratio of medians | median ratio | ratio each round |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < configs.size(); ++i) {
     std::vector<double> ours, ceiling, ratios;
     std::string each;
@@ -662,9 +668,10 @@ void PrintSummary(const std::vector<Config>& configs,
       each += fmt::format("{}{:.2f}", each.empty() ? "" : " ", t / z);
     }
     const double t = Median(ours), z = Median(ceiling);
-    std::printf("| %s | %u | %d | %d | %.0f | %.0f | %.2f | %.2f | %s |\n",
+    std::printf("| %s | %u | %d | %d | %s | %.0f | %.0f | %.2f | %.2f | %s |\n",
                 configs[i].pattern.c_str(), configs[i].width, configs[i].clients,
-                configs[i].servers, t, z, t / z, Median(ratios), each.c_str());
+                configs[i].servers, WindowColumn(configs[i]).c_str(), t, z, t / z, Median(ratios),
+                each.c_str());
   }
   std::fflush(stdout);
 }
@@ -690,8 +697,11 @@ int main(int argc, char** argv) {
   bool per_row_inc = false;
   app.add_flag("--per-row-inc", per_row_inc,
                "inc: add each row with IncRow instead of each clock's rows with IncRows");
-  int window = 16;
-  app.add_option("--window", window, "get: batches in flight per client (both sides)")
+  std::vector<int> windows{16};
+  app.add_option("--window", windows,
+                 "get: batches in flight per client, on both sides; a list (4,8,16) runs the get "
+                 "patterns once per window")
+      ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   bool client_stats = false;
   app.add_flag("--client-stats", client_stats,
@@ -753,25 +763,28 @@ int main(int argc, char** argv) {
     for (int w : ParseList(widths)) {
       for (int s : ParseList(servers)) {
         for (int c : ParseList(clients)) {
-          Config cfg{pattern, static_cast<uint32_t>(w), c, s,
-                     std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)))};
-          cfg.window = window;
-          cfg.cache_rows = cache_rows;
-          cfg.per_row_get = per_row_get;
-          cfg.per_row_inc = per_row_inc;
-          cfg.client_stats = client_stats;
-          cfg.client_cpu = client_cpu;
-          cfg.server_cpu = server_cpu;
-          configs.push_back(cfg);
+          // inc has no window: one run of it, whatever the list.
+          for (size_t k = 0; k < (IsGet(pattern) ? windows.size() : 1); ++k) {
+            Config cfg{pattern, static_cast<uint32_t>(w), c, s,
+                       std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)))};
+            cfg.window = windows[k];
+            cfg.cache_rows = cache_rows;
+            cfg.per_row_get = per_row_get;
+            cfg.per_row_inc = per_row_inc;
+            cfg.client_stats = client_stats;
+            cfg.client_cpu = client_cpu;
+            cfg.server_cpu = server_cpu;
+            configs.push_back(cfg);
+          }
         }
       }
     }
   }
 
   std::printf(
-      "| pattern | width | clients | servers | Tessera rows/s | Tessera MB/s | ZeroMQ rows/s | "
-      "ZeroMQ MB/s | ratio |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+      "| pattern | width | clients | servers | window | Tessera rows/s | Tessera MB/s | ZeroMQ "
+      "rows/s | ZeroMQ MB/s | ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);  // children inherit the stdio buffer; it must be empty when they exit
   // Rounds go over every configuration in turn, so a slow spell of the machine touches all of
   // them rather than all rounds of one.
@@ -799,16 +812,18 @@ int main(int argc, char** argv) {
       for (const auto& [side, r] : {std::pair("ZeroMQ", &ceiling), std::pair("Tessera", &ours)}) {
         if (!r->ok) {
           std::fprintf(stderr,
-                       "ps_bench: the %s run of %s, %u floats, %d clients x %d servers failed: a "
-                       "process exited with an error or reported nothing\n",
-                       side, cfg.pattern.c_str(), cfg.width, cfg.clients, cfg.servers);
+                       "ps_bench: the %s run of %s, %u floats, %d clients x %d servers, window "
+                       "%s failed: a process exited with an error or reported nothing\n",
+                       side, cfg.pattern.c_str(), cfg.width, cfg.clients, cfg.servers,
+                       WindowColumn(cfg).c_str());
           return 1;
         }
       }
       const double mb = cfg.width * sizeof(float) / 1e6;
-      std::printf("| %s | %u | %d | %d | %.0f | %.1f | %.0f | %.1f | %.2f |\n", cfg.pattern.c_str(),
-                  cfg.width, cfg.clients, cfg.servers, ours.rate(), ours.rate() * mb,
-                  ceiling.rate(), ceiling.rate() * mb,
+      std::printf("| %s | %u | %d | %d | %s | %.0f | %.1f | %.0f | %.1f | %.2f |\n",
+                  cfg.pattern.c_str(), cfg.width, cfg.clients, cfg.servers,
+                  WindowColumn(cfg).c_str(), ours.rate(), ours.rate() * mb, ceiling.rate(),
+                  ceiling.rate() * mb,
                   ceiling.rate() > 0 && ours.rate() > 0 ? ours.rate() / ceiling.rate() : 0.0);
       std::fflush(stdout);
       if (cfg.client_stats) {
@@ -819,12 +834,12 @@ int main(int argc, char** argv) {
         };
         std::fprintf(stderr,
                      "all processes' CPU per row (us): Tessera %.3f (clients %.3f, others %.3f), "
-                     "ceiling %.3f (clients %.3f, servers %.3f) (%s, %d x %d)\n",
+                     "ceiling %.3f (clients %.3f, servers %.3f) (%s, %d x %d, window %s)\n",
                      per_row(ours.client_cpu + ours.other_cpu, ours),
                      per_row(ours.client_cpu, ours), per_row(ours.other_cpu, ours),
                      per_row(ceiling.client_cpu + ceiling.other_cpu, ceiling),
                      per_row(ceiling.client_cpu, ceiling), per_row(ceiling.other_cpu, ceiling),
-                     cfg.pattern.c_str(), cfg.clients, cfg.servers);
+                     cfg.pattern.c_str(), cfg.clients, cfg.servers, WindowColumn(cfg).c_str());
       }
       rates[i].emplace_back(ours.rate(), ceiling.rate());
     }

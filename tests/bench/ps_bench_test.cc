@@ -30,8 +30,8 @@ std::vector<std::string> Cells(const std::string& line) {
   return cells;
 }
 
-// The data rows of the tables in `output`, split into the per-round table (9 cells) and the
-// summary (9 cells too, after a blank line): rows before the first blank line are rounds.
+// The data rows of the tables in `output`, split into the per-round table (10 cells) and the
+// summary (10 cells too, after a blank line): rows before the first blank line are rounds.
 struct Tables {
   std::vector<std::vector<std::string>> rounds, summary;
   std::string output;  // all of it, for failure messages
@@ -60,29 +60,31 @@ Tables RunBench(const std::string& args) {
 
 TEST(PsBenchTest, RunsEveryRoundOfEveryConfigurationAndSummarisesThem) {
   const Tables t = RunBench(
-      "--widths 16 --clients 1,2 --servers 1 --bytes-per-client 200000 --cache-rows 64 --rounds 2");
-  // 3 patterns x 2 client counts, twice.
-  ASSERT_EQ(t.rounds.size(), 12u) << t.output;
+      "--widths 16 --clients 1,2 --servers 1 --bytes-per-client 200000 --cache-rows 64 "
+      "--window 2,3 --rounds 2");
+  // Per client count: inc once (it has no window), get and get-uncached once per window; twice.
+  ASSERT_EQ(t.rounds.size(), 20u) << t.output;
   for (const auto& row : t.rounds) {
-    ASSERT_EQ(row.size(), 9u) << t.output;
-    EXPECT_GT(std::stod(row[4]), 0) << "Tessera rows/s: " << t.output;
-    EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << t.output;
+    ASSERT_EQ(row.size(), 10u) << t.output;
+    EXPECT_GT(std::stod(row[5]), 0) << "Tessera rows/s: " << t.output;
+    EXPECT_GT(std::stod(row[7]), 0) << "ZeroMQ rows/s: " << t.output;
   }
-  ASSERT_EQ(t.summary.size(), 6u) << t.output;
-  std::vector<std::string> patterns;
+  ASSERT_EQ(t.summary.size(), 10u) << t.output;
+  std::vector<std::string> runs;  // pattern/clients/window
   for (const auto& row : t.summary) {
-    ASSERT_EQ(row.size(), 9u) << t.output;
-    patterns.push_back(row[0]);
-    EXPECT_GT(std::stod(row[6]), 0) << "ratio of medians: " << t.output;
+    ASSERT_EQ(row.size(), 10u) << t.output;
+    runs.push_back(row[0] + "/" + row[2] + "/" + row[4]);
+    EXPECT_GT(std::stod(row[7]), 0) << "ratio of medians: " << t.output;
     // One ratio per round.
-    std::stringstream each(row[8]);
+    std::stringstream each(row[9]);
     double ratio;
     int n = 0;
     while (each >> ratio) ++n;
-    EXPECT_EQ(n, 2) << row[8];
+    EXPECT_EQ(n, 2) << row[9];
   }
-  EXPECT_EQ(patterns,
-            (std::vector<std::string>{"inc", "inc", "get", "get", "get-uncached", "get-uncached"}));
+  EXPECT_EQ(runs, (std::vector<std::string>{"inc/1/-", "inc/2/-", "get/1/2", "get/1/3", "get/2/2",
+                                            "get/2/3", "get-uncached/1/2", "get-uncached/1/3",
+                                            "get-uncached/2/2", "get-uncached/2/3"}));
 }
 
 // get-written fails its run if a row it reads is not what it wrote, so a printed rate says the
@@ -96,8 +98,8 @@ TEST(PsBenchTest, GetWrittenReadsWhatItWrote) {
     ASSERT_EQ(t.rounds.size(), 2u) << t.output;
     for (const auto& row : t.rounds) {
       EXPECT_EQ(row[0], "get-written") << t.output;
-      EXPECT_GT(std::stod(row[4]), 0) << "Tessera rows/s: " << t.output;
-      EXPECT_GT(std::stod(row[6]), 0) << "ZeroMQ rows/s: " << t.output;
+      EXPECT_GT(std::stod(row[5]), 0) << "Tessera rows/s: " << t.output;
+      EXPECT_GT(std::stod(row[7]), 0) << "ZeroMQ rows/s: " << t.output;
     }
   }
 }
@@ -171,8 +173,8 @@ TEST(PsBenchTest, PinSplitRunsOnTwoCpusOrSaysWhyNot) {
   if (CPU_COUNT(&mine) >= 2) {
     const Tables t = RunBench(args);
     ASSERT_EQ(t.rounds.size(), 1u) << t.output;
-    EXPECT_GT(std::stod(t.rounds[0][4]), 0) << t.output;
-    EXPECT_GT(std::stod(t.rounds[0][6]), 0) << t.output;
+    EXPECT_GT(std::stod(t.rounds[0][5]), 0) << t.output;
+    EXPECT_GT(std::stod(t.rounds[0][7]), 0) << t.output;
   } else {
     const RunResult r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + args);
     EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -191,9 +193,12 @@ TEST(PsBenchTest, RefusesBadFlagsBeforeRunningAnything) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--rounds"), std::string::npos) << r.output;
 
-  r = RunCommand(std::string(TESSERA_PS_BENCH) + " --window 0");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("--window"), std::string::npos) << r.output;
+  for (const std::string windows : {"0", "4,0", "4,x"}) {
+    r = RunCommand(std::string(TESSERA_PS_BENCH) + " --window " + windows);
+    EXPECT_NE(r.exit_code, 0) << windows;
+    EXPECT_NE(r.output.find("--window"), std::string::npos) << windows << ": " << r.output;
+    EXPECT_EQ(r.output.find("| "), std::string::npos) << "ran before refusing: " << r.output;
+  }
 
   r = RunCommand(std::string(TESSERA_PS_BENCH) + " --pin cores");
   EXPECT_NE(r.exit_code, 0);
