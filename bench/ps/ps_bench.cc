@@ -627,18 +627,6 @@ Report RunCeiling(const Config& cfg) {
   return total;
 }
 
-std::vector<int> ParseList(const std::string& s) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t comma = s.find(',', pos);
-    out.push_back(std::stoi(s.substr(pos, comma - pos)));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 // The batches in flight of a get configuration; "-" for inc, which has no window.
 std::string WindowColumn(const Config& cfg) {
   return IsGet(cfg.pattern) ? std::to_string(cfg.window) : "-";
@@ -680,12 +668,20 @@ void PrintSummary(const std::vector<Config>& configs,
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server throughput vs bare ZeroMQ"};
-  std::string widths = "16,128,1024", clients = "1,2,4", servers = "1,2",
-              patterns = "inc,get,get-uncached";  // get-written on request
+  std::vector<int> widths{16, 128, 1024}, clients{1, 2, 4}, servers{1, 2};
+  std::string patterns = "inc,get,get-uncached";  // get-written on request
   uint64_t row_bytes_budget = 64ull << 20;        // payload each client moves per configuration
-  app.add_option("--widths", widths, "row widths in floats");
-  app.add_option("--clients", clients, "client process counts");
-  app.add_option("--servers", servers, "server process counts");
+  // Each a comma-separated list; every combination runs. Processes are forked per run, so the
+  // counts are kept to what one machine can hold.
+  app.add_option("--widths", widths, "row widths in floats")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--clients", clients, "client process counts")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
+  app.add_option("--servers", servers, "server process counts")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
   app.add_option("--patterns", patterns, "any of inc, get, get-uncached, get-written");
   app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
   uint64_t cache_rows = 0;
@@ -760,9 +756,9 @@ int main(int argc, char** argv) {
   }
   std::vector<Config> configs;
   for (const auto& pattern : pattern_list) {
-    for (int w : ParseList(widths)) {
-      for (int s : ParseList(servers)) {
-        for (int c : ParseList(clients)) {
+    for (int w : widths) {
+      for (int s : servers) {
+        for (int c : clients) {
           // inc has no window: one run of it, whatever the list.
           for (size_t k = 0; k < (IsGet(pattern) ? windows.size() : 1); ++k) {
             Config cfg{pattern, static_cast<uint32_t>(w), c, s,

@@ -193,10 +193,14 @@ TEST(PsBenchTest, RefusesBadFlagsBeforeRunningAnything) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--rounds"), std::string::npos) << r.output;
 
-  for (const std::string windows : {"0", "4,0", "4,x"}) {
-    r = RunCommand(std::string(TESSERA_PS_BENCH) + " --window " + windows);
-    EXPECT_NE(r.exit_code, 0) << windows;
-    EXPECT_NE(r.output.find("--window"), std::string::npos) << windows << ": " << r.output;
+  // Lists: each element is checked, and a bad one names its flag.
+  for (const std::string bad :
+       {"--window 0", "--window 4,0", "--window 4,x", "--widths x", "--widths 16,0", "--clients 0",
+        "--clients 1,-2", "--servers 1,x", "--servers 65"}) {
+    r = RunCommand(std::string(TESSERA_PS_BENCH) + " " + bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    const std::string flag = bad.substr(0, bad.find(' '));
+    EXPECT_NE(r.output.find(flag), std::string::npos) << bad << ": " << r.output;
     EXPECT_EQ(r.output.find("| "), std::string::npos) << "ran before refusing: " << r.output;
   }
 
