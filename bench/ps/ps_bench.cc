@@ -12,7 +12,7 @@
 //          loader that reads ahead does. The ceiling keeps as many in flight (it sends a request
 //          once it has received a reply), and by default (16) about as many as its rate stops
 //          growing with (bench/README.md, session 12): with a few, both sides wait on round
-//          trips, and one batch more or less moves either by a third.
+//          trips, and one batch more or less moves Tessera's rate by up to a quarter.
 //   get-uncached - the same reads with StartUncachedRead / WaitUncachedRead: each reply goes
 //          straight into the reader's buffer, past the process cache; `window` reads in flight,
 //          as the ceiling has.
