@@ -68,17 +68,17 @@ using Clock = std::chrono::steady_clock;
 
 struct Config {
   std::string pattern;  // inc, get, get-uncached or get-written
-  uint32_t width;
-  int clients;
-  int servers;
-  uint64_t rows_per_client;     // rows moved by each client in the timed part
-  int batch = 64;               // rows per message (per clock for inc)
-  uint64_t working_set = 8192;  // inc: distinct rows each client cycles through
-  int window = 16;              // get: batches in flight
-  uint64_t cache_rows = 0;      // the clients' cache capacity per table (0: no limit)
-  bool per_row_get = false;     // get: a Get per row instead of a GetRows per batch
-  bool per_row_inc = false;     // inc: an IncRow per row instead of an IncRows per clock
-  bool client_stats = false;    // print each Tessera client's statistics to stderr
+  uint32_t width = 0;
+  int clients = 0;
+  int servers = 0;
+  uint64_t rows_per_client = 0;  // rows moved by each client in the timed part
+  int batch = 64;                // rows per message (per clock for inc)
+  uint64_t working_set = 8192;   // inc: distinct rows each client cycles through
+  int window = 16;               // get: batches in flight
+  uint64_t cache_rows = 0;       // the clients' cache capacity per table (0: no limit)
+  bool per_row_get = false;      // get: a Get per row instead of a GetRows per batch
+  bool per_row_inc = false;      // inc: an IncRow per row instead of an IncRows per clock
+  bool client_stats = false;     // print each Tessera client's statistics to stderr
   // --pin split: the CPU of every client process, and of every server (and the coordinator);
   // -1 leaves a process to the scheduler.
   int client_cpu = -1;
@@ -221,6 +221,20 @@ bool WaitRun(std::vector<pid_t> clients, std::vector<pid_t> others, Report* repo
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return stop();
   }
   return WaitAll(others, &report->other_cpu);
+}
+
+// A run's result once its processes are done: the clients' reports (each written before its
+// client exits, so the pipes are read after the waits), ok only if every process exited cleanly
+// and every client reported, with the run's CPU seconds (WaitRun).
+Report FinishRun(const std::vector<pid_t>& clients, const std::vector<pid_t>& others,
+                 const std::vector<int>& pipes) {
+  Report cpu;
+  const bool run_ok = WaitRun(clients, others, &cpu);
+  Report total = CollectReports(pipes);
+  total.ok = total.ok && run_ok;
+  total.client_cpu = cpu.client_cpu;
+  total.other_cpu = cpu.other_cpu;
+  return total;
 }
 
 std::string TempEndpointFile() {
@@ -484,13 +498,7 @@ Report RunTessera(const Config& cfg) {
     }));
     close(fds[1]);
   }
-  // Each client writes its report before it exits, so the pipes are read after the waits.
-  Report cpu;
-  const bool run_ok = WaitRun(clients, nodes, &cpu);
-  Report total = CollectReports(pipes);
-  total.ok = total.ok && run_ok;
-  total.client_cpu = cpu.client_cpu;
-  total.other_cpu = cpu.other_cpu;
+  const Report total = FinishRun(clients, nodes, pipes);
   std::remove(coord_file.c_str());
   return total;
 }
@@ -617,12 +625,7 @@ Report RunCeiling(const Config& cfg) {
     }));
     close(fds[1]);
   }
-  Report cpu;
-  const bool run_ok = WaitRun(clients, servers, &cpu);
-  Report total = CollectReports(pipes);
-  total.ok = total.ok && run_ok;
-  total.client_cpu = cpu.client_cpu;
-  total.other_cpu = cpu.other_cpu;
+  const Report total = FinishRun(clients, servers, pipes);
   for (auto& f : files) std::remove(f.c_str());
   return total;
 }
@@ -669,8 +672,8 @@ void PrintSummary(const std::vector<Config>& configs,
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server throughput vs bare ZeroMQ"};
   std::vector<int> widths{16, 128, 1024}, clients{1, 2, 4}, servers{1, 2};
-  std::string patterns = "inc,get,get-uncached";  // get-written on request
-  uint64_t row_bytes_budget = 64ull << 20;        // payload each client moves per configuration
+  std::vector<std::string> patterns{"inc", "get", "get-uncached"};  // get-written on request
+  uint64_t row_bytes_budget = 64ull << 20;  // payload each client moves per configuration
   // Each a comma-separated list; every combination runs. Processes are forked per run, so the
   // counts are kept to what one machine can hold.
   app.add_option("--widths", widths, "row widths in floats")
@@ -682,7 +685,9 @@ int main(int argc, char** argv) {
   app.add_option("--servers", servers, "server process counts")
       ->delimiter(',')
       ->check(CLI::Range(1, 64));
-  app.add_option("--patterns", patterns, "any of inc, get, get-uncached, get-written");
+  // Checked after parsing, with a message of its own (which pattern, and the ones there are).
+  app.add_option("--patterns", patterns, "any of inc, get, get-uncached, get-written")
+      ->delimiter(',');
   app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
   uint64_t cache_rows = 0;
   app.add_option("--cache-rows", cache_rows,
@@ -720,14 +725,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   (void)tessera::SetLogLevel("warn");
 
-  std::vector<std::string> pattern_list;
-  for (size_t p = 0; p <= patterns.size();) {
-    size_t c = patterns.find(',', p);
-    pattern_list.push_back(patterns.substr(p, c - p));
-    if (c == std::string::npos) break;
-    p = c + 1;
-  }
-  for (const auto& pattern : pattern_list) {
+  for (const auto& pattern : patterns) {
     if (pattern != "inc" && !IsGet(pattern)) {
       std::fprintf(stderr, "unknown pattern '%s' (inc, get, get-uncached, get-written)\n",
                    pattern.c_str());
@@ -754,22 +752,29 @@ int main(int argc, char** argv) {
     client_cpu = cpus[0];
     server_cpu = cpus[1];
   }
+  // What every configuration shares; the loops fill in the rest.
+  Config shared{};
+  shared.cache_rows = cache_rows;
+  shared.per_row_get = per_row_get;
+  shared.per_row_inc = per_row_inc;
+  shared.client_stats = client_stats;
+  shared.client_cpu = client_cpu;
+  shared.server_cpu = server_cpu;
   std::vector<Config> configs;
-  for (const auto& pattern : pattern_list) {
+  for (const auto& pattern : patterns) {
+    // inc has no window: one run of it, whatever the list.
+    const std::vector<int> pattern_windows = IsGet(pattern) ? windows : std::vector<int>{0};
     for (int w : widths) {
       for (int s : servers) {
         for (int c : clients) {
-          // inc has no window: one run of it, whatever the list.
-          for (size_t k = 0; k < (IsGet(pattern) ? windows.size() : 1); ++k) {
-            Config cfg{pattern, static_cast<uint32_t>(w), c, s,
-                       std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)))};
-            cfg.window = windows[k];
-            cfg.cache_rows = cache_rows;
-            cfg.per_row_get = per_row_get;
-            cfg.per_row_inc = per_row_inc;
-            cfg.client_stats = client_stats;
-            cfg.client_cpu = client_cpu;
-            cfg.server_cpu = server_cpu;
+          for (int window : pattern_windows) {
+            Config cfg = shared;
+            cfg.pattern = pattern;
+            cfg.width = static_cast<uint32_t>(w);
+            cfg.clients = c;
+            cfg.servers = s;
+            cfg.rows_per_client = std::max<uint64_t>(1024, row_bytes_budget / (w * sizeof(float)));
+            cfg.window = window;
             configs.push_back(cfg);
           }
         }
