@@ -2363,8 +2363,7 @@ class Client::Impl {
       CacheEntry* found = stripe.cache.Find(row);
       if (found == nullptr) {
         if (id == 0) return;
-        found = stripe.cache.FindOrAdd(row).first;
-        if (table.stripe_capacity > 0) stripe.clock_order.push_back(row, found);
+        found = &NewOrCachedEntry(table, stripe, row);
       }
       CacheEntry& entry = *found;
       // Updates of ours the server has not applied yet, then those not even sent, are added to
