@@ -114,12 +114,13 @@ class SharedReply {
   std::memcpy(out, cells, bytes);
 }
 
-// What eviction, a reply and a read of a row borrowed from its reply touch (the flags, clocks,
-// the borrowed row and the error's code) fills the first 48 bytes, and entries start on a cache
-// line: each is one line to them. The entries the CLOCK hand reaches are the least recently
-// cached, long out of the CPU's caches, and it prefetches them: one line each, not the three
-// an unaligned entry spans (a batch's evictions prefetch dozens of entries at once, more misses
-// than a core keeps in flight).
+// A row's entry is one cache line: what eviction, a reply and a read touch (the flags, clocks,
+// the borrowed row, whether a request failed) is all of it, and the rare or large parts (an
+// error's message, a copy of the row) are behind pointers. The entries of a block (EntryBlock)
+// then fill consecutive lines, which the CPU fetches ahead as a batch walks them, where
+// entries of three lines (the error and the copy inline) left two cold lines between each
+// two hot ones; and the entries the CLOCK hand reaches, the least recently cached and long out
+// of the CPU's caches, are one line each to prefetch.
 struct alignas(64) CacheEntry {
   bool valid = false;
   bool subscribed = false;  // the server pushes changes of this row to us
@@ -135,21 +136,30 @@ struct alignas(64) CacheEntry {
   int64_t stamp = std::numeric_limits<int64_t>::min();  // includes all updates from clocks < stamp
   int64_t requested = std::numeric_limits<int64_t>::min();  // min clock of the newest request
   // A dense row answered by a server and not changed here since is not copied: its cells stay
-  // in the reply (`borrowed`, inside `reply`, which the entry holds), and `value` is unused. A
+  // in the reply (`borrowed`, inside `reply`, which the entry holds), and `copy` is unused. A
   // reader streaming rows it reads once then costs one copy per row (into the reader's buffer)
-  // instead of two. The row is copied into `value` (Own) when it is read a second time, or
+  // instead of two. The row is copied into `copy` (Own) when it is read a second time, or
   // before anything changes it, so only rows read at most once keep a reply alive: under a
   // capacity CLOCK drops those within a sweep, and without one a reply held by a few rows costs
   // at most the room of the rows of it that were copied since.
   const std::byte* borrowed = nullptr;
   SharedReply* reply = nullptr;
-  Status error;     // a failed request for this row, reported to the next reader (its code: hot)
-  RowValues value;  // server value + own updates not yet reflected there
+  // A failed request for this row, reported to the next reader; null if none.
+  std::unique_ptr<Status> error;
+  // The row's own copy: server value + own updates not yet reflected there. Made at its first
+  // use (value()), and kept by Reset for the next row cached in this entry.
+  std::unique_ptr<RowValues> copy;
 
   CacheEntry() = default;
   CacheEntry(const CacheEntry&) = delete;
   CacheEntry& operator=(const CacheEntry&) = delete;
   ~CacheEntry() { Unborrow(); }
+
+  bool failed() const { return error != nullptr; }
+  RowValues& value() {
+    if (copy == nullptr) copy = std::make_unique<RowValues>();
+    return *copy;
+  }
 
   // Hands over the entry's hold on its reply (null if it has none), without copying the row.
   SharedReply* TakeReply() {
@@ -162,38 +172,36 @@ struct alignas(64) CacheEntry {
   void Unborrow() {
     if (SharedReply* r = TakeReply()) r->Release();
   }
-  // Copies a borrowed row into `value`, letting go of its reply; nothing for a row not borrowed
-  // (only dense rows are). `spec`: the row's table.
+  // Copies a borrowed row into its own copy, letting go of its reply; nothing for a row not
+  // borrowed (only dense rows are). `spec`: the row's table.
   void Own(const TableSpec& spec) {
     if (borrowed == nullptr) return;
-    value.AssignDense(borrowed, spec);
+    value().AssignDense(borrowed, spec);
     Unborrow();
   }
-  // Copies the row's cells to `out`. REQUIRES: a dense row of type T and `width` cells.
+  // Copies the row's cells to `out`. REQUIRES: a valid dense row of type T and `width` cells.
   template <typename T>
   void CopyDenseTo(T* out, size_t width) const {
     if (borrowed != nullptr) {
       CopyFromReply(borrowed, width * sizeof(T), out);
     } else {
-      auto cells = value.dense<T>();
+      auto cells = copy->dense<T>();
       std::copy(cells.begin(), cells.end(), out);
     }
   }
 
-  // For RowIndex::Erase: as a new entry, but the value keeps its storage (and stale cells, which
-  // nothing reads until a reply overwrites them: `valid` is false), so the next row cached in
-  // this entry writes into memory it already owns.
+  // For EntryBlock::Reset: as a new entry, but the copy keeps its storage (and stale cells,
+  // which nothing reads until a reply overwrites them: `valid` is false), so the next row cached
+  // in this entry writes into memory it already owns.
   void Reset() {
     valid = subscribed = referenced = read = false;
     waiters = 0;
-    if (!error.ok()) error = Status::Ok();
+    error.reset();
     stamp = requested = std::numeric_limits<int64_t>::min();
     Unborrow();
   }
 };
-// What eviction reads of the error is its code, Status's first member.
-static_assert(offsetof(CacheEntry, error) + sizeof(StatusCode) <= 64,
-              "the hot fields of a cache entry must fit its first cache line");
+static_assert(sizeof(CacheEntry) == 64, "a cache entry is one cache line");
 
 // Asks the CPU for the entry's first cache line (see CacheEntry), for a write soon.
 void PrefetchEntry(const CacheEntry* e) { __builtin_prefetch(e, 1); }
@@ -215,14 +223,49 @@ struct PendingRef {
 
 using OpLog = std::unordered_map<RowId, PendingRow>;
 
-// A FIFO of cached rows in CLOCK order, in one ring of slots that doubles when full: a stripe
-// of a streaming reader pushes and pops a row per row read, and a ring does that with a store
-// and an index, where a deque also walks its map of blocks.
+// The cache entries of one block of consecutive rows (ClientTable::block_shift): looked up,
+// queued for CLOCK and evicted together, so a batch of consecutive rows costs one index probe,
+// one CLOCK slot and one erase per block instead of per row. A block holds room for
+// kMaxBlockRows entries whatever its table's block size (rows past it stay unused); the price is
+// memory where a process caches scattered single rows: up to kMaxBlockRows entries per row cached.
+constexpr int kMaxBlockShift = 3;
+constexpr size_t kMaxBlockRows = size_t{1} << kMaxBlockShift;
+struct EntryBlock {
+  // Bit k: the block's k-th row is cached (rows[k] is its entry); the other entries are as
+  // CacheEntry::Reset leaves them.
+  uint8_t present = 0;
+  std::array<CacheEntry, kMaxBlockRows> rows;
+
+  // Calls f(k, rows[k]) for each cached row, in order.
+  template <typename F>
+  void ForEachPresent(F f) {
+    for (uint32_t bits = present; bits != 0; bits &= bits - 1) {
+      const auto k = static_cast<size_t>(std::countr_zero(bits));
+      f(k, rows[k]);
+    }
+  }
+  // For RowIndex::Erase: each cached row's entry reset (keeping its storage, see CacheEntry).
+  void Reset() {
+    ForEachPresent([](size_t, CacheEntry& e) { e.Reset(); });
+    present = 0;
+  }
+};
+
+// Asks the CPU for what eviction reads of a block of `rows` rows: its mask and each entry's first
+// line. `b` is only an address here (it may be stale): nothing is read through it.
+void PrefetchBlock(const EntryBlock* b, size_t rows) {
+  __builtin_prefetch(b, 1);
+  for (size_t k = 0; k < rows; ++k) PrefetchEntry(&b->rows[k]);
+}
+
+// A FIFO of cached blocks in CLOCK order, in one ring of slots that doubles when full: a stripe
+// of a streaming reader pushes and pops a block per block read, and a ring does that with a
+// store and an index, where a deque also walks its map of blocks.
 class ClockQueue {
  public:
   struct Slot {
-    RowId row;
-    CacheEntry* entry;
+    uint64_t key;  // the block's (ClientTable::BlockOf)
+    EntryBlock* block;
   };
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
@@ -233,9 +276,9 @@ class ClockQueue {
     head_ = (head_ + 1) & mask_;
     --size_;
   }
-  void push_back(RowId row, CacheEntry* entry) {
+  void push_back(uint64_t key, EntryBlock* block) {
     if (size_ == slots_.size()) Grow();
-    slots_[(head_ + size_) & mask_] = {row, entry};
+    slots_[(head_ + size_) & mask_] = {key, block};
     ++size_;
   }
 
@@ -256,11 +299,14 @@ class ClockQueue {
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
-  RowIndex<CacheEntry> cache;  // entries stay put until evicted; readers wait on them
-  // Under a cache capacity: the cached rows and their entries in CLOCK order (the hand at the
-  // front).
+  // Blocks of cached rows by key (ClientTable::BlockOf); entries stay put until their block is
+  // evicted, and readers wait on them.
+  RowIndex<EntryBlock> cache;
+  size_t cached_rows = 0;  // rows present in `cache`'s blocks
+  // Under a cache capacity: the cached blocks in CLOCK order (the hand at the front).
   ClockQueue clock_order;
   std::vector<std::pair<uint32_t, RowId>> evicted;  // Evict's scratch: (server, row)
+  std::vector<uint64_t> evicted_blocks;             // ... and the keys of the blocks dropped
   OpLog oplog;
   std::vector<PendingRef> pending;  // rows whose oplog entry is pending: flush order, O(1) sampling
   // Log entries idle for a whole clock, taken out of the log with their (zeroed) storage and
@@ -277,8 +323,8 @@ struct Stripe {
   // eviction's own prefetch comes a few batches early, and on a busy machine other processes
   // push those lines out of the CPU's caches again. Only addresses to prefetch: possibly stale,
   // never dereferenced.
-  // The front, then at most kVictimHints entries (null after the last).
-  static constexpr size_t kVictimHints = 8;
+  // The front, then at most kVictimHints blocks (null after the last).
+  static constexpr size_t kVictimHints = 2;
   std::array<std::atomic<const void*>, 1 + kVictimHints> victim_hints{};
 };
 
@@ -299,10 +345,26 @@ struct ClientTable {
   // one rarely want the same lock. Under a capacity a block is at most a stripe's share, so any
   // run of consecutive rows that fits the cache fits its stripes. Not larger than 8 rows: blocks
   // of 32 and 64 (fewer locks per batch) made cold reads slower, not faster (bench/README.md
-  // "Session 8").
-  static constexpr int kMaxBlockShift = 3;  // 8 rows
+  // "Session 8"). The cache keeps its entries by the same blocks (EntryBlock).
   int block_shift;
-  Stripe& StripeOf(RowId row) { return stripes[(row >> block_shift) % kStripes]; }
+  size_t block_rows() const { return size_t{1} << block_shift; }
+  uint64_t BlockOf(RowId row) const { return row >> block_shift; }
+  size_t SlotOf(RowId row) const { return row & (block_rows() - 1); }
+  RowId FirstRowOf(uint64_t key) const { return key << block_shift; }
+  Stripe& StripeOf(RowId row) { return stripes[BlockOf(row) % kStripes]; }
+};
+
+// The last block looked up in a stripe, for a loop over rows that come in runs of the same
+// block (a batch of consecutive rows), so that a block costs one index probe rather than one
+// per row. Valid only while the stripe's lock is held and nothing is evicted from it: Forget
+// after taking the lock and after any eviction.
+struct BlockCursor {
+  uint64_t key = ~uint64_t{0};
+  EntryBlock* block = nullptr;  // null: `key` has no block (or nothing remembered)
+  void Forget() {
+    key = ~uint64_t{0};
+    block = nullptr;
+  }
 };
 
 // A batched read's per-call lists (Prefetch, ReadRows), kept per thread index so that a thread
@@ -709,17 +771,58 @@ class Client::Impl {
     return std::max(e.stamp, channels_[server]->seen_clock.load(std::memory_order_acquire));
   }
 
+  // The block of `row` (null if none of its rows is cached), through `cursor`.
+  // REQUIRES: stripe.mu; `cursor` valid for it (see BlockCursor).
+  // Inlined (as the index lookups it replaces were): it runs several times per row read.
+  [[gnu::always_inline]] static EntryBlock* FindBlock(const ClientTable& table, Stripe& stripe,
+                                                      RowId row, BlockCursor& cursor) {
+    const uint64_t key = table.BlockOf(row);
+    if (key != cursor.key) {
+      cursor.key = key;
+      cursor.block = stripe.cache.Find(key);
+    }
+    return cursor.block;
+  }
+  // The row's cache entry, or null if it is not cached. REQUIRES: as FindBlock.
+  [[gnu::always_inline]] static CacheEntry* FindEntry(const ClientTable& table, Stripe& stripe,
+                                                      RowId row, BlockCursor& cursor) {
+    EntryBlock* block = FindBlock(table, stripe, row, cursor);
+    const size_t k = table.SlotOf(row);
+    return block != nullptr && ((block->present >> k) & 1) != 0 ? &block->rows[k] : nullptr;
+  }
+  static CacheEntry* FindEntry(const ClientTable& table, Stripe& stripe, RowId row) {
+    BlockCursor cursor;
+    return FindEntry(table, stripe, row, cursor);
+  }
+
   // The row's cache entry, created if new. A new entry gets no storage for its row: a dense
   // row's reply is borrowed, not copied (CacheEntry::borrowed), and storage is allocated only
   // for rows that are copied (sparse rows, pushes, rows read twice or changed here). Under a
-  // capacity, a new entry is an evicted one, reset with whatever storage it had kept
-  // (RowIndex reuses erased entries; CacheEntry::Reset); the stripe may hold more than its
-  // share until the caller calls EvictIfOver, which batched reads do once their requests are
-  // sent (the requests go out sooner, and eviction overlaps the round trip). REQUIRES: stripe.mu.
+  // capacity, a new block is an evicted one, its entries reset with whatever storage they had
+  // kept (RowIndex reuses erased entries; EntryBlock::Reset), and it joins the CLOCK queue;
+  // the stripe may hold more than its share until the caller calls EvictIfOver, which batched
+  // reads do once their requests are sent (the requests go out sooner, and eviction overlaps
+  // the round trip). REQUIRES: as FindBlock.
+  CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row, BlockCursor& cursor) {
+    const uint64_t key = table.BlockOf(row);
+    if (key != cursor.key || cursor.block == nullptr) {
+      auto [block, is_new] = stripe.cache.FindOrAdd(key);
+      if (is_new && table.stripe_capacity > 0) stripe.clock_order.push_back(key, block);
+      cursor.key = key;
+      cursor.block = block;
+    }
+    EntryBlock& block = *cursor.block;
+    const size_t k = table.SlotOf(row);
+    const auto bit = static_cast<uint8_t>(1u << k);
+    if ((block.present & bit) == 0) {
+      block.present |= bit;
+      ++stripe.cached_rows;
+    }
+    return block.rows[k];
+  }
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row) {
-    auto [entry, is_new] = stripe.cache.FindOrAdd(row);
-    if (is_new && table.stripe_capacity > 0) stripe.clock_order.push_back(row, entry);
-    return *entry;
+    BlockCursor cursor;
+    return NewOrCachedEntry(table, stripe, row, cursor);
   }
 
   // The CLOCK bit after a read (see CacheEntry::referenced). REQUIRES: the entry's stripe lock.
@@ -732,14 +835,14 @@ class Client::Impl {
   // reference to an entry it has not pinned (WaitPin) or that is not waiting for its reply.
   // REQUIRES: stripe.mu.
   void EvictIfOver(ClientTable& table, Stripe& stripe) {
-    if (table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity)
+    if (table.stripe_capacity > 0 && stripe.cached_rows > table.stripe_capacity)
       Evict(table, stripe, std::max<size_t>(1, table.stripe_capacity / 4));
   }
   // Lists the stripe in `over` if it holds more rows than its share (rows waiting for replies
   // may not go when room is made), for an EvictIfOver once the caller holds no stripe lock: a
   // batch whose stripes stay within their share takes no lock for it. REQUIRES: stripe.mu.
   static void NoteIfOver(const ClientTable& table, Stripe& stripe, std::vector<Stripe*>& over) {
-    if (table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity &&
+    if (table.stripe_capacity > 0 && stripe.cached_rows > table.stripe_capacity &&
         (over.empty() || over.back() != &stripe)) {
       over.push_back(&stripe);
     }
@@ -755,20 +858,22 @@ class Client::Impl {
   }
 
   // Under a capacity, drops rows of a full stripe so that the new rows of the run of `rows`
-  // that starts here (those in this stripe) fit without going over. The entries dropped are
+  // that starts here (those in this stripe) fit without going over. The blocks dropped are
   // then in the CPU's caches, and the new rows take them at once (RowIndex reuses the last
   // erased entry first); dropped after the rows are added (EvictIfOver), they are fetched cold
-  // twice, once to be dropped and once, a batch later, to be reused. REQUIRES: stripe.mu.
-  void MakeRoom(ClientTable& table, Stripe& stripe, std::span<const RowId> rows) {
+  // twice, once to be dropped and once, a batch later, to be reused. Forgets `cursor` if it
+  // evicts. REQUIRES: as FindBlock.
+  void MakeRoom(ClientTable& table, Stripe& stripe, std::span<const RowId> rows,
+                BlockCursor& cursor) {
     if (table.stripe_capacity == 0) return;
-    // Counting only the rows not cached keeps a run of hits from dropping rows for nothing. The
-    // lookups touch the index slots the caller's insert or lookup of each row touches next.
+    // Counting only the rows not cached keeps a run of hits from dropping rows for nothing.
     size_t fresh = 0;
     for (size_t i = 0; i < rows.size() && &table.StripeOf(rows[i]) == &stripe; ++i) {
-      if (stripe.cache.Find(rows[i]) == nullptr) ++fresh;
+      if (FindEntry(table, stripe, rows[i], cursor) == nullptr) ++fresh;
     }
-    if (stripe.cache.size() + fresh > table.stripe_capacity) {
-      Evict(table, stripe, stripe.cache.size() + fresh - table.stripe_capacity);
+    if (stripe.cached_rows + fresh > table.stripe_capacity) {
+      Evict(table, stripe, stripe.cached_rows + fresh - table.stripe_capacity);
+      cursor.Forget();
     }
   }
 
@@ -784,45 +889,48 @@ class Client::Impl {
       const void* front = stripe.victim_hints[0].load(std::memory_order_relaxed);
       if (front != nullptr) __builtin_prefetch(front);
       for (size_t k = 1; k <= Stripe::kVictimHints; ++k) {
-        const void* entry = stripe.victim_hints[k].load(std::memory_order_relaxed);
-        if (entry == nullptr) break;
-        PrefetchEntry(static_cast<const CacheEntry*>(entry));
+        const void* block = stripe.victim_hints[k].load(std::memory_order_relaxed);
+        if (block == nullptr) break;
+        PrefetchBlock(static_cast<const EntryBlock*>(block), table.block_rows());
       }
     }
   }
 
-  // Drops `target` rows of the stripe (fewer if that many may not go); EvictIfOver drops a
-  // quarter of the stripe's capacity (at least one row), so that the sweep and the
-  // bookkeeping are paid per batch. CLOCK: the hand skips (and clears) rows whose bit is set
-  // (see CacheEntry::referenced), and rows it may not drop: not yet answered, with a pending
-  // error, or with reads waiting on them. A row that has been answered has no request in flight
-  // (only rows never answered are requested; later values come as pushes), so an eviction never
-  // races a reply. The servers learn of the dropped rows through `forget` (see ServerChannel).
-  // REQUIRES: stripe.mu.
+  // Drops at least `target` rows of the stripe (fewer if that many may not go; whole blocks, so
+  // up to a block's rows more); EvictIfOver drops a quarter of the stripe's capacity (at least
+  // one row), so that the sweep and the bookkeeping are paid per batch. CLOCK over blocks: the
+  // hand skips a block (and clears its rows' bits) if any of its rows has its bit set (see
+  // CacheEntry::referenced) or may not be dropped: not yet answered, with a pending error, or
+  // with reads waiting on it. A row that has been answered has no request in flight (only rows
+  // never answered are requested; later values come as pushes), so an eviction never races a
+  // reply. The servers learn of the dropped rows through `forget` (see ServerChannel). Cursors
+  // into the stripe are invalid after it (BlockCursor). REQUIRES: stripe.mu.
   void Evict(ClientTable& table, Stripe& stripe, size_t target) {
     const auto num_servers = static_cast<uint32_t>(channels_.size());
-    // The entries under the hand are the coldest of the cache: fetch those it will look at
+    const size_t block_rows = table.block_rows();
+    // The blocks under the hand are the coldest of the cache: fetch those it will look at
     // together, so their cache misses overlap rather than come one after another.
     // It also leaves them as the stripe's hints (Stripe::victim_hints); those the first call
     // leaves are overwritten by the second before the lock is let go.
-    auto fetch_under_hand = [&stripe](size_t n) {
+    auto fetch_under_hand = [&stripe, block_rows](size_t blocks) {
       const void* front = stripe.clock_order.empty() ? nullptr : &stripe.clock_order.front();
       stripe.victim_hints[0].store(front, std::memory_order_relaxed);
       size_t ahead = 0;
-      for (; ahead < std::min(n, stripe.clock_order.size()); ++ahead) {
+      for (; ahead < std::min(blocks, stripe.clock_order.size()); ++ahead) {
         const ClockQueue::Slot& slot = stripe.clock_order.at(ahead);
-        PrefetchEntry(slot.entry);
-        stripe.cache.Prefetch(slot.row);
+        PrefetchBlock(slot.block, block_rows);
+        stripe.cache.Prefetch(slot.key);
         if (ahead < Stripe::kVictimHints) {
-          stripe.victim_hints[1 + ahead].store(slot.entry, std::memory_order_relaxed);
+          stripe.victim_hints[1 + ahead].store(slot.block, std::memory_order_relaxed);
         }
       }
       for (size_t k = ahead; k < Stripe::kVictimHints; ++k) {
         stripe.victim_hints[1 + k].store(nullptr, std::memory_order_relaxed);
       }
     };
-    fetch_under_hand(target);
+    fetch_under_hand((target + block_rows - 1) / block_rows);
     std::vector<std::pair<uint32_t, RowId>>& evicted = stripe.evicted;
+    std::vector<uint64_t>& dropped = stripe.evicted_blocks;
     // Rows dropped one after another mostly came in one reply: their holds on it are let go
     // together, one atomic operation (and one miss on a reply long untouched) for the lot.
     SharedReply* letting_go = nullptr;
@@ -830,32 +938,41 @@ class Client::Impl {
     // `target` may exceed what the stripe holds (MakeRoom for a run larger than the capacity).
     for (size_t steps = 2 * stripe.clock_order.size();
          evicted.size() < target && steps > 0 && !stripe.clock_order.empty(); --steps) {
-      auto [row, e] = stripe.clock_order.front();
+      auto [key, block] = stripe.clock_order.front();
       stripe.clock_order.pop_front();
-      if (e->referenced || !e->valid || e->waiters > 0 || !e->error.ok()) {
-        e->referenced = false;
-        stripe.clock_order.push_back(row, e);
+      bool keep = false;
+      block->ForEachPresent([&keep](size_t, const CacheEntry& e) {
+        keep |= e.referenced || !e.valid || e.waiters > 0 || e.failed();
+      });
+      if (keep) {
+        block->ForEachPresent([](size_t, CacheEntry& e) { e.referenced = false; });
+        stripe.clock_order.push_back(key, block);
         continue;
       }
-      evicted.emplace_back(ServerOfRow(table.spec.id, row, num_servers), row);
-      if (SharedReply* r = e->TakeReply()) {
-        if (r != letting_go) {
-          if (letting_go != nullptr) letting_go->Release(holds);
-          letting_go = r;
-          holds = 0;
+      const RowId first = table.FirstRowOf(key);
+      block->ForEachPresent([&](size_t k, CacheEntry& e) {
+        evicted.emplace_back(ServerOfRow(table.spec.id, first + k, num_servers), first + k);
+        if (SharedReply* r = e.TakeReply()) {
+          if (r != letting_go) {
+            if (letting_go != nullptr) letting_go->Release(holds);
+            letting_go = r;
+            holds = 0;
+          }
+          ++holds;
         }
-        ++holds;
-      }
+      });
+      dropped.push_back(key);
     }
     if (letting_go != nullptr) letting_go->Release(holds);
-    // Erased last first: the victims are mostly runs of consecutive rows, which sit in
-    // consecutive index slots (RowIndex::Home), and erasing a run's last row first leaves each
+    // Erased last first: the victims are mostly runs of consecutive blocks, which sit in
+    // consecutive index slots (RowIndex::Home), and erasing a run's last block first leaves each
     // erase nothing behind it to shift back, where erasing in order would rescan the rest of the
     // run every time.
-    for (auto it = evicted.rbegin(); it != evicted.rend(); ++it) stripe.cache.Erase(it->second);
+    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) stripe.cache.Erase(*it);
+    stripe.cached_rows -= evicted.size();
     // And those the next eviction of this stripe will look at (likely as many), which then finds
     // them in the CPU's caches instead of waiting for them.
-    fetch_under_hand(evicted.size());
+    fetch_under_hand(dropped.size());
     Count(kEvictions, evicted.size());
     for (uint32_t s = 0; s < num_servers; ++s) {
       ServerChannel& ch = *channels_[s];
@@ -869,6 +986,7 @@ class Client::Impl {
       if (ch.forget_rows >= kMaxForgetRows) SendForgetLocked(s);
     }
     evicted.clear();
+    dropped.clear();
   }
 
   // Sends every pending unsubscription of server `s`, one message per table.
@@ -922,9 +1040,9 @@ class Client::Impl {
     WaitPin pin;
     std::chrono::steady_clock::time_point deadline;  // set when the read first waits
     while (true) {
-      if (!entry.error.ok()) {
-        Status s = std::move(entry.error);
-        entry.error = Status::Ok();
+      if (entry.failed()) {
+        Status s = std::move(*entry.error);
+        entry.error.reset();
         if (waited) Uncount(kBlockedReads);
         return s;
       }
@@ -932,7 +1050,7 @@ class Client::Impl {
         // Single-row reads hand out the row as a RowValues: a borrowed one is copied first.
         entry.Own(table.spec);
         MarkRead(entry);
-        copy_out(entry.value);
+        copy_out(entry.value());
         Count(waited ? kind : kCacheHits);
         RecordStaleness(thread_clocks_[thread].load(std::memory_order_relaxed) - stamp);
         if (waited) Uncount(kBlockedReads);
@@ -957,7 +1075,7 @@ class Client::Impl {
         continue;  // the reply may have come meanwhile
       }
       auto changed = [&] {
-        return !entry.error.ok() || (entry.valid && EffectiveStamp(entry, server) >= need);
+        return entry.failed() || (entry.valid && EffectiveStamp(entry, server) >= need);
       };
       if (!AwaitReady(lock, stripe.cv, changed, deadline)) {
         Uncount(kBlockedReads);
@@ -1000,12 +1118,16 @@ class Client::Impl {
     for (std::vector<RowId>& list : per_server) list.resize(rows.size());
     {
       StripeRunLock run;
+      BlockCursor cursor;
       for (size_t i = 0; i < rows.size(); ++i) {
         const RowId row = rows[i];
         uint32_t server = ServerOfRow(id, row, static_cast<uint32_t>(channels_.size()));
         Stripe& stripe = table->StripeOf(row);
-        if (run.Hold(stripe)) MakeRoom(*table, stripe, rows.subspan(i));
-        CacheEntry& entry = NewOrCachedEntry(*table, stripe, row);
+        if (run.Hold(stripe)) {
+          cursor.Forget();
+          MakeRoom(*table, stripe, rows.subspan(i), cursor);
+        }
+        CacheEntry& entry = NewOrCachedEntry(*table, stripe, row, cursor);
         NoteIfOver(*table, stripe, scratch.over);
         if (entry.valid && EffectiveStamp(entry, server) >= need) continue;
         if (entry.subscribed || entry.requested >= need) continue;
@@ -1098,13 +1220,13 @@ class Client::Impl {
       }
     }
     apply(pending.delta);
-    CacheEntry* c = stripe.cache.Find(row);
+    CacheEntry* c = FindEntry(table, stripe, row);
     bool cached = c != nullptr && c->valid;
     if (cached) c->Own(table.spec);  // the reply is not ours to change
     if (options_.comm.policy == SendPolicy::kRelativeMagnitude) {
-      pending.importance += importance(cached ? &c->value : nullptr);
+      pending.importance += importance(cached ? &c->value() : nullptr);
     }
-    if (cached) apply(c->value);
+    if (cached) apply(c->value());
   }
 
   Status Clock(int thread) {
@@ -1457,8 +1579,10 @@ class Client::Impl {
       for (auto [table, row] : *chosen) open_batch(ServerOfRow(table->spec.id, row, num_servers));
     }
     // The in-flight copy of a row's delta (kept only for rows this process caches).
-    auto keep = [&](TableId id, Stripe& stripe, RowId row, uint32_t s, const RowValues& delta) {
-      if (stripe.cache.Find(row) == nullptr &&
+    auto keep = [&](const ClientTable& table, Stripe& stripe, RowId row, uint32_t s,
+                    const RowValues& delta) {
+      const TableId id = table.spec.id;
+      if (FindEntry(table, stripe, row) == nullptr &&
           uncached_in_flight_.load(std::memory_order_seq_cst) == 0)
         return;
       std::lock_guard ch_lock(channels_[s]->mu);
@@ -1481,7 +1605,7 @@ class Client::Impl {
       // clock_mu_) removes entries and new ones are appended.
       std::shared_lock tables_lock(tables_mu_);
       struct Counted {
-        const TableSpec* spec;
+        const ClientTable* table;
         Stripe* stripe;
         size_t rows;
       };
@@ -1508,7 +1632,7 @@ class Client::Impl {
           }
           if (stripe.spare.size() > keep_spare) stripe.spare.resize(keep_spare);
           if (stripe.pending.empty()) continue;
-          counted.push_back({&table->spec, &stripe, stripe.pending.size()});
+          counted.push_back({table.get(), &stripe, stripe.pending.size()});
           for (const PendingRef& ref : stripe.pending) {
             writers[ServerOfRow(id, ref.row, num_servers)].Count(table->spec, ref.entry->delta);
           }
@@ -1521,9 +1645,9 @@ class Client::Impl {
         for (size_t i = 0; i < c.rows; ++i) {
           RowId row = stripe.pending[i].row;
           PendingRow& p = *stripe.pending[i].entry;
-          uint32_t s = ServerOfRow(c.spec->id, row, num_servers);
-          keep(c.spec->id, stripe, row, s, p.delta);
-          writers[s].Write(*c.spec, row, p.delta);
+          uint32_t s = ServerOfRow(c.table->spec.id, row, num_servers);
+          keep(*c.table, stripe, row, s, p.delta);
+          writers[s].Write(c.table->spec, row, p.delta);
           p.delta.SetZero();
           p.pending = false;
           p.importance = 0;
@@ -1549,7 +1673,7 @@ class Client::Impl {
         if (it == stripe.oplog.end() || !it->second.pending)
           continue;  // sent meanwhile, or chosen twice
         uint32_t s = ServerOfRow(table->spec.id, row, num_servers);
-        keep(table->spec.id, stripe, row, s, it->second.delta);
+        keep(*table, stripe, row, s, it->second.delta);
         outgoing[s].push_back({&table->spec, row, it->second.delta});
         ErasePending(stripe, it);
         ++taken;
@@ -1700,7 +1824,7 @@ class Client::Impl {
     uint64_t hits = 0, taken = 0, staleness_sum = 0, staleness_max = 0;
     // Copies the entry if the bound holds. REQUIRES: its stripe's lock.
     auto try_copy = [&](CacheEntry& e, size_t i, uint32_t server) {
-      if (!e.valid || !e.error.ok()) return false;
+      if (!e.valid || e.failed()) return false;
       int64_t stamp = EffectiveStamp(e, server);
       if (stamp < need) return false;
       // Read again: keep a copy, so that only rows read at most once keep a reply alive.
@@ -1721,18 +1845,20 @@ class Client::Impl {
       // below. A stripe over its share (rows that came after their batch made room) is
       // trimmed at the start of the run, as before.
       bool room_made = false;
+      BlockCursor cursor;
       for (size_t i = 0; i < rows.size(); ++i) {
         Stripe& stripe = table.StripeOf(rows[i]);
         if (run.Hold(stripe)) {
-          room_made = table.stripe_capacity > 0 && stripe.cache.size() > table.stripe_capacity;
-          if (room_made) MakeRoom(table, stripe, rows.subspan(i));
+          cursor.Forget();
+          room_made = table.stripe_capacity > 0 && stripe.cached_rows > table.stripe_capacity;
+          if (room_made) MakeRoom(table, stripe, rows.subspan(i), cursor);
         }
         uint32_t server = ServerOfRow(id, rows[i], num_servers);
-        CacheEntry* cached = stripe.cache.Find(rows[i]);
+        CacheEntry* cached = FindEntry(table, stripe, rows[i], cursor);
         if (cached == nullptr) {
-          if (!room_made) MakeRoom(table, stripe, rows.subspan(i));
+          if (!room_made) MakeRoom(table, stripe, rows.subspan(i), cursor);
           room_made = true;
-          cached = &NewOrCachedEntry(table, stripe, rows[i]);
+          cached = &NewOrCachedEntry(table, stripe, rows[i], cursor);
         }
         CacheEntry& e = *cached;
         NoteIfOver(table, stripe, scratch.over);
@@ -1742,7 +1868,7 @@ class Client::Impl {
         }
         missing.push_back(i);
         missing_was_valid.push_back(e.valid);
-        if (!e.subscribed && e.requested < need && e.error.ok()) {
+        if (!e.subscribed && e.requested < need && !e.failed()) {
           e.requested = need;
           per_server[server].push_back(rows[i]);
         }
@@ -1764,12 +1890,13 @@ class Client::Impl {
       Count(kColdMisses, cold_misses);
     };
     StripeRunLock run;
+    BlockCursor cursor;
     for (size_t k = 0; k < missing.size(); ++k) {
       const size_t i = missing[k];
       const RowId row = rows[i];
       Stripe& stripe = table.StripeOf(row);
-      run.Hold(stripe);
-      CacheEntry* e = stripe.cache.Find(row);
+      if (run.Hold(stripe)) cursor.Forget();
+      CacheEntry* e = FindEntry(table, stripe, row, cursor);
       if (e != nullptr && try_copy(*e, i, ServerOfRow(id, row, num_servers))) {
         ++(missing_was_valid[k] ? stale_waits : cold_misses);
         ++taken;
@@ -2200,9 +2327,9 @@ class Client::Impl {
       Stripe& stripe = t->second->StripeOf(row);
       std::lock_guard lock(stripe.mu);
       // Entries a read waits on are never evicted: a missing one has no reader to tell.
-      CacheEntry* entry = stripe.cache.Find(row);
+      CacheEntry* entry = FindEntry(*t->second, stripe, row);
       if (entry == nullptr) continue;
-      entry->error = status;
+      entry->error = std::make_unique<Status>(status);
       entry->requested = std::numeric_limits<int64_t>::min();
       stripe.cv.notify_all();
     }
@@ -2333,6 +2460,7 @@ class Client::Impl {
     // A batch's rows come in runs of the same stripe (blocks of consecutive rows): the stripe's
     // lock is held across a run, not taken per row.
     StripeRunLock run;
+    BlockCursor cursor;  // valid while `run` holds a lock
     uint64_t received = 0;
     // Rows of a reply that entries borrow share one hold on it each; the reply is created with
     // a hold for every dense row it has (and one for this call), and those not used are let go
@@ -2357,13 +2485,16 @@ class Client::Impl {
       }
       ++received;
       Stripe& stripe = table.StripeOf(row);
-      if (run.Hold(stripe)) touched.push_back(&stripe);
+      if (run.Hold(stripe)) {
+        touched.push_back(&stripe);
+        cursor.Forget();
+      }
       // A push of a row evicted since (its Unsubscribe may still be on the way) is dropped; a
       // reply to a request is kept even if the row was evicted while the request was in flight.
-      CacheEntry* found = stripe.cache.Find(row);
+      CacheEntry* found = FindEntry(table, stripe, row, cursor);
       if (found == nullptr) {
         if (id == 0) return;
-        found = &NewOrCachedEntry(table, stripe, row);
+        found = &NewOrCachedEntry(table, stripe, row, cursor);
       }
       CacheEntry& entry = *found;
       // Updates of ours the server has not applied yet, then those not even sent, are added to
@@ -2392,13 +2523,13 @@ class Client::Impl {
         ++borrowed;
       } else {
         // Overwritten in place: a refreshed row keeps its storage.
-        assign(entry.value);
+        assign(entry.value());
         if (add_inflight) {
           for (const InflightBatch& b : ch.inflight) {
-            if (auto d = b.deltas.find(key); d != b.deltas.end()) entry.value.Add(d->second);
+            if (auto d = b.deltas.find(key); d != b.deltas.end()) entry.value().Add(d->second);
           }
         }
-        if (pending != nullptr) entry.value.Add(pending->delta);
+        if (pending != nullptr) entry.value().Add(pending->delta);
       }
       if (!entry.valid) entry.referenced = true;  // kept until read (see CacheEntry)
       entry.valid = true;

@@ -101,7 +101,9 @@ class RowIndex {
     uint64_t row = 0;
     T* entry = nullptr;  // null: empty
   };
-  static constexpr size_t kChunk = 64;
+  // Entries per chunk: 64, or fewer for a large T (a chunk of about 16 KB), so that an index
+  // of a few rows does not allocate 64 large entries.
+  static constexpr size_t kChunk = std::clamp<size_t>(16384 / sizeof(T), 1, 64);
 
   // Rows come in groups of kGroup consecutive ids that take kGroup consecutive slots, so a batch
   // of consecutive rows reads a few cache lines of the table rather than one per row; the groups
