@@ -299,8 +299,8 @@ class ClockQueue {
 struct Stripe {
   std::mutex mu;
   std::condition_variable cv;
-  // Blocks of cached rows by key (ClientTable::BlockOf); entries stay put until their block is
-  // evicted, and readers wait on them.
+  // Blocks of cached rows by index key (ClientTable::IndexKeyOf); entries stay put until their
+  // block is evicted, and readers wait on them.
   RowIndex<EntryBlock> cache;
   size_t cached_rows = 0;  // rows present in `cache`'s blocks
   // Under a cache capacity: the cached blocks in CLOCK order (the hand at the front).
@@ -351,6 +351,10 @@ struct ClientTable {
   uint64_t BlockOf(RowId row) const { return row >> block_shift; }
   size_t SlotOf(RowId row) const { return row & (block_rows() - 1); }
   RowId FirstRowOf(uint64_t key) const { return key << block_shift; }
+  // A block's key in its stripe's index: the blocks of a stripe are every kStripes-th, and
+  // numbered densely there, consecutive blocks of a stripe (those of successive batches of a
+  // stream) sit in neighbouring index slots (RowIndex::Home) instead of one line apart each.
+  static uint64_t IndexKeyOf(uint64_t key) { return key / kStripes; }
   Stripe& StripeOf(RowId row) { return stripes[BlockOf(row) % kStripes]; }
 };
 
@@ -779,7 +783,7 @@ class Client::Impl {
     const uint64_t key = table.BlockOf(row);
     if (key != cursor.key) {
       cursor.key = key;
-      cursor.block = stripe.cache.Find(key);
+      cursor.block = stripe.cache.Find(ClientTable::IndexKeyOf(key));
     }
     return cursor.block;
   }
@@ -806,7 +810,7 @@ class Client::Impl {
   CacheEntry& NewOrCachedEntry(ClientTable& table, Stripe& stripe, RowId row, BlockCursor& cursor) {
     const uint64_t key = table.BlockOf(row);
     if (key != cursor.key || cursor.block == nullptr) {
-      auto [block, is_new] = stripe.cache.FindOrAdd(key);
+      auto [block, is_new] = stripe.cache.FindOrAdd(ClientTable::IndexKeyOf(key));
       if (is_new && table.stripe_capacity > 0) stripe.clock_order.push_back(key, block);
       cursor.key = key;
       cursor.block = block;
@@ -919,7 +923,7 @@ class Client::Impl {
       for (; ahead < std::min(blocks, stripe.clock_order.size()); ++ahead) {
         const ClockQueue::Slot& slot = stripe.clock_order.at(ahead);
         PrefetchBlock(slot.block, block_rows);
-        stripe.cache.Prefetch(slot.key);
+        stripe.cache.Prefetch(ClientTable::IndexKeyOf(slot.key));
         if (ahead < Stripe::kVictimHints) {
           stripe.victim_hints[1 + ahead].store(slot.block, std::memory_order_relaxed);
         }
@@ -968,7 +972,9 @@ class Client::Impl {
     // consecutive index slots (RowIndex::Home), and erasing a run's last block first leaves each
     // erase nothing behind it to shift back, where erasing in order would rescan the rest of the
     // run every time.
-    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) stripe.cache.Erase(*it);
+    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+      stripe.cache.Erase(ClientTable::IndexKeyOf(*it));
+    }
     stripe.cached_rows -= evicted.size();
     // And those the next eviction of this stripe will look at (likely as many), which then finds
     // them in the CPU's caches instead of waiting for them.
