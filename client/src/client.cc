@@ -2497,7 +2497,14 @@ class Client::Impl {
       }
       // A push of a row evicted since (its Unsubscribe may still be on the way) is dropped; a
       // reply to a request is kept even if the row was evicted while the request was in flight.
+      const uint64_t last_key = cursor.key;
       CacheEntry* found = FindEntry(table, stripe, row, cursor);
+      // A block's entries were last touched when its rows were requested and are long out of
+      // the CPU's caches: asked for together at its first row, their misses overlap rather than
+      // come one row after another.
+      if (cursor.key != last_key && cursor.block != nullptr) {
+        PrefetchBlock(cursor.block, table.block_rows());
+      }
       if (found == nullptr) {
         if (id == 0) return;
         found = &NewOrCachedEntry(table, stripe, row, cursor);
