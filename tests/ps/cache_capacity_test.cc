@@ -145,6 +145,49 @@ TEST(CacheCapacityTest, RunsOfOneStripeLargerThanItsShareReadExactly) {
   EXPECT_GE(c.stats().evictions, kStream - 4 * kBatch);
 }
 
+// Rows read one per block (a stride of 8 rows, with the 8-row blocks a 512-row cache has), then
+// their neighbours, which join blocks already cached: the cache holds blocks with any mix of
+// rows, stays within its capacity counted in rows (not blocks), and every value read is exact.
+TEST(CacheCapacityTest, RowsScatteredOverBlocksStayBoundedAndExact) {
+  constexpr uint64_t kCap = 512;  // 8 rows in each of the client's 64 stripes
+  constexpr uint64_t kStride = 8;
+  constexpr uint64_t kReads = 4 * kCap;
+  InProcessCluster cluster({.num_servers = 2, .num_workers = 1, .cache_rows = kCap});
+  Client& c = cluster.client(0);
+  ASSERT_TRUE(c.CreateTable(Stream(kStride * kReads)).ok());
+  for (RowId r = 0; r < kStride * kReads; ++r) {
+    ASSERT_TRUE(c.Inc<int64_t>(kTable, r, 1, int64_t(r)).ok());
+  }
+  ASSERT_TRUE(c.Clock(0).ok());
+  // Reads rows (first + i) * kStride + offset for i < count, in batches, checking each value.
+  auto read = [&](uint64_t first, uint64_t count, uint64_t offset) {
+    std::vector<int64_t> out(kBatch * 2);
+    for (uint64_t b = 0; b < count; b += kBatch) {
+      std::vector<RowId> ids;
+      for (uint64_t i = b; i < std::min(b + kBatch, count); ++i) {
+        ids.push_back((first + i) * kStride + offset);
+      }
+      std::span<int64_t> values(out.data(), ids.size() * 2);
+      ASSERT_TRUE(c.GetRows<int64_t>(0, kTable, ids, values).ok());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        ASSERT_EQ(values[i * 2 + 1], int64_t(ids[i])) << ids[i];
+      }
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(read(0, kReads, 0));
+  ClientStats first = c.stats();
+  EXPECT_GE(first.evictions, kReads - kCap - kBatch);
+  EXPECT_LE(first.evictions, kReads - kCap / 2);
+  // The neighbours of the last rows read: none is cached, and many share a block with a row
+  // that still is.
+  ASSERT_NO_FATAL_FAILURE(read(kReads - kCap / 2, kCap / 2, 1));
+  ClientStats second = c.stats();
+  EXPECT_EQ(second.cold_misses - first.cold_misses, kCap / 2);
+  // Nothing is pushed here (no writes), so each row received is one row cached until evicted.
+  EXPECT_LE(second.rows_received - second.evictions, kCap + kBatch);
+  EXPECT_GE(second.rows_received - second.evictions, kCap / 2);
+}
+
 // A run of consecutive rows that fits the capacity fits the stripes too (rows go to stripes in
 // blocks of at most a stripe's share): read again, it is all hits, and nothing was evicted. With
 // the blocks larger capacities get (8 rows) under this one (4 rows a stripe) the 256 rows would
