@@ -114,14 +114,14 @@ class SharedReply {
   std::memcpy(out, cells, bytes);
 }
 
-// A row's entry is one cache line: what eviction, a reply and a read touch (the flags, clocks,
-// the borrowed row, whether a request failed) is all of it, and the rare or large parts (an
-// error's message, a copy of the row) are behind pointers. The entries of a block (EntryBlock)
-// then fill consecutive lines, which the CPU fetches ahead as a batch walks them, where
-// entries of three lines (the error and the copy inline) left two cold lines between each
-// two hot ones; and the entries the CLOCK hand reaches, the least recently cached and long out
-// of the CPU's caches, are one line each to prefetch.
-struct alignas(64) CacheEntry {
+// A row's entry holds only what eviction, a reply and a read touch (the flags, clocks, the
+// borrowed row, whether a request failed): 56 bytes, the rare or large parts (an error's
+// message, a copy of the row) behind pointers. A block's mask and its 8 entries (EntryBlock)
+// then fill 8 consecutive cache lines, which the CPU fetches ahead as a batch walks them
+// (entries with the error and the copy inline took three lines, two of them cold between each
+// two hot ones), and a block the CLOCK hand reaches, among the least recently cached and long
+// out of the CPU's caches, is 8 lines to prefetch.
+struct CacheEntry {
   bool valid = false;
   bool subscribed = false;  // the server pushes changes of this row to us
   // Under a cache capacity, the CLOCK bit: the row earns a second chance when the hand reaches
@@ -201,10 +201,7 @@ struct alignas(64) CacheEntry {
     Unborrow();
   }
 };
-static_assert(sizeof(CacheEntry) == 64, "a cache entry is one cache line");
-
-// Asks the CPU for the entry's first cache line (see CacheEntry), for a write soon.
-void PrefetchEntry(const CacheEntry* e) { __builtin_prefetch(e, 1); }
+static_assert(sizeof(CacheEntry) == 56, "a block's mask and 8 entries fill 8 cache lines");
 
 // A row's coalesced updates not sent yet. An entry outlives the flush that sends it (zeroed, not
 // pending) until the next one, so a row updated every clock reuses its storage.
@@ -230,7 +227,7 @@ using OpLog = std::unordered_map<RowId, PendingRow>;
 // memory where a process caches scattered single rows: up to kMaxBlockRows entries per row cached.
 constexpr int kMaxBlockShift = 3;
 constexpr size_t kMaxBlockRows = size_t{1} << kMaxBlockShift;
-struct EntryBlock {
+struct alignas(64) EntryBlock {
   // Bit k: the block's k-th row is cached (rows[k] is its entry); the other entries are as
   // CacheEntry::Reset leaves them.
   uint8_t present = 0;
@@ -251,11 +248,14 @@ struct EntryBlock {
   }
 };
 
-// Asks the CPU for what eviction reads of a block of `rows` rows: its mask and each entry's first
-// line. `b` is only an address here (it may be stale): nothing is read through it.
+static_assert(sizeof(EntryBlock) == 512, "a block's mask and 8 entries fill 8 cache lines");
+
+// Asks the CPU, for a write soon, for the lines of a block's mask and of its first `rows`
+// entries. `b` is only an address here (it may be stale): nothing is read through it.
 void PrefetchBlock(const EntryBlock* b, size_t rows) {
-  __builtin_prefetch(b, 1);
-  for (size_t k = 0; k < rows; ++k) PrefetchEntry(&b->rows[k]);
+  const auto* lines = reinterpret_cast<const std::byte*>(b);
+  const size_t end = offsetof(EntryBlock, rows) + rows * sizeof(CacheEntry);
+  for (size_t at = 0; at < end; at += 64) __builtin_prefetch(lines + at, 1);
 }
 
 // A FIFO of cached blocks in CLOCK order, in one ring of slots that doubles when full: a stripe
