@@ -318,7 +318,7 @@ struct Stripe {
   // stripes block by block) still finds its entries, while a peak does not pin memory for good.
   size_t spare_target = 0;
   // Under a capacity, where the next eviction here will look first: the CLOCK queue's front and
-  // the entries under the hand. Written by each eviction (under mu), read without the lock by a
+  // the blocks under the hand. Written by each eviction (under mu), read without the lock by a
   // batched read about to make room here, which prefetches them before it takes any lock: the
   // eviction's own prefetch comes a few batches early, and on a busy machine other processes
   // push those lines out of the CPU's caches again. Only addresses to prefetch: possibly stale,
