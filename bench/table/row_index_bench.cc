@@ -1,9 +1,11 @@
-// RowIndex as a client's cache stripe uses it under a capacity while a reader streams rows it
-// reads once: every new row is added, and once the stripe is full a quarter of its rows, the
-// oldest, is erased per eviction (as Client::Impl::Evict does). The rows come in blocks of 8
-// consecutive ids per stripe (ClientTable::StripeOf), which RowIndex keeps in consecutive slots.
-// The victims are erased in order, or last first, which is the order eviction uses: erasing a run
-// of consecutive slots in order shifts the rest of the run back once per row.
+// RowIndex as a client's cache stripe used it until session 13, an entry per row, under a
+// capacity while a reader streams rows it reads once: every new row is added, and once the
+// stripe is full a quarter of its rows, the oldest, is erased per eviction. The rows come in
+// blocks of 8 consecutive ids per stripe (ClientTable::StripeOf), which RowIndex keeps in
+// consecutive slots. The victims are erased in order, or last first, which is the order eviction
+// uses: erasing a run of consecutive slots in order shifts the rest of the run back once per
+// row. (The client now keeps an entry per block of 8 rows, numbered densely per stripe, and its
+// eviction erases runs of consecutive block numbers last first for the same reason.)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -14,7 +16,7 @@
 
 namespace {
 
-// A cache entry's size, with a Reset() as CacheEntry has.
+// The size of a cache entry of those sessions, with a Reset() as CacheEntry has.
 struct Entry {
   bool valid = false;
   char rest[135] = {};
