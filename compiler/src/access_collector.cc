@@ -4,6 +4,8 @@
 // cannot see through becomes an access with unknown subscripts plus a note saying why.
 #include "access_collector.h"
 
+#include "array_origin.h"
+
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -220,6 +222,11 @@ class BodyWalker {
     }
     info.relaxed = tk == TypeKind::kRelaxedArray || tk == TypeKind::kRelaxedRowView;
     if (info.relaxed && decl != nullptr) info.staleness = RelaxedStaleness(decl);
+    if (OriginResult o = FindArrayOrigin(decl, ctx_); o.found) {
+      info.origin = o.origin;
+    } else {
+      info.origin_unknown = decl == nullptr ? "the name was not resolved" : o.why_not;
+    }
     // Two names may denote one array only if element type, rank and kind agree.
     array_sigs_.push_back(info.element_type + "/" + std::to_string(info.rank) +
                           (info.relaxed ? "/relaxed" : ""));

@@ -183,6 +183,15 @@ Json SiteToJson(const SiteResult& site) {
       a["staleness"] = info.staleness ? Json(*info.staleness) : Json(nullptr);
     }
     a["index_map"] = index_map;
+    if (info.origin) {
+      a["origin"] = {{"file", info.origin->file},
+                     {"line", info.origin->line},
+                     {"column", info.origin->column},
+                     {"member", info.origin->member}};
+    } else {
+      a["origin"] = nullptr;
+      a["origin_unknown"] = info.origin_unknown.empty() ? "not recorded" : info.origin_unknown;
+    }
     a["accesses"] = accesses;
     arrays.push_back(a);
   }

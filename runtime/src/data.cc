@@ -339,12 +339,14 @@ Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, 
 // duplicates by sorting afterwards: several times faster than a hash set on million-entry corpora.
 class CorpusBuilder {
  public:
-  CorpusBuilder(Context& ctx, const DocwordHeader& header, int64_t max_docs)
+  CorpusBuilder(Context& ctx, const DocwordHeader& header, int64_t max_docs,
+                internal::ArrayOrigin origin)
       : vocab_(header.vocab),
         keep_docs_(max_docs > 0 ? std::min(header.docs, max_docs) : header.docs) {
     corpus_.num_docs = keep_docs_;
     corpus_.vocab_size = header.vocab;
-    corpus_.counts = DistArray<int32_t, 2>::sparse(ctx, {keep_docs_, header.vocab});
+    corpus_.counts = DistArray<int32_t, 2>::WithOrigin(ctx, {keep_docs_, header.vocab},
+                                                       /*sparse=*/true, origin);
     corpus_.counts.reserve(max_docs > 0 ? header.nnz * keep_docs_ / header.docs + 1 : header.nnz);
     seen_.reserve(static_cast<size_t>(header.nnz));
   }
@@ -409,7 +411,8 @@ namespace internal {
 
 template <typename T>
 Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
-                                  const TripleOptions& options, const LoadSplit* split) {
+                                  const TripleOptions& options, const LoadSplit* split,
+                                  std::source_location loc) {
   if (!(options.test_fraction >= 0 && options.test_fraction < 1)) {
     return Status::InvalidArgument(
         fmt::format("test_fraction must be in [0, 1), got {}", options.test_fraction));
@@ -473,8 +476,11 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   data.users = IdMap(std::move(user_ids));
   data.items = IdMap(std::move(item_ids));
   const std::array<int64_t, 2> shape{data.users.size(), data.items.size()};
-  data.train = DistArray<T, 2>::sparse(ctx, shape);
-  data.test = DistArray<T, 2>::sparse(ctx, shape);
+  ArrayOrigin origin = OriginOf(loc);
+  origin.member = "train";
+  data.train = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
+  origin.member = "test";
+  data.test = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
   TESSERA_RETURN_IF_ERROR(InsertAll(path, train, data.users, data.items, data.train));
   TESSERA_RETURN_IF_ERROR(InsertAll(options.test_path.empty() ? path : options.test_path, test,
                                     data.users, data.items, data.test));
@@ -482,12 +488,16 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
 }
 
 template Result<TripleData<float>> LoadTriples<float>(Context&, const std::string&,
-                                                      const TripleOptions&, const LoadSplit*);
+                                                      const TripleOptions&, const LoadSplit*,
+                                                      std::source_location);
 template Result<TripleData<double>> LoadTriples<double>(Context&, const std::string&,
-                                                        const TripleOptions&, const LoadSplit*);
+                                                        const TripleOptions&, const LoadSplit*,
+                                                        std::source_location);
 
 Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordOptions& options,
-                           const LoadSplit* split) {
+                           const LoadSplit* split, std::source_location loc) {
+  ArrayOrigin origin = OriginOf(loc);
+  origin.member = "counts";
   if (options.max_docs < 0) return Status::InvalidArgument("max_docs must be >= 0");
   const auto start = std::chrono::steady_clock::now();
   DocwordHeader header;
@@ -507,7 +517,7 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
   if (split == nullptr) {
     // Serial: entries go straight into the corpus as they are parsed.
     TESSERA_RETURN_IF_ERROR(ReadDocwordHeader(path, &header));
-    builder.emplace(ctx, header, options.max_docs);
+    builder.emplace(ctx, header, options.max_docs, origin);
     int64_t first_line = 0;
     const ReadRange range = range_of(0, &first_line);
     TESSERA_RETURN_IF_ERROR(ReadDocwordEntries(
@@ -533,7 +543,7 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
         "exchange {:.3f} s)",
         path, parsed, share.entries.size(), split->rank, split->num_workers, parse_seconds,
         SecondsSince(start) - parse_seconds);
-    builder.emplace(ctx, header, options.max_docs);
+    builder.emplace(ctx, header, options.max_docs, origin);
     for (const DocwordEntry& e : share.entries) builder->Add(e);
   }
 
@@ -581,21 +591,23 @@ bool SplitLoad(Context& ctx, const ReadRange& range, LoadSplit* split) {
 
 template <typename T>
 Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
-                                   const TripleOptions& options) {
+                                   const TripleOptions& options, std::source_location loc) {
   LoadSplit split;
   return internal::LoadTriples<T>(ctx, path, options,
-                                  SplitLoad(ctx, options.range, &split) ? &split : nullptr);
+                                  SplitLoad(ctx, options.range, &split) ? &split : nullptr, loc);
 }
 
 template Result<TripleData<float>> load_triples<float>(Context&, const std::string&,
-                                                       const TripleOptions&);
+                                                       const TripleOptions&, std::source_location);
 template Result<TripleData<double>> load_triples<double>(Context&, const std::string&,
-                                                         const TripleOptions&);
+                                                         const TripleOptions&,
+                                                         std::source_location);
 
-Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options) {
+Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options,
+                            std::source_location loc) {
   LoadSplit split;
   return internal::LoadDocword(ctx, path, options,
-                               SplitLoad(ctx, options.range, &split) ? &split : nullptr);
+                               SplitLoad(ctx, options.range, &split) ? &split : nullptr, loc);
 }
 
 }  // namespace tessera

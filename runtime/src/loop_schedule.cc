@@ -1,6 +1,8 @@
 #include "internal/loop_schedule.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -111,6 +113,58 @@ bool CarriedByWavefront(const std::vector<std::optional<int64_t>>& v,
     dot += h[i] * *v[i] * sign;
   }
   return dot >= 1;
+}
+
+std::string StringOr(const Json& j, const char* name, std::string fallback) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+bool BoolOr(const Json& j, const char* name, bool fallback) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+int IntOr(const Json& j, const char* name, int fallback) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_number_integer() ? it->get<int>() : fallback;
+}
+
+// One entry of the JSON's `arrays`; fields that are missing or of the wrong type keep the
+// conservative default (unbound, placement unknown).
+LoopSchedule::Array ParseArray(const Json& a) {
+  LoopSchedule::Array out;
+  out.name = StringOr(a, "name", "?");
+  out.placement = StringOr(a, "placement", "");
+  const std::string kind = StringOr(a, "kind", "");
+  out.relaxed = kind == "relaxed";
+  out.may_alias = kind == "may_alias";
+  out.element_bytes = IntOr(a, "element_bytes", 0);
+  out.rank = IntOr(a, "rank", 0);
+  out.array_dim = IntOr(a, "array_dim", -1);
+  out.key_dim = IntOr(a, "key_dim", -1);
+  if (auto halo = a.find("halo"); halo != a.end() && halo->is_array() && halo->size() == 2 &&
+                                  (*halo)[0].is_number_integer() &&
+                                  (*halo)[1].is_number_integer()) {
+    out.halo_lo = (*halo)[0].get<int64_t>();
+    out.halo_hi = (*halo)[1].get<int64_t>();
+  }
+  out.read = BoolOr(a, "read", true);
+  out.write = BoolOr(a, "write", true);
+  auto origin = a.find("origin");
+  if (origin != a.end() && origin->is_object() && origin->contains("file") &&
+      (*origin)["file"].is_string() && origin->contains("line") &&
+      (*origin)["line"].is_number_unsigned()) {
+    LoopSchedule::Origin o;
+    o.file = (*origin)["file"].get<std::string>();
+    o.line = (*origin)["line"].get<unsigned>();
+    o.column = static_cast<unsigned>(std::max(0, IntOr(*origin, "column", 0)));
+    o.member = StringOr(*origin, "member", "");
+    out.origin = std::move(o);
+  } else {
+    out.origin_unknown = StringOr(a, "origin_unknown", "tessc recorded no origin");
+  }
+  return out;
 }
 
 }  // namespace
@@ -285,6 +339,7 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
       if (written && !relaxed && a.value("placement", std::string()) == "servers") {
         s.shared_written_arrays.push_back(a.value("name", std::string("?")));
       }
+      s.arrays.push_back(ParseArray(a));
     }
   }
   return s;

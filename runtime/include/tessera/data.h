@@ -39,6 +39,7 @@
 #define TESSERA_DATA_H_
 
 #include <cstdint>
+#include <source_location>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -108,9 +109,12 @@ struct TripleData {
 // or non-finite field, duplicate (user, item), no ratings in the whole file, bad options). A byte
 // range holding no line start gives empty arrays, not an error. Distributed: also the all-gather's
 // error (e.g. Unavailable when a peer is gone), the same on every worker that gets one.
+// `loc` records the call as the origin of `train` and `test` (see internal::ArrayOrigin); leave
+// it at its default.
 template <typename T>
 Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
-                                   const TripleOptions& options = {});
+                                   const TripleOptions& options = {},
+                                   std::source_location loc = std::source_location::current());
 
 struct DocwordOptions {
   // Keep only documents with id <= max_docs (after validating the whole file). Default: 0 = all.
@@ -132,7 +136,9 @@ struct Corpus {
 // Errors: NotFound, InvalidArgument (malformed header or line, id out of the header's range,
 // count < 1, duplicate (doc, word)), DataLoss (fewer or more entry lines than the header's NNZ when
 // the whole file is read).
-Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options = {});
+// `loc`: the origin of `counts`, as for load_triples.
+Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options = {},
+                            std::source_location loc = std::source_location::current());
 
 }  // namespace tessera
 

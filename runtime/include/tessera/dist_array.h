@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <source_location>
 #include <type_traits>
 #include <vector>
 
@@ -116,18 +117,25 @@ class DistArray {
   DistArray(const DistArray&) = delete;
   DistArray& operator=(const DistArray&) = delete;
 
+  // The factories record where they were called (see internal::ArrayOrigin); leave `loc` at its
+  // default.
   // A dense array of zeros (T{}).
-  static DistArray dense(Context& ctx, Shape shape) { return DistArray(ctx, shape, false); }
+  static DistArray dense(Context& ctx, Shape shape,
+                         std::source_location loc = std::source_location::current()) {
+    return DistArray(ctx, shape, false, internal::OriginOf(loc));
+  }
   // A dense array with every element `value`.
-  static DistArray filled(Context& ctx, Shape shape, T value) {
-    DistArray a(ctx, shape, false);
+  static DistArray filled(Context& ctx, Shape shape, T value,
+                          std::source_location loc = std::source_location::current()) {
+    DistArray a(ctx, shape, false, internal::OriginOf(loc));
     std::fill(a.s_->dense_.begin(), a.s_->dense_.end(), value);
     return a;
   }
   // A dense array with elements drawn uniformly from [lo, hi) (floating T) or [lo, hi] (integral
   // T). Deterministic in `seed` on every platform, so SPMD workers agree without communicating.
-  static DistArray random(Context& ctx, Shape shape, uint64_t seed, T lo, T hi) {
-    DistArray a(ctx, shape, false);
+  static DistArray random(Context& ctx, Shape shape, uint64_t seed, T lo, T hi,
+                          std::source_location loc = std::source_location::current()) {
+    DistArray a(ctx, shape, false, internal::OriginOf(loc));
     uint64_t state = seed;
     for (T& v : a.s_->dense_) {
       const uint64_t r = internal::SplitMix64(state);
@@ -142,11 +150,19 @@ class DistArray {
     return a;
   }
   // An empty sparse array (no stored elements) of the given logical shape.
-  static DistArray sparse(Context& ctx, Shape shape) { return DistArray(ctx, shape, true); }
+  static DistArray sparse(Context& ctx, Shape shape,
+                          std::source_location loc = std::source_location::current()) {
+    return DistArray(ctx, shape, true, internal::OriginOf(loc));
+  }
+  // For loaders: an empty dense or sparse array whose origin is the loader's call and a field of
+  // its result (see internal::ArrayOrigin). Programs use the factories above.
+  static DistArray WithOrigin(Context& ctx, Shape shape, bool sparse, internal::ArrayOrigin origin) {
+    return DistArray(ctx, shape, sparse, origin);
+  }
 
-  // A deep copy (a new array with its own id).
-  DistArray clone() const {
-    DistArray c(*s_->ctx_, s_->shape_, s_->sparse_);
+  // A deep copy (a new array with its own id, created here).
+  DistArray clone(std::source_location loc = std::source_location::current()) const {
+    DistArray c(*s_->ctx_, s_->shape_, s_->sparse_, internal::OriginOf(loc));
     c.s_->dense_ = s_->dense_;
     c.s_->keys_ = s_->keys_;
     c.s_->values_ = s_->values_;
@@ -373,8 +389,9 @@ class DistArray {
   }
 
  private:
-  DistArray(Context& ctx, Shape shape, bool sparse)
-      : s_(std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, sparse)),
+  DistArray(Context& ctx, Shape shape, bool sparse, internal::ArrayOrigin origin)
+      : s_(std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, sparse,
+                                                          origin)),
         data_(s_->dense_.data()) {}
 
   // Bodies may take (key, value) or just (key).

@@ -28,6 +28,19 @@ namespace tessera {
 
 namespace internal {
 
+// Where an array was created: the factory call (DistArray::dense/filled/random/sparse/clone,
+// RelaxedArray::dense) or the loader call (load_triples, load_docword) plus the field of its
+// result the array is ("train", "test", "counts"). tessc records the same for every array name a
+// loop body uses when it can prove the name still denotes the array created there, so executors
+// can bind a schedule's array names to live arrays (docs/runtime.md, "Binding arrays").
+// `file` and `member` point to static strings.
+struct ArrayOrigin {
+  const char* file = "";
+  unsigned line = 0;
+  unsigned column = 0;
+  const char* member = "";
+};
+
 // The element-type-independent face of a DistArray's storage, so that executors can inspect an
 // iteration space (its rank, shape, sparsity and the keys of its elements) without templates.
 class ArrayBase {
@@ -48,6 +61,8 @@ class ArrayBase {
   // Changes whenever positions change meaning (a sparse insert, shuffle or sort), so that
   // executors may cache per-position data (blocks of a schedule) across calls.
   virtual uint64_t layout_version() const = 0;
+  // Where the array was created (see ArrayOrigin).
+  virtual const ArrayOrigin& origin() const = 0;
 
   // --- Raw element access for distributed executors, which keep the workers' copies equal. ---
   // The elements in storage order (dense: row-major; sparse: position order), value_count() of

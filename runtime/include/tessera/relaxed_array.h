@@ -21,6 +21,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <source_location>
 
 #include "tessera/common/check.h"
 #include "tessera/context.h"
@@ -82,10 +83,13 @@ class RelaxedArray {
 
   // A table of zeros. `staleness`: clocks a reader may lag behind when distributed (SSP);
   // 0 is bulk-synchronous. REQUIRES: staleness >= 0.
-  static RelaxedArray dense(Context& ctx, Shape shape, int staleness = 0) {
+  // Records where it was called (see internal::ArrayOrigin); leave `loc` at its default.
+  static RelaxedArray dense(Context& ctx, Shape shape, int staleness = 0,
+                            std::source_location loc = std::source_location::current()) {
     TESSERA_CHECK_MSG(staleness >= 0, "RelaxedArray staleness must be >= 0");
     RelaxedArray a;
-    a.s_ = std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, false);
+    a.s_ = std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, false,
+                                                      internal::OriginOf(loc));
     a.data_ = a.s_->dense_.data();
     a.staleness_ = staleness;
     a.s_->relaxed_ = true;

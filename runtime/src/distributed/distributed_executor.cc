@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "distributed/peer_mesh.h"
+#include "internal/array_binding.h"
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
 #include "tessera/common/check.h"
@@ -171,7 +172,9 @@ class DistributedExecutor::Impl {
     const LoopSchedule& s = state.schedule;
     const int T = options_.threads;
     const int P = options_.num_workers * T;  // partitions; this worker's are rank*T .. rank*T+T-1
-    BeginLoop(s, space);
+    const SiteBinding binding = BindArrays(s, space, ctx_.arrays());
+    ReportBinding(site, s, binding, &state);
+    BeginLoop(s, space, binding);
     int64_t last_step = 0;
     const int first = options_.rank * T;
     std::vector<Part> parts(static_cast<size_t>(T));
@@ -268,7 +271,31 @@ class DistributedExecutor::Impl {
   struct SiteState {
     LoopSchedule schedule;
     std::map<int64_t, Blocks> blocks;  // by array id
+    std::string binding_reported;      // the last binding logged for the site
   };
+
+  // Says which of the site's names are bound to which arrays, whenever that changes.
+  void ReportBinding(const LoopSite& site, const LoopSchedule& s, const SiteBinding& binding,
+                     SiteState* state) {
+    std::string bound, unbound;
+    for (size_t i = 0; i < s.arrays.size(); ++i) {
+      if (binding.arrays[i] != nullptr) {
+        bound += fmt::format("{}'{}' = array #{}", bound.empty() ? "" : ", ", s.arrays[i].name,
+                             binding.arrays[i]->id());
+      } else if (!s.arrays[i].relaxed) {
+        unbound += fmt::format("; '{}': {}", s.arrays[i].name, binding.why_unbound[i]);
+      }
+    }
+    std::string text = fmt::format("bound {}", bound.empty() ? "nothing" : bound);
+    if (!unbound.empty()) {
+      text += fmt::format(
+          "; unbound (every array like them is treated as possibly written){}", unbound);
+    }
+    if (text == state->binding_reported) return;
+    logger_->info("parallel_for at {}:{}: {}", site.location.file_name(), site.location.line(),
+                  text);
+    state->binding_reported = std::move(text);
+  }
   // A non-relaxed array the running loop may write, and where.
   struct Tracked {
     enum class Scope { kAll, kRows, kPositions };
@@ -361,10 +388,42 @@ class DistributedExecutor::Impl {
     return t;
   }
 
-  void BeginLoop(const LoopSchedule& s, const ArrayBase& space) {
+  // With every name bound to its array (internal/array_binding.h), exactly the arrays the body
+  // writes are tracked, each only where its own placement says it may be written.
+  static std::map<int64_t, Tracked> ExactTracking(const LoopSchedule& s, const SiteBinding& binding,
+                                                  const ArrayBase& space) {
+    std::map<int64_t, Tracked> out;
+    for (size_t i = 0; i < s.arrays.size(); ++i) {
+      const LoopSchedule::Array& name = s.arrays[i];
+      ArrayBase* a = binding.arrays[i];
+      if (a == nullptr || name.relaxed || !name.write) continue;
+      auto [it, fresh] = out.try_emplace(a->id());
+      Tracked& t = it->second;
+      if (fresh) {
+        t.array = a;
+        t.layout = a->layout_version();
+        t.scope = a == &space ? Tracked::Scope::kPositions : Tracked::Scope::kRows;
+      }
+      if (t.scope == Tracked::Scope::kPositions) continue;
+      const bool rows = !a->is_sparse() && a->rank() >= 1 && a->extent(0) > 0 &&
+                        (name.placement == "local" || name.placement == "rotating") &&
+                        name.array_dim == 0 && name.key_dim >= 0 && name.key_dim < s.rank;
+      if (!rows) t.scope = Tracked::Scope::kAll;
+      if (t.scope == Tracked::Scope::kRows) {
+        t.row_dims.push_back({name.key_dim, name.halo_lo, name.halo_hi});
+      }
+    }
+    return out;
+  }
+
+  void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding) {
     awaited_ = true;
     AdoptSerialRelaxedChanges();
     tracked_.clear();
+    if (!s.writes_unknown && binding.complete(s)) {
+      tracked_ = ExactTracking(s, binding, space);
+      return;
+    }
     for (auto& [id, a] : ctx_.arrays()) {
       if (a->relaxed()) continue;
       if (std::optional<Tracked> t = TrackingFor(s, space, a)) tracked_.emplace(id, std::move(*t));

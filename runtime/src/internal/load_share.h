@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,9 +77,11 @@ struct LoadSplit {
 // through split->gather (options.range is ignored).
 template <typename T>
 Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
-                                  const TripleOptions& options, const LoadSplit* split);
+                                  const TripleOptions& options, const LoadSplit* split,
+                                  std::source_location loc = std::source_location::current());
 Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordOptions& options,
-                           const LoadSplit* split);
+                           const LoadSplit* split,
+                           std::source_location loc = std::source_location::current());
 
 }  // namespace tessera::internal
 

@@ -62,6 +62,34 @@ struct LoopSchedule {
   std::vector<WrittenArray> written;
   bool space_written = true;
   bool writes_unknown = true;
+
+  // Every array the body touches, as tessc listed them (the iteration space first), for
+  // executors that bind names to live arrays (internal/array_binding.h).
+  struct Origin {
+    std::string file;
+    unsigned line = 0;
+    unsigned column = 0;
+    std::string member;
+  };
+  struct Array {
+    std::string name;
+    std::string placement;  // "local", "rotating", "servers" or "replicated"
+    bool relaxed = false;
+    bool may_alias = false;
+    int element_bytes = 0;
+    int rank = 0;
+    int array_dim = -1;  // local/rotating: the array dim partitioned like key dim `key_dim`
+    int key_dim = -1;
+    int64_t halo_lo = 0;
+    int64_t halo_hi = 0;
+    bool read = false;
+    bool write = false;
+    // Where the array the name denotes was created, when tessc could prove it; otherwise
+    // `origin_unknown` says why (from tessc, or "not recorded" for older schedules).
+    std::optional<Origin> origin;
+    std::string origin_unknown;
+  };
+  std::vector<Array> arrays;
 };
 
 // REQUIRES: nothing; any text is accepted and judged.

@@ -25,6 +25,14 @@
 
 namespace tessera::compiler {
 
+// Where an array was created: the factory call's first token (see compiler/src/array_origin.h).
+struct ArrayOrigin {
+  std::string file;
+  unsigned line = 0;
+  unsigned column = 0;
+  std::string member;  // the loader result's field, e.g. "train"; empty for factories
+};
+
 struct ArrayInfo {
   std::string name;
   bool relaxed = false;        // a RelaxedArray: excluded from dependence analysis
@@ -35,6 +43,10 @@ struct ArrayInfo {
   // A name tessc could not resolve to one array (it may be any array of its type); its accesses
   // are also counted against every array of the same type.
   bool may_alias = false;
+  // Where the array the name denotes was created, when tessc can prove it (binding at run time);
+  // otherwise why not.
+  std::optional<ArrayOrigin> origin;
+  std::string origin_unknown;
 };
 
 struct Access {

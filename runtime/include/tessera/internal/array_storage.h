@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <numeric>
+#include <source_location>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -25,6 +26,12 @@ inline uint64_t SplitMix64(uint64_t& state) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
+}
+
+// The origin of an array made by a factory called at `loc`.
+inline ArrayOrigin OriginOf(const std::source_location& loc) {
+  return ArrayOrigin{loc.file_name(), static_cast<unsigned>(loc.line()),
+                     static_cast<unsigned>(loc.column()), ""};
 }
 
 // Row-major strides; aborts when the shape's element count does not fit in int64_t (the sparse
@@ -49,8 +56,14 @@ class ArrayStorage final : public ArrayBase {
  public:
   static_assert(!std::is_same_v<T, bool>, "use uint8_t instead of bool (std::vector<bool>)");
 
-  ArrayStorage(Context* ctx, int64_t id, std::array<int64_t, N> shape, bool sparse)
-      : ctx_(ctx), id_(id), shape_(shape), strides_(RowMajorStrides<N>(shape)), sparse_(sparse) {
+  ArrayStorage(Context* ctx, int64_t id, std::array<int64_t, N> shape, bool sparse,
+               ArrayOrigin origin)
+      : ctx_(ctx),
+        id_(id),
+        shape_(shape),
+        strides_(RowMajorStrides<N>(shape)),
+        sparse_(sparse),
+        origin_(origin) {
     if (!sparse_) dense_.assign(static_cast<size_t>(ElementCount()), T{});
     ctx_->AttachArray(this);
   }
@@ -80,6 +93,7 @@ class ArrayStorage final : public ArrayBase {
   }
   int64_t id() const override { return id_; }
   uint64_t layout_version() const override { return layout_version_; }
+  const ArrayOrigin& origin() const override { return origin_; }
   void* value_data() override { return sparse_ ? values_.data() : dense_.data(); }
   int64_t value_count() const override { return size(); }
   size_t element_bytes() const override { return sizeof(T); }
@@ -207,6 +221,7 @@ class ArrayStorage final : public ArrayBase {
   std::array<int64_t, N> shape_;
   std::array<int64_t, N> strides_;
   bool sparse_;
+  ArrayOrigin origin_;
   std::vector<T> dense_;
   std::vector<Key<N>> keys_;
   std::vector<T> values_;

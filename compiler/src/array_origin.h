@@ -1,0 +1,36 @@
+// Where the array a name denotes was created, for binding schedules to live arrays at run time.
+//
+// The runtime knows arrays by the call that created them (internal::ArrayOrigin: the factory's
+// std::source_location), not by name. For a name a parallel_for body uses, FindArrayOrigin returns
+// that call's location when it can prove the name still denotes the array created there when the
+// loop runs; otherwise the reason it cannot. Conservative by construction: only a variable that
+// is initialized by a DistArray/RelaxedArray factory call (dense, filled, random, sparse, clone)
+// and whose every use keeps its storage in place (member calls, element access, const references,
+// by-reference lambda captures, parallel_for) gets an origin; an assignment, std::move/swap, a
+// non-const reference passed to any other function, a taken address or a use tessc does not
+// recognize gives none. Without an origin the runtime treats the name as possibly any array of
+// its type (docs/runtime.md, "Binding arrays").
+//
+// Private to tessera_compiler (compiled with -fno-rtti like Clang itself).
+#ifndef TESSERA_COMPILER_SRC_ARRAY_ORIGIN_H_
+#define TESSERA_COMPILER_SRC_ARRAY_ORIGIN_H_
+
+#include <string>
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Decl.h"
+#include "tessera/compiler/strategy.h"
+
+namespace tessera::compiler {
+
+struct OriginResult {
+  bool found = false;
+  ArrayOrigin origin;  // when found
+  std::string why_not;  // when not found
+};
+
+OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ctx);
+
+}  // namespace tessera::compiler
+
+#endif  // TESSERA_COMPILER_SRC_ARRAY_ORIGIN_H_

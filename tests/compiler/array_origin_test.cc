@@ -1,0 +1,133 @@
+// Origins: where the array a name denotes was created, recorded only when tessc can prove it
+// (compiler/src/array_origin.h). Programs are written to a temp file and analysed with the real
+// <tessera/tessera.h>.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tessera/compiler/analyzer.h"
+
+namespace tessera::compiler {
+namespace {
+
+// Analyses `program` (a whole translation unit) and returns the arrays of its first site.
+std::vector<ArrayInfo> SiteArrays(const std::string& program) {
+  char path[] = "/tmp/tessc_origin_testXXXXXX.cc";
+  int fd = mkstemps(path, 3);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream out(path);
+    out << program;
+  }
+  AnalyzerOptions options;
+  options.sources = {path};
+  options.have_fixed_args = true;
+  options.fixed_args = {"-std=c++20", "-I" TESSERA_SOURCE_DIR "/runtime/include",
+                        "-I" TESSERA_SOURCE_DIR "/common/include"};
+  Result<AnalysisResult> r = Analyze(options);
+  std::remove(path);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok() || r->sites.empty()) return {};
+  return r->sites[0].model.arrays;
+}
+
+const ArrayInfo* Named(const std::vector<ArrayInfo>& arrays, const std::string& name) {
+  for (const ArrayInfo& a : arrays) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+constexpr const char* kPrologue =
+    "#include <tessera/tessera.h>\n"                                                      // 1
+    "#include <utility>\n"                                                                // 2
+    "void Touch(tessera::DistArray<float, 1>& a);\n"                                      // 3
+    "void Look(const tessera::DistArray<float, 1>& a);\n"                                 // 4
+    "int main(int argc, char** argv) {\n"                                                 // 5
+    "  tessera::Context ctx(argc, argv);\n"                                               // 6
+    "  auto space = tessera::DistArray<float, 1>::sparse(ctx, {10});\n";                  // 7
+
+TEST(ArrayOriginTest, FactoryCreatedArraysUsedInPlaceHaveTheirCallAsOrigin) {
+  const std::string program = std::string(kPrologue) +
+      "  auto W = tessera::DistArray<float, 1>::random(ctx, {10}, 1, 0.0f, 1.0f);\n"      // 8
+      "  auto totals = tessera::RelaxedArray<int64_t, 1>::dense(ctx, {10}, 1);\n"        // 9
+      "  Look(W);\n"
+      "  W(3) = 1.0f;\n"
+      "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) {\n"
+      "    W(k[0]) += v;\n"
+      "    totals.add(k[0], 1);\n"
+      "  });\n"
+      "}\n";
+  const auto arrays = SiteArrays(program);
+  const ArrayInfo* w = Named(arrays, "W");
+  ASSERT_NE(w, nullptr);
+  ASSERT_TRUE(w->origin.has_value()) << w->origin_unknown;
+  EXPECT_EQ(w->origin->line, 8u);
+  EXPECT_EQ(w->origin->member, "");
+  EXPECT_NE(w->origin->file.find("tessc_origin_test"), std::string::npos);
+  const ArrayInfo* totals = Named(arrays, "totals");
+  ASSERT_NE(totals, nullptr);
+  ASSERT_TRUE(totals->origin.has_value()) << totals->origin_unknown;
+  EXPECT_EQ(totals->origin->line, 9u);
+}
+
+// Each of these may leave the name holding another array (or none) when the loop runs.
+TEST(ArrayOriginTest, UsesThatMayMoveTheStorageLeaveNoOrigin) {
+  const char* kUses[] = {
+      "  W = tessera::DistArray<float, 1>::dense(ctx, {10});\n",
+      "  auto X = std::move(W);\n",
+      "  std::swap(W, V);\n",
+      "  Touch(W);\n",
+      "  auto* p = &W; (void)p;\n",
+      "  auto& r = W; (void)r;\n",
+  };
+  for (const char* use : kUses) {
+    const std::string program = std::string(kPrologue) +
+        "  auto W = tessera::DistArray<float, 1>::dense(ctx, {10});\n"
+        "  auto V = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + use +
+        "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) {\n"
+        "    W(k[0]) += v;\n"
+        "    V(k[0]) += v;\n"
+        "  });\n"
+        "}\n";
+    const auto arrays = SiteArrays(program);
+    const ArrayInfo* w = Named(arrays, "W");
+    ASSERT_NE(w, nullptr) << use;
+    EXPECT_FALSE(w->origin.has_value()) << use;
+    EXPECT_NE(w->origin_unknown.find("may move its storage"), std::string::npos)
+        << use << ": " << w->origin_unknown;
+  }
+}
+
+TEST(ArrayOriginTest, ParametersAndNonFactoryInitializersHaveNoOrigin) {
+  const std::string program =
+      "#include <tessera/tessera.h>\n"
+      "tessera::DistArray<float, 1> Make(tessera::Context& ctx) {\n"
+      "  return tessera::DistArray<float, 1>::dense(ctx, {10});\n"
+      "}\n"
+      "void Train(tessera::DistArray<float, 1>& space, tessera::DistArray<float, 1>& P,\n"
+      "           tessera::Context& ctx) {\n"
+      "  auto M = Make(ctx);\n"
+      "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) {\n"
+      "    P(k[0]) += v;\n"
+      "    M(k[0]) += v;\n"
+      "  });\n"
+      "}\n";
+  const auto arrays = SiteArrays(program);
+  const ArrayInfo* p = Named(arrays, "P");
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(p->origin.has_value());
+  EXPECT_NE(p->origin_unknown.find("parameter"), std::string::npos) << p->origin_unknown;
+  const ArrayInfo* m = Named(arrays, "M");
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(m->origin.has_value());
+  EXPECT_NE(m->origin_unknown.find("factory"), std::string::npos) << m->origin_unknown;
+}
+
+}  // namespace
+}  // namespace tessera::compiler
