@@ -62,6 +62,11 @@ const std::map<std::string, std::string> kSplitWaves = {{"TESSERA_MIN_PARALLEL_W
 
 TEST_F(DistributedExecutorTest, TwoWorkersGiveTheSerialResult) {
   ExpectDistributedEquals(Serial(), 2, 1, kSplitWaves);
+  // The 2d kernel's names are bound to their arrays (so its rotating and local arrays travel
+  // whole, per step and after the loop, instead of as diffs against snapshots).
+  const std::string log = Read(dir_ + "/log.w2s1t1d2");
+  EXPECT_NE(log.find("bound 'R' = array #"), std::string::npos) << log;
+  EXPECT_NE(log.find("'B' = array #"), std::string::npos) << log;
 }
 
 TEST_F(DistributedExecutorTest, ThreeWorkersTwoServersGiveTheSerialResult) {

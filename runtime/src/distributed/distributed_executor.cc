@@ -202,6 +202,7 @@ class DistributedExecutor::Impl {
           Publish(r, false, false);
         }
         last_step = time_blocks - 1;
+        if (PublishDeferred(b, time_blocks)) last_step = time_blocks;
         break;
       }
       case LoopStrategy::kUnimodular: {
@@ -304,9 +305,17 @@ class DistributedExecutor::Impl {
       int64_t halo_lo;
       int64_t halo_hi;
     };
+    // How changes reach the peers. kDiff: the elements of the step's regions that differ from a
+    // snapshot taken before the step. The other two need a bound name and a 2d schedule, where
+    // tessc's placement says no other worker writes the rows in question during the loop:
+    // kRotate (a `rotating` array): the step's rows whole, no snapshot; kDeferred (a `local`
+    // array): nothing per step, the rows of this worker's space blocks whole once after the
+    // last step.
+    enum class Transfer { kDiff, kRotate, kDeferred };
     ArrayBase* array = nullptr;
     uint64_t layout = 0;
     Scope scope = Scope::kAll;
+    Transfer transfer = Transfer::kDiff;
     std::vector<RowDim> row_dims;                      // kRows: dim 0 follows these key dims
     std::vector<std::pair<int64_t, int64_t>> regions;  // element ranges of the current step
     std::vector<char> snapshot;                        // their bytes before the step, back to back
@@ -413,6 +422,15 @@ class DistributedExecutor::Impl {
         t.row_dims.push_back({name.key_dim, name.halo_lo, name.halo_hi});
       }
     }
+    if (s.strategy != LoopStrategy::k2D) return out;
+    for (auto& [id, t] : out) {
+      if (t.scope != Tracked::Scope::kRows || t.row_dims.size() != 1 ||
+          t.row_dims[0].halo_lo != 0 || t.row_dims[0].halo_hi != 0) {
+        continue;
+      }
+      if (t.row_dims[0].key_dim == s.space_dim) t.transfer = Tracked::Transfer::kDeferred;
+      if (t.row_dims[0].key_dim == s.time_dim) t.transfer = Tracked::Transfer::kRotate;
+    }
     return out;
   }
 
@@ -439,6 +457,7 @@ class DistributedExecutor::Impl {
       CheckLayout(t);
       const int64_t n = a->value_count();
       t.regions.clear();
+      if (t.transfer == Tracked::Transfer::kDeferred) continue;
       switch (t.scope) {
         case Tracked::Scope::kAll:
           if (n > 0) t.regions.push_back({0, n});
@@ -480,6 +499,7 @@ class DistributedExecutor::Impl {
         }
       }
       t.regions.resize(kept);
+      if (t.transfer == Tracked::Transfer::kRotate) continue;  // sent whole: no snapshot
       const size_t e = a->element_bytes();
       const char* cur = static_cast<const char*>(a->value_data());
       t.snapshot.clear();
@@ -503,36 +523,14 @@ class DistributedExecutor::Impl {
     // Scheduled loops wait for every peer's message of every step, so replicated steps of them
     // still send one, empty.
     if ((!replicated || awaited_) && mesh_->size() > 1) {
-      OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0);
-      auto peer = msg.envelope().getBody().initPeer();
-      peer.setTag(tag_);
-      peer.setStep(step);
       std::vector<PatchData> patches;
       for (auto& [id, t] : tracked_) {
         if (replicated || !step_open_) break;
-        PatchData p = Diff(t, additive);
+        if (t.transfer == Tracked::Transfer::kDeferred) continue;
+        PatchData p = t.transfer == Tracked::Transfer::kRotate ? Whole(t) : Diff(t, additive);
         if (!p.runs.empty()) patches.push_back(std::move(p));
       }
-      auto list = peer.initPatches(static_cast<unsigned>(patches.size()));
-      for (size_t i = 0; i < patches.size(); ++i) {
-        auto out = list[static_cast<unsigned>(i)];
-        out.setArray(patches[i].array);
-        out.setLayoutVersion(patches[i].layout);
-        out.setAdditive(patches[i].additive);
-        out.setElementBytes(static_cast<uint32_t>(patches[i].element_bytes));
-        auto runs = out.initRuns(static_cast<unsigned>(patches[i].runs.size()));
-        for (size_t r = 0; r < patches[i].runs.size(); ++r)
-          runs.set(static_cast<unsigned>(r), patches[i].runs[r]);
-        out.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(patches[i].values.data()),
-                                   patches[i].values.size()));
-        stats_.patch_bytes_sent +=
-            patches[i].values.size() * static_cast<uint64_t>(mesh_->size() - 1);
-      }
-      zmq::message_t frame = msg.ToFrame();
-      for (int r = 0; r < mesh_->size(); ++r) {
-        if (r == options_.rank) continue;
-        CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
-      }
+      SendToPeers(step, patches);
     }
     step_open_ = false;
     SyncServers(replicated, /*clock=*/true);
@@ -546,6 +544,97 @@ class DistributedExecutor::Impl {
     std::vector<uint64_t> runs;  // begin, count pairs
     std::vector<char> values;
   };
+
+  // One PeerMessage of `step` carrying `patches`, to every peer.
+  void SendToPeers(int64_t step, const std::vector<PatchData>& patches) {
+    if (mesh_->size() <= 1) return;
+    OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0);
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(tag_);
+    peer.setStep(step);
+    auto list = peer.initPatches(static_cast<unsigned>(patches.size()));
+    for (size_t i = 0; i < patches.size(); ++i) {
+      auto out = list[static_cast<unsigned>(i)];
+      out.setArray(patches[i].array);
+      out.setLayoutVersion(patches[i].layout);
+      out.setAdditive(patches[i].additive);
+      out.setElementBytes(static_cast<uint32_t>(patches[i].element_bytes));
+      auto runs = out.initRuns(static_cast<unsigned>(patches[i].runs.size()));
+      for (size_t r = 0; r < patches[i].runs.size(); ++r)
+        runs.set(static_cast<unsigned>(r), patches[i].runs[r]);
+      out.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(patches[i].values.data()),
+                                 patches[i].values.size()));
+      stats_.patch_bytes_sent +=
+          patches[i].values.size() * static_cast<uint64_t>(mesh_->size() - 1);
+    }
+    zmq::message_t frame = msg.ToFrame();
+    for (int r = 0; r < mesh_->size(); ++r) {
+      if (r == options_.rank) continue;
+      CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
+    }
+  }
+
+  // Every element of t's regions, as they are now (no comparison).
+  PatchData Whole(Tracked& t) {
+    ArrayBase* a = t.array;
+    CheckLayout(t);
+    PatchData p;
+    p.array = a->id();
+    p.layout = t.layout;
+    const size_t e = a->element_bytes();
+    p.element_bytes = e;
+    const char* cur = static_cast<const char*>(a->value_data());
+    for (const auto& [lo, hi] : t.regions) {
+      if (hi <= lo) continue;
+      p.runs.push_back(static_cast<uint64_t>(lo));
+      p.runs.push_back(static_cast<uint64_t>(hi - lo));
+      p.values.insert(p.values.end(), cur + lo * static_cast<int64_t>(e),
+                      cur + hi * static_cast<int64_t>(e));
+    }
+    return p;
+  }
+
+  // After a 2d loop's last step: the rows of this worker's space blocks of every kDeferred array,
+  // whole, as one more step (`step`) that every peer waits for. Returns whether there was one.
+  bool PublishDeferred(const Blocks& b, int64_t step) {
+    bool any = false;
+    std::vector<PatchData> patches;
+    for (auto& [id, t] : tracked_) {
+      if (t.transfer != Tracked::Transfer::kDeferred) continue;
+      any = true;
+      ArrayBase* a = t.array;
+      const int64_t rows = a->extent(0);
+      const int64_t stride = a->value_count() / rows;
+      const int d = t.row_dims[0].key_dim;
+      const int T = options_.threads;
+      const int P = options_.num_workers * T;
+      const int64_t per_space = b.num_blocks() / P;  // blocks are numbered space-major
+      t.regions.clear();
+      for (int q = options_.rank * T; q < options_.rank * T + T; ++q) {
+        for (int64_t blk = q * per_space; blk < (q + 1) * per_space; ++blk) {
+          const int64_t lo = std::max<int64_t>(0, b.key_lo[blk * b.rank + d]);
+          const int64_t hi = std::min<int64_t>(rows, b.key_hi[blk * b.rank + d] + 1);
+          if (lo < hi) t.regions.push_back({lo * stride, hi * stride});
+        }
+      }
+      std::sort(t.regions.begin(), t.regions.end());
+      size_t kept = 0;
+      for (const auto& r : t.regions) {
+        if (kept > 0 && r.first <= t.regions[kept - 1].second) {
+          t.regions[kept - 1].second = std::max(t.regions[kept - 1].second, r.second);
+        } else {
+          t.regions[kept++] = r;
+        }
+      }
+      t.regions.resize(kept);
+      PatchData p = Whole(t);
+      if (!p.runs.empty()) patches.push_back(std::move(p));
+    }
+    if (!any) return false;
+    ++stats_.steps;
+    SendToPeers(step, patches);
+    return true;
+  }
 
   // The elements of the step's regions that differ from the copy taken before it, as runs.
   PatchData Diff(Tracked& t, bool additive) {
