@@ -224,6 +224,8 @@ class BodyWalker {
     if (info.relaxed && decl != nullptr) info.staleness = RelaxedStaleness(decl);
     if (OriginResult o = FindArrayOrigin(decl, ctx_); o.found) {
       info.origin = o.origin;
+      info.loop_only = o.loop_only;
+      info.serial_use = o.serial_use;
     } else {
       info.origin_unknown = decl == nullptr ? "the name was not resolved" : o.why_not;
     }

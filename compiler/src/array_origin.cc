@@ -103,6 +103,8 @@ class OriginFinder {
       r.why_not = why;
       return r;
     }
+    r.serial_use = FirstSerialUse(var);
+    r.loop_only = r.serial_use.empty();
     const clang::SourceLocation loc = sm_.getExpansionLoc(call->getBeginLoc());
     const clang::PresumedLoc p = sm_.getPresumedLoc(loc);
     if (p.isInvalid()) {
@@ -135,6 +137,104 @@ class OriginFinder {
       }
     }
     return "";
+  }
+
+  // Empty when every use of `var` is inside a parallel_for body or is a parallel_for's space;
+  // otherwise "line N", the first use outside.
+  std::string FirstSerialUse(const clang::VarDecl* var) {
+    const auto* fn = dyn_cast_or_null<clang::FunctionDecl>(var->getParentFunctionOrMethod());
+    UseCollector uses(var);
+    uses.TraverseStmt(fn->getBody());
+    for (const clang::DeclRefExpr* use : uses.uses) {
+      if (InLoop(use)) continue;
+      const clang::PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(use->getBeginLoc()));
+      return "line " + std::to_string(p.isValid() ? p.getLine() : 0);
+    }
+    return "";
+  }
+
+  // The nearest enclosing lambda must be a parallel_for body; outside any lambda, the use must be
+  // a parallel_for's first argument.
+  bool InLoop(const clang::DeclRefExpr* use) {
+    clang::DynTypedNode node = clang::DynTypedNode::create(*use);
+    const void* previous = use;
+    for (int depth = 0; depth < 512; ++depth) {
+      auto parents = ctx_.getParents(node);
+      if (parents.empty()) return false;
+      node = parents[0];
+      if (const auto* lambda = node.get<clang::LambdaExpr>()) {
+        // From its body; a capture initializer is evaluated where the lambda is made.
+        return previous == lambda->getBody() && IsLoopBody(lambda);
+      }
+      if (const auto* method = node.get<clang::CXXMethodDecl>()) {
+        if (!method->getParent()->isLambda()) return false;
+        const clang::LambdaExpr* lambda = LambdaOf(method);
+        return lambda != nullptr && IsLoopBody(lambda);
+      }
+      if (node.get<clang::FunctionDecl>() != nullptr) return false;
+      if (const auto* call = node.get<clang::CallExpr>()) {
+        if (IsTesseraFunction(call->getDirectCallee(), "parallel_for") && call->getNumArgs() > 0 &&
+            call->getArg(0)->IgnoreParenImpCasts() == use) {
+          return true;  // the iteration space
+        }
+      }
+      previous = node.get<clang::Stmt>() != nullptr ? static_cast<const void*>(node.get<clang::Stmt>())
+                                                    : static_cast<const void*>(node.get<clang::Decl>());
+    }
+    return false;
+  }
+
+  const clang::LambdaExpr* LambdaOf(const clang::CXXMethodDecl* call_operator) {
+    auto parents = ctx_.getParents(*call_operator->getParent());
+    for (int depth = 0; depth < 8 && !parents.empty(); ++depth) {
+      if (const auto* l = parents[0].get<clang::LambdaExpr>()) return l;
+      if (const auto* st = parents[0].get<clang::Stmt>()) {
+        parents = ctx_.getParents(*st);
+      } else if (const auto* d = parents[0].get<clang::Decl>()) {
+        parents = ctx_.getParents(*d);
+      } else {
+        break;
+      }
+    }
+    return nullptr;
+  }
+
+  // `lambda` is passed to parallel_for as its body, directly or through a local variable whose
+  // every use is that.
+  bool IsLoopBody(const clang::LambdaExpr* lambda) {
+    const clang::Stmt* child = lambda;
+    const clang::Decl* decl_parent = nullptr;
+    const clang::Stmt* parent = ParentOf(child, &decl_parent);
+    while (parent != nullptr &&
+           (isa<clang::ImplicitCastExpr>(parent) || isa<clang::MaterializeTemporaryExpr>(parent) ||
+            isa<clang::CXXBindTemporaryExpr>(parent) || isa<clang::ExprWithCleanups>(parent) ||
+            isa<clang::ParenExpr>(parent))) {
+      child = parent;
+      parent = ParentOf(child, &decl_parent);
+    }
+    if (const auto* call = dyn_cast_or_null<clang::CallExpr>(parent)) {
+      return IsTesseraFunction(call->getDirectCallee(), "parallel_for") &&
+             call->getNumArgs() > 1 && call->getArg(1) == child;
+    }
+    const auto* var = dyn_cast_or_null<clang::VarDecl>(decl_parent);
+    if (var == nullptr) return false;
+    const auto* fn = dyn_cast_or_null<clang::FunctionDecl>(var->getParentFunctionOrMethod());
+    if (fn == nullptr || fn->getBody() == nullptr) return false;
+    UseCollector uses(var);
+    uses.TraverseStmt(fn->getBody());
+    for (const clang::DeclRefExpr* use : uses.uses) {
+      const clang::Decl* d = nullptr;
+      const clang::Stmt* p = ParentOf(use, &d);
+      while (p != nullptr && (isa<clang::ImplicitCastExpr>(p) || isa<clang::ParenExpr>(p))) {
+        p = ParentOf(p, &d);
+      }
+      const auto* call = dyn_cast_or_null<clang::CallExpr>(p);
+      if (call == nullptr || !IsTesseraFunction(call->getDirectCallee(), "parallel_for") ||
+          call->getNumArgs() < 2 || call->getArg(1)->IgnoreParenImpCasts() != use) {
+        return false;
+      }
+    }
+    return true;
   }
 
   const clang::Stmt* ParentOf(const clang::Stmt* s, const clang::Decl** decl_parent) {

@@ -8,7 +8,8 @@
 // and whose every use keeps its storage in place (member calls, element access, const references,
 // by-reference lambda captures, parallel_for) gets an origin; an assignment, std::move/swap, a
 // non-const reference passed to any other function, a taken address or a use tessc does not
-// recognize gives none. Without an origin the runtime treats the name as possibly any array of
+// recognize gives none. It also says whether code outside parallel_for bodies uses the array at
+// all (`loop_only`). Without an origin the runtime treats the name as possibly any array of
 // its type (docs/runtime.md, "Binding arrays").
 //
 // Private to tessera_compiler (compiled with -fno-rtti like Clang itself).
@@ -25,8 +26,15 @@ namespace tessera::compiler {
 
 struct OriginResult {
   bool found = false;
-  ArrayOrigin origin;  // when found
+  ArrayOrigin origin;   // when found
   std::string why_not;  // when not found
+  // When found: whether every use of the variable is inside a parallel_for body (the lambda
+  // passed to parallel_for, directly or through a variable used only that way) or is the
+  // iteration space of a parallel_for. Code outside loops then never reads or writes the array,
+  // so a runtime may keep it partitioned between loops. Otherwise `serial_use` names the first
+  // use outside a loop.
+  bool loop_only = false;
+  std::string serial_use;
 };
 
 OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ctx);

@@ -188,6 +188,8 @@ Json SiteToJson(const SiteResult& site) {
                      {"line", info.origin->line},
                      {"column", info.origin->column},
                      {"member", info.origin->member}};
+      a["loop_only"] = info.loop_only;
+      if (!info.loop_only) a["serial_use"] = info.serial_use;
     } else {
       a["origin"] = nullptr;
       a["origin_unknown"] = info.origin_unknown.empty() ? "not recorded" : info.origin_unknown;

@@ -129,5 +129,60 @@ TEST(ArrayOriginTest, ParametersAndNonFactoryInitializersHaveNoOrigin) {
   EXPECT_NE(m->origin_unknown.find("factory"), std::string::npos) << m->origin_unknown;
 }
 
+// loop_only: no code outside parallel_for bodies touches the array.
+TEST(ArrayOriginTest, ArraysTouchedOnlyInLoopBodiesAreLoopOnly) {
+  const std::string program = std::string(kPrologue) +
+      "  auto A = tessera::DistArray<float, 1>::dense(ctx, {10});\n"       // 8: direct body
+      "  auto B = tessera::DistArray<float, 1>::dense(ctx, {10});\n"       // 9: body in a variable
+      "  auto C = tessera::DistArray<float, 1>::dense(ctx, {10});\n"       // 10: read in serial code
+      "  auto D = tessera::DistArray<float, 1>::dense(ctx, {10});\n"       // 11: in a lambda called here
+      "  auto body = [&](const tessera::Key<1>& k, float& v) { B(k[0]) += v; };\n"
+      "  auto helper = [&](int64_t i) { D(i) = 1.0f; };\n"
+      "  helper(0);\n"
+      "  float c0 = C(0); (void)c0;\n"
+      "  for (int e = 0; e < 2; ++e) {\n"
+      "    tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) {\n"
+      "      auto twice = [](float x) { return 2 * x; };\n"
+      "      A(k[0]) += twice(v);\n"
+      "      C(k[0]) += v;\n"
+      "      D(k[0]) += v;\n"
+      "    });\n"
+      "    tessera::parallel_for(space, body);\n"
+      "  }\n"
+      "}\n";
+  const auto arrays = SiteArrays(program);
+  const ArrayInfo* a = Named(arrays, "A");
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->loop_only) << a->serial_use;
+  const ArrayInfo* c = Named(arrays, "C");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->loop_only);
+  EXPECT_EQ(c->serial_use, "line 15");
+  const ArrayInfo* d = Named(arrays, "D");
+  ASSERT_NE(d, nullptr);
+  EXPECT_FALSE(d->loop_only);
+  EXPECT_EQ(d->serial_use, "line 13");
+}
+
+TEST(ArrayOriginTest, ABodyKeptInAVariableCountsAsALoopBody) {
+  const std::string program = std::string(kPrologue) +
+      "  auto B = tessera::DistArray<float, 1>::dense(ctx, {10});\n"
+      "  auto E = tessera::DistArray<float, 1>::dense(ctx, {10});\n"
+      "  auto body = [&](const tessera::Key<1>& k, float& v) { B(k[0]) += v; E(k[0]) += v; };\n"
+      "  tessera::parallel_for(space, body);\n"
+      "  tessera::parallel_for(space, body, tessera::DataParallel{.staleness = 1});\n"
+      "  auto other = [&](const tessera::Key<1>& k, float& v) { E(k[0]) -= v; };\n"
+      "  other(tessera::Key<1>{{0}}, *E.data());\n"
+      "  tessera::parallel_for(space, other);\n"
+      "}\n";
+  const auto arrays = SiteArrays(program);
+  const ArrayInfo* b = Named(arrays, "B");
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->loop_only) << b->serial_use;
+  const ArrayInfo* e = Named(arrays, "E");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->loop_only);  // `other` is also called outside a loop, and E.data() is serial
+}
+
 }  // namespace
 }  // namespace tessera::compiler

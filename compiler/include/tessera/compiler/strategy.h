@@ -47,6 +47,10 @@ struct ArrayInfo {
   // otherwise why not.
   std::optional<ArrayOrigin> origin;
   std::string origin_unknown;
+  // With an origin: no code outside parallel_for bodies uses the array (see array_origin.h);
+  // otherwise the first use outside ("line N").
+  bool loop_only = false;
+  std::string serial_use;
 };
 
 struct Access {
