@@ -161,6 +161,7 @@ LoopSchedule::Array ParseArray(const Json& a) {
     o.column = static_cast<unsigned>(std::max(0, IntOr(*origin, "column", 0)));
     o.member = StringOr(*origin, "member", "");
     out.origin = std::move(o);
+    out.loop_only = BoolOr(a, "loop_only", false);
   } else {
     out.origin_unknown = StringOr(a, "origin_unknown", "tessc recorded no origin");
   }

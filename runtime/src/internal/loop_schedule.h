@@ -88,6 +88,8 @@ struct LoopSchedule {
     // `origin_unknown` says why (from tessc, or "not recorded" for older schedules).
     std::optional<Origin> origin;
     std::string origin_unknown;
+    // With an origin: no code outside loops touches the array (tessc's `loop_only`).
+    bool loop_only = false;
   };
   std::vector<Array> arrays;
 };
