@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -139,6 +141,25 @@ TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
   EXPECT_LT(serial_rmse, 0.96);  // the serial run converged (see apps_test)
   EXPECT_NEAR(dist_rmse, serial_rmse, 0.01 * serial_rmse)
       << "test RMSE after 10 epochs: serial " << serial_rmse << ", 2 workers " << dist_rmse;
+
+  // W and the user biases (only loop bodies touch them; local in both loops) end split between
+  // the workers: each holds some of the rows, and together exactly all of them, once.
+  std::map<int, std::map<int, std::pair<int64_t, int64_t>>> held;  // array -> worker -> (n, of)
+  const std::regex line(R"(\[worker (\d)\].*partitioned array #(\d+): this worker holds (\d+) of its (\d+) rows)");
+  for (std::sregex_iterator it(dist.output.begin(), dist.output.end(), line), end; it != end; ++it) {
+    held[std::stoi((*it)[2])][std::stoi((*it)[1])] = {std::stoll((*it)[3]), std::stoll((*it)[4])};
+  }
+  int split = 0;
+  for (const auto& [array, workers] : held) {
+    if (workers.size() != 2) continue;
+    const auto [n0, rows] = workers.at(0);
+    const auto [n1, rows1] = workers.at(1);
+    if (rows == 943 && n0 < rows && n1 < rows) {
+      EXPECT_EQ(n0 + n1, rows) << "array #" << array << " rows held once";
+      ++split;
+    }
+  }
+  EXPECT_EQ(split, 2) << "W and user_bias partitioned by user\n" << dist.output;
 }
 
 // Measured (first 2000 documents, K=20, 20 iterations): log-likelihood per token -8.785 serial,
