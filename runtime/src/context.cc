@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "distributed/distributed_executor.h"
+#include "distributed/row_layout.h"
+#include "internal/loop_schedule.h"
 #include "internal/parallel_executor.h"
 #include "internal/schedule_table.h"
 #include "tessera/client/job_environment.h"
@@ -48,6 +51,15 @@ struct Context::Impl {
   std::map<int64_t, internal::ArrayBase*> arrays;
   std::vector<internal::AccumulatorBase*> accumulators;
   internal::DistributedExecutor* distributed = nullptr;  // owned by `executor` when set
+  // Every array tessc described in the embedded schedules: where it was created and whether only
+  // loop bodies touch it (built at the first DefersInitialization).
+  struct DescribedArray {
+    std::string file;
+    unsigned line = 0;
+    std::string member;
+    bool loop_only = false;
+  };
+  std::optional<std::vector<DescribedArray>> described;
   // Declared last: destroyed first, while the registries it may look at still exist.
   std::unique_ptr<Executor> owned_executor;
 };
@@ -176,6 +188,36 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
 }
 
 int64_t Context::NextArrayId() { return impl_->next_array_id++; }
+
+bool Context::DefersInitialization(const internal::ArrayOrigin& origin) {
+  // Only the distributed executor partitions arrays, and only in jobs it can lay out.
+  if (impl_->distributed == nullptr || impl_->job.num_workers < 2 ||
+      impl_->job.num_workers > internal::kMaxLayoutWorkers) {
+    return false;
+  }
+  if (!impl_->described) {
+    impl_->described.emplace();
+    for (const EmbeddedSchedule* e : impl_->schedules) {
+      Result<internal::LoopSchedule> s = internal::ParseLoopSchedule(e->json);
+      if (!s.ok()) continue;  // reported when its loop runs
+      for (const internal::LoopSchedule::Array& a : s->arrays) {
+        if (!a.origin) continue;
+        impl_->described->push_back({a.origin->file, a.origin->line, a.origin->member, a.loop_only});
+      }
+    }
+  }
+  // Every schedule that names an array created here must say that only loops touch it.
+  bool seen = false;
+  for (const Impl::DescribedArray& d : *impl_->described) {
+    if (d.line != origin.line || d.member != origin.member ||
+        !internal::SameSourceFile(d.file, origin.file)) {
+      continue;
+    }
+    if (!d.loop_only) return false;
+    seen = true;
+  }
+  return seen;
+}
 
 bool Context::EnterLoop() {
   if (impl_->in_loop) return false;

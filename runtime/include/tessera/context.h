@@ -87,6 +87,10 @@ class Context {
   LoopSite MakeSite(const std::source_location& loc, bool data_parallel, int staleness);
   // Creation number for the next array (deterministic across SPMD workers).
   int64_t NextArrayId();
+  // Whether a factory at `origin` may leave its elements to the executor: in a distributed job,
+  // when tessc recorded that only loop bodies touch the array created there (docs/runtime.md,
+  // "Partitioned arrays"), so that each worker computes only the rows it holds.
+  bool DefersInitialization(const internal::ArrayOrigin& origin);
   // Guards against parallel_for inside a parallel_for body (not part of the model).
   bool EnterLoop();
   void ExitLoop();

@@ -128,7 +128,7 @@ class DistArray {
   static DistArray filled(Context& ctx, Shape shape, T value,
                           std::source_location loc = std::source_location::current()) {
     DistArray a(ctx, shape, false, internal::OriginOf(loc));
-    std::fill(a.s_->dense_.begin(), a.s_->dense_.end(), value);
+    a.Initialize([value](T* out, int64_t, int64_t count) { std::fill(out, out + count, value); });
     return a;
   }
   // A dense array with elements drawn uniformly from [lo, hi) (floating T) or [lo, hi] (integral
@@ -136,17 +136,18 @@ class DistArray {
   static DistArray random(Context& ctx, Shape shape, uint64_t seed, T lo, T hi,
                           std::source_location loc = std::source_location::current()) {
     DistArray a(ctx, shape, false, internal::OriginOf(loc));
-    uint64_t state = seed;
-    for (T& v : a.s_->dense_) {
-      const uint64_t r = internal::SplitMix64(state);
-      if constexpr (std::is_floating_point_v<T>) {
-        const double u = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
-        v = static_cast<T>(static_cast<double>(lo) + u * (static_cast<double>(hi) - lo));
-      } else {
-        const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
-        v = static_cast<T>(lo + static_cast<T>(span == 0 ? r : r % span));
+    a.Initialize([seed, lo, hi](T* out, int64_t first, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) {
+        const uint64_t r = internal::SplitMix64At(seed, static_cast<uint64_t>(first + i));
+        if constexpr (std::is_floating_point_v<T>) {
+          const double u = static_cast<double>(r >> 11) * 0x1.0p-53;  // [0, 1)
+          out[i] = static_cast<T>(static_cast<double>(lo) + u * (static_cast<double>(hi) - lo));
+        } else {
+          const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+          out[i] = static_cast<T>(lo + static_cast<T>(span == 0 ? r : r % span));
+        }
       }
-    }
+    });
     return a;
   }
   // An empty sparse array (no stored elements) of the given logical shape.
@@ -393,6 +394,18 @@ class DistArray {
       : s_(std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, sparse,
                                                           origin)),
         data_(s_->dense_.data()) {}
+
+  // Computes the elements now, or leaves them to the executor where it keeps the array
+  // partitioned (an array only loop bodies touch, in a distributed job): then each worker
+  // computes only the rows it holds.
+  template <typename Init>
+  void Initialize(Init init) {
+    if (s_->ctx_->DefersInitialization(s_->origin_)) {
+      s_->deferred_init_ = std::move(init);
+      return;
+    }
+    init(s_->dense_.data(), 0, static_cast<int64_t>(s_->dense_.size()));
+  }
 
   // Bodies may take (key, value) or just (key).
   template <typename Body>

@@ -63,6 +63,12 @@ class ArrayBase {
   virtual uint64_t layout_version() const = 0;
   // Where the array was created (see ArrayOrigin).
   virtual const ArrayOrigin& origin() const = 0;
+  // A factory left the elements to be computed where they are needed: the distributed executor
+  // keeps the array partitioned (Context::DefersInitialization) and calls InitElements for the
+  // elements a worker holds, before anything reads them. Dense arrays only.
+  virtual bool deferred_init() const = 0;
+  // Computes elements [first, first + count) in storage order. REQUIRES: deferred_init().
+  virtual void InitElements(int64_t first, int64_t count) = 0;
 
   // --- Raw element access for distributed executors, which keep the workers' copies equal. ---
   // The elements in storage order (dense: row-major; sparse: position order), value_count() of

@@ -695,6 +695,7 @@ class DistributedExecutor::Impl {
       ApplyRows(r, **msg);
     }
     for (const auto& [a, range] : released) Release(a, range.lo, range.hi);
+    ComputeVirginRows(needs);
   }
 
   // A peer's rows of partitioned arrays (whole rows, overwriting).
@@ -719,17 +720,64 @@ class DistributedExecutor::Impl {
         }
         std::memcpy(static_cast<char*>(a->value_data()) + runs[0] * e, values.begin(),
                     values.size());
+
       }
     } catch (const kj::Exception& e) {
       Fatal(fmt::format("malformed rows from worker {}: {}", from, e.getDescription().cStr()));
     }
   }
 
-  // Arrays destroyed since the last loop (every worker destroys the same ones: SPMD).
+  // Arrays destroyed since the last loop (every worker destroys the same ones: SPMD), and arrays
+  // created since, whose factory left their elements to be computed here (deferred_init): they
+  // start held by every worker and "virgin" (no worker has computed or written a row yet).
   void ForgetDeadArrays() {
     for (auto it = layouts_.begin(); it != layouts_.end();) {
-      it = ctx_.arrays().count(it->first) ? std::next(it) : layouts_.erase(it);
+      if (ctx_.arrays().count(it->first)) {
+        ++it;
+      } else {
+        virgin_.erase(it->first);
+        it = layouts_.erase(it);
+      }
     }
+    for (const auto& [id, a] : ctx_.arrays()) {
+      if (!a->deferred_init() || layouts_.count(id) || virgin_.count(id) || a->rank() < 1 ||
+          a->extent(0) <= 0) {
+        continue;
+      }
+      layouts_.emplace(id, RowLayout(a->extent(0), options_.num_workers));
+      virgin_.emplace(id, RowLayout(a->extent(0), 1));  // bit 0 set: every row virgin
+    }
+  }
+
+  // After a layout change: the virgin rows this worker needs are computed from the factory's
+  // recipe (every needer computes the same values), and every needed row stops being virgin --
+  // on every worker alike, since all know every worker's needs. Rows are computed only while
+  // virgin, so trained values are never overwritten by the recipe.
+  void ComputeVirginRows(const std::map<int64_t, std::vector<std::vector<RowRange>>>& needs) {
+    for (const auto& [id, per_worker] : needs) {
+      auto v = virgin_.find(id);
+      if (v == virgin_.end()) continue;
+      ArrayBase* a = ctx_.arrays().at(id);
+      const int64_t stride = a->value_count() / a->extent(0);
+      for (const RowRange& r : per_worker[static_cast<size_t>(options_.rank)]) {
+        std::vector<RowRange> fresh;
+        v->second.ForEach(r.lo, r.hi, [&](int64_t l, int64_t h, uint64_t virgin) {
+          if (virgin != 0) fresh.push_back({l, h});
+        });
+        for (const RowRange& f : fresh) a->InitElements(f.lo * stride, (f.hi - f.lo) * stride);
+      }
+      for (const auto& ranges : per_worker) {
+        for (const RowRange& r : ranges) v->second.Assign(r.lo, r.hi, 0);
+      }
+    }
+  }
+
+  bool HasVirginRows(int64_t id) const {
+    auto v = virgin_.find(id);
+    if (v == virgin_.end()) return false;
+    bool any = false;
+    v->second.ForEach(0, v->second.rows(), [&](int64_t, int64_t, uint64_t b) { any |= b != 0; });
+    return any;
   }
 
   // Every partitioned array whole on every worker again (a loop may touch it another way).
@@ -738,7 +786,7 @@ class DistributedExecutor::Impl {
     if (layouts_.empty() || mesh_->size() < 2) return;
     std::map<int64_t, std::vector<std::vector<RowRange>>> needs;
     for (auto& [id, layout] : layouts_) {
-      if (layout.replicated()) continue;
+      if (layout.replicated() && !HasVirginRows(id)) continue;
       needs[id].assign(static_cast<size_t>(options_.num_workers), {{0, layout.rows()}});
     }
     if (!needs.empty()) ++stats_.materializations;
@@ -1423,6 +1471,7 @@ class DistributedExecutor::Impl {
   bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
   std::map<int64_t, Tracked> tracked_;
   std::map<int64_t, RowLayout> layouts_;     // arrays kept partitioned between loops, by id
+  std::map<int64_t, RowLayout> virgin_;  // deferred arrays: rows no worker has computed (bit 0)
   std::map<int64_t, Role> loop_roles_;       // their roles in the running loop
   int rotating_dim_ = -1;                    // the running 2d loop's time dim
   std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish

@@ -3,12 +3,17 @@
 #define TESSERA_INTERNAL_ARRAY_STORAGE_H_
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <functional>
+#include <new>
 #include <array>
 #include <cstdint>
 #include <numeric>
 #include <source_location>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +32,44 @@ inline uint64_t SplitMix64(uint64_t& state) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
+
+// The value SplitMix64 returns on its (i + 1)-th call from `seed`: the generator's state only
+// advances by a constant, so element i of DistArray::random can be computed on its own.
+inline uint64_t SplitMix64At(uint64_t seed, uint64_t i) {
+  uint64_t state = seed + i * 0x9E3779B97F4A7C15ULL;
+  return SplitMix64(state);
+}
+
+// Allocates zeroed memory (calloc) and constructs elements without writing them, so that a large
+// dense array costs no resident memory until its elements are written: the pages of a large
+// calloc are the kernel's zero pages until touched. Elements read as T{} for the arithmetic types
+// DistArray holds.
+template <typename T>
+struct ZeroedAllocator {
+  using value_type = T;
+  ZeroedAllocator() = default;
+  template <typename U>
+  ZeroedAllocator(const ZeroedAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t), "over-aligned DistArray element");
+    void* p = std::calloc(n, sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <typename U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;  // default-initialized: calloc's zeros stay untouched
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <typename U>
+  bool operator==(const ZeroedAllocator<U>&) const {
+    return true;
+  }
+};
 
 // The origin of an array made by a factory called at `loc`.
 inline ArrayOrigin OriginOf(const std::source_location& loc) {
@@ -64,7 +107,7 @@ class ArrayStorage final : public ArrayBase {
         strides_(RowMajorStrides<N>(shape)),
         sparse_(sparse),
         origin_(origin) {
-    if (!sparse_) dense_.assign(static_cast<size_t>(ElementCount()), T{});
+    if (!sparse_) dense_.resize(static_cast<size_t>(ElementCount()));
     ctx_->AttachArray(this);
   }
   ~ArrayStorage() override { ctx_->DetachArray(this); }
@@ -94,6 +137,10 @@ class ArrayStorage final : public ArrayBase {
   int64_t id() const override { return id_; }
   uint64_t layout_version() const override { return layout_version_; }
   const ArrayOrigin& origin() const override { return origin_; }
+  bool deferred_init() const override { return static_cast<bool>(deferred_init_); }
+  void InitElements(int64_t first, int64_t count) override {
+    if (deferred_init_ && count > 0) deferred_init_(dense_.data() + first, first, count);
+  }
   void* value_data() override { return sparse_ ? values_.data() : dense_.data(); }
   int64_t value_count() const override { return size(); }
   size_t element_bytes() const override { return sizeof(T); }
@@ -222,7 +269,10 @@ class ArrayStorage final : public ArrayBase {
   std::array<int64_t, N> strides_;
   bool sparse_;
   ArrayOrigin origin_;
-  std::vector<T> dense_;
+  std::vector<T, ZeroedAllocator<T>> dense_;
+  // Set by a factory whose values the executor computes where they are needed (see
+  // ArrayBase::deferred_init): writes elements [first, first + count) to out[0, count).
+  std::function<void(T* out, int64_t first, int64_t count)> deferred_init_;
   std::vector<Key<N>> keys_;
   std::vector<T> values_;
   std::vector<int64_t> row_start_;  // see EnsureRows
