@@ -200,9 +200,12 @@ bool Context::DefersInitialization(const internal::ArrayOrigin& origin) {
     for (const EmbeddedSchedule* e : impl_->schedules) {
       Result<internal::LoopSchedule> s = internal::ParseLoopSchedule(e->json);
       if (!s.ok()) continue;  // reported when its loop runs
-      for (const internal::LoopSchedule::Array& a : s->arrays) {
+      for (size_t i = 0; i < s->arrays.size(); ++i) {
+        const internal::LoopSchedule::Array& a = s->arrays[i];
         if (!a.origin) continue;
-        impl_->described->push_back({a.origin->file, a.origin->line, a.origin->member, a.loop_only});
+        // An iteration space (the first entry) is iterated whole: never left uncomputed.
+        impl_->described->push_back(
+            {a.origin->file, a.origin->line, a.origin->member, a.loop_only && i > 0});
       }
     }
   }
