@@ -33,6 +33,23 @@ int EnvIntOr(const char* name, int fallback) {
   return (end != nullptr && *end == '\0') ? static_cast<int>(parsed) : fallback;
 }
 
+// Why a call site may have found no schedule, for the warning that says it did not.
+std::string UnmatchedSiteHint(const std::vector<const EmbeddedSchedule*>& schedules) {
+  if (schedules.empty()) {
+    return "the program embeds no schedules (build it with tessera_add_program, or run tessc)";
+  }
+  std::vector<std::string> files;
+  for (const EmbeddedSchedule* e : schedules) {
+    if (e->file != nullptr && std::find(files.begin(), files.end(), e->file) == files.end()) {
+      files.push_back(e->file);
+    }
+  }
+  std::string hint = "the program embeds schedules for ";
+  for (size_t i = 0; i < files.size() && i < 3; ++i) hint += (i > 0 ? ", " : "") + files[i];
+  if (files.size() > 3) hint += " and " + std::to_string(files.size() - 3) + " more files";
+  return hint + " (is this source built through tessera_add_program, and unchanged since?)";
+}
+
 }  // namespace
 
 struct Context::Impl {
@@ -165,6 +182,13 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
     } else if (m.count > 1) {
       impl_->logger->warn("parallel_for at {}:{}: {} embedded schedules match (ambiguous); ignoring them",
                           loc.file_name(), loc.line(), m.count);
+    } else if (impl_->mode == ExecutionMode::kDistributed ||
+               impl_->owned_executor->concurrency() > 1) {
+      // Only a parallel or distributed run loses anything without a schedule.
+      impl_->logger->warn("parallel_for at {}:{}: no schedule from tessc matches this call site, "
+                          "so executor '{}' runs it unpartitioned; {}",
+                          loc.file_name(), loc.line(), impl_->owned_executor->name(),
+                          UnmatchedSiteHint(impl_->schedules));
     } else {
       impl_->logger->debug("parallel_for at {}:{}: no embedded schedule; executor '{}'",
                            loc.file_name(), loc.line(), impl_->owned_executor->name());
