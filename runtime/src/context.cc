@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -51,6 +52,21 @@ std::string UnmatchedSiteHint(const std::vector<const EmbeddedSchedule*>& schedu
 }
 
 }  // namespace
+
+Result<int> ThreadsFromEnvironment() {
+  const char* v = std::getenv("TESSERA_THREADS");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long parsed = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || parsed < 1 ||
+      parsed >= internal::kMaxExecutorSlots) {
+    return Status::InvalidArgument("TESSERA_THREADS='" + std::string(v) +
+                                   "' is not a number of executor threads (1 to " +
+                                   std::to_string(internal::kMaxExecutorSlots - 1) + ")");
+  }
+  return static_cast<int>(parsed);
+}
 
 struct Context::Impl {
   JobInfo job;
@@ -123,9 +139,15 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
   impl_->schedules = internal::AllEmbeddedSchedules();
 
   const std::string program = (argc > 0 && argv != nullptr && argv[0] != nullptr) ? argv[0] : "";
-  int threads = options.threads > 0       ? options.threads
-                : options.read_environment ? EnvIntOr("TESSERA_THREADS", 1)
-                                           : 1;
+  int threads = options.threads > 0 ? options.threads : 1;
+  if (options.threads <= 0 && options.read_environment) {
+    const Result<int> env_threads = ThreadsFromEnvironment();
+    if (!env_threads.ok()) {
+      internal::CheckFailed(__FILE__, __LINE__, "reading the environment:",
+                            env_threads.status().message().c_str());
+    }
+    if (*env_threads > 0) threads = *env_threads;
+  }
   if (threads < 1 || threads >= internal::kMaxExecutorSlots) {
     impl_->logger->warn("{} executor threads requested; using {}", threads,
                         std::clamp(threads, 1, internal::kMaxExecutorSlots - 1));
