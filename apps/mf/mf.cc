@@ -236,13 +236,6 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("mf ") + tessera::kVersion);
   app.option_defaults()->always_capture_default();
   MfOptions opt;
-  // --threads defaults to TESSERA_THREADS; a malformed value is an error, before any work.
-  const tessera::Result<int> env_threads = tessera::ThreadsFromEnvironment();
-  if (!env_threads.ok()) {
-    fmt::print(stderr, "mf: {}\n", env_threads.status().message());
-    return 2;
-  }
-  if (*env_threads > 0) opt.threads = *env_threads;
   // `tessera run --log-level L` passes L to every process as TESSERA_LOG_LEVEL.
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
@@ -278,6 +271,15 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
+  // Without --threads, TESSERA_THREADS; a malformed value is an error, before any work.
+  if (app.count("--threads") == 0) {
+    const tessera::Result<int> env_threads = tessera::ThreadsFromEnvironment();
+    if (!env_threads.ok()) {
+      fmt::print(stderr, "mf: {}\n", env_threads.status().message());
+      return 2;
+    }
+    if (*env_threads > 0) opt.threads = *env_threads;
+  }
   if (opt.test_fraction > 0 && !opt.test_path.empty()) {
     fmt::print(stderr, "mf: give --test or --test-fraction, not both\n");
     return 2;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -59,7 +60,7 @@ Result<int> ThreadsFromEnvironment() {
   char* end = nullptr;
   errno = 0;
   const long parsed = std::strtol(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || parsed < 1 ||
+  if (errno != 0 || !std::isdigit(static_cast<unsigned char>(*v)) || *end != '\0' || parsed < 1 ||
       parsed >= internal::kMaxExecutorSlots) {
     return Status::InvalidArgument("TESSERA_THREADS='" + std::string(v) +
                                    "' is not a number of executor threads (1 to " +
