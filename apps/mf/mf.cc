@@ -239,26 +239,36 @@ int main(int argc, char** argv) {
   // `tessera run --log-level L` passes L to every process as TESSERA_LOG_LEVEL.
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
-  app.add_option("--train", opt.train_path, "ratings file (MovieLens tab, '::', CSV, or 'user item rating')")
+  app.add_option("--train", opt.train_path,
+                 "ratings file (MovieLens tab, '::', CSV, or 'user item rating')")
       ->required();
   app.add_option("--test", opt.test_path, "held-out ratings file (default: none)");
   app.add_option("--test-fraction", opt.test_fraction, "hold out this fraction of --train instead")
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--format", opt.format, "auto, tab, colon, csv or plain")->capture_default_str();
-  app.add_option("-k,--rank", opt.rank, "latent factors")->capture_default_str()->check(CLI::Range(1, 4096));
-  app.add_option("--epochs", opt.epochs, "passes over the training ratings")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("-k,--rank", opt.rank, "latent factors")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--epochs", opt.epochs, "passes over the training ratings")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--lr", opt.learning_rate, "initial learning rate")->capture_default_str();
   app.add_option("--decay", opt.decay, "learning-rate multiplier per epoch")->capture_default_str();
   app.add_option("--lambda", opt.lambda, "L2 regularization")->capture_default_str();
   app.add_option("--init-scale", opt.init_scale, "factors start uniform in [0, init-scale)")
       ->capture_default_str();
-  app.add_option("--seed", opt.seed, "seed of the test split, the rating order and the initial factors")
+  app.add_option("--seed", opt.seed,
+                 "seed of the test split, the rating order and the initial factors")
       ->capture_default_str();
-  app.add_option("--blocks", opt.blocks, "visit ratings in a shuffled BxB grid of blocks (0: automatic)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--blocks", opt.blocks,
+                 "visit ratings in a shuffled BxB grid of blocks (0: automatic)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--within-block", opt.within_block, "order inside a block: sorted or shuffled")
-      ->capture_default_str()->check(CLI::IsMember({"sorted", "shuffled"}));
-  app.add_option("--metrics", opt.metrics_path, "write per-epoch metrics here (JSON lines) (default: none)");
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sorted", "shuffled"}));
+  app.add_option("--metrics", opt.metrics_path,
+                 "write per-epoch metrics here (JSON lines) (default: none)");
   app.add_option("--data-parallel", opt.data_parallel,
                  "run the SGD loop data-parallel (SSP, parameters on the servers) with staleness S "
                  "instead of the 2D schedule (default: off, the 2D schedule)")
@@ -268,7 +278,8 @@ int main(int argc, char** argv) {
                  "executor threads per process: above 1, loops run in parallel under tessc's "
                  "schedules (default: TESSERA_THREADS, else 1)")
       ->check(CLI::Range(1, tessera::internal::kMaxExecutorSlots - 1));
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
   // Without --threads, TESSERA_THREADS; a malformed value is an error, before any work.

@@ -55,9 +55,10 @@ int main(int argc, char** argv) {
   std::string log_level = "warn";
   std::string depfile;
   app.add_option("sources", options.sources, "Source files to analyse")->required();
-  app.add_option("-p,--build-path", options.build_path,
-                 "Directory with compile_commands.json (flags after -- are appended) (default: none: "
-                 "the flags after --, else the compile_commands.json found above the sources)");
+  app.add_option(
+      "-p,--build-path", options.build_path,
+      "Directory with compile_commands.json (flags after -- are appended) (default: none: "
+      "the flags after --, else the compile_commands.json found above the sources)");
   app.add_option("--emit", emit, "What to write: none, json (schedules) or cpp (registration)")
       ->check(CLI::IsMember({"none", "json", "cpp"}));
   app.add_option("-o,--output", output, "Output file (default: stdout)");

@@ -29,9 +29,9 @@ using tessera::Key;
 struct Options {
   int64_t users = 400;
   int64_t items = 300;
-  int rank = 8;           // latent factors
+  int rank = 8;  // latent factors
   int epochs = 20;
-  double density = 0.1;   // fraction of (user, item) pairs rated
+  double density = 0.1;  // fraction of (user, item) pairs rated
 };
 
 // Ratings from a random rank-3 model plus a little noise. Every worker of a job runs the whole
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  tessera::Context ctx(argc, argv);  // joins the job when launched; alone, serial
+  tessera::Context ctx(argc, argv);         // joins the job when launched; alone, serial
   const bool report = ctx.job().rank == 0;  // every worker computes the same numbers
   DistArray<float, 2> ratings = MakeRatings(ctx, o);
   auto W = DistArray<float, 2>::random(ctx, {o.users, o.rank}, /*seed=*/1, 0.0f, 0.3f);

@@ -111,11 +111,13 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
       ->capture_default_str();
   run->add_option("--server-bin", flags->server_bin,
                   "tessera-server executable (default: next to this binary)");
-  run->add_option("-x,--env", flags->env,
-                  "NAME or NAME=VALUE: pass a variable to every process (repeatable) (default: none)");
-  run->add_option("--hostfile", flags->hostfile,
-                  "Spread processes over the hosts in FILE (lines `host [slots=N]`) (default: none, "
-                  "every process on this host)");
+  run->add_option(
+      "-x,--env", flags->env,
+      "NAME or NAME=VALUE: pass a variable to every process (repeatable) (default: none)");
+  run->add_option(
+      "--hostfile", flags->hostfile,
+      "Spread processes over the hosts in FILE (lines `host [slots=N]`) (default: none, "
+      "every process on this host)");
   run->add_option("--ssh", flags->ssh, "Command that runs a command on a host")
       ->capture_default_str();
   run->add_flag("--from-env", flags->from_env,

@@ -144,8 +144,8 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
   if (options.threads <= 0 && options.read_environment) {
     const Result<int> env_threads = ThreadsFromEnvironment();
     if (!env_threads.ok()) {
-      internal::CheckFailed(__FILE__, __LINE__, "reading the environment:",
-                            env_threads.status().message().c_str());
+      internal::CheckFailed(__FILE__, __LINE__,
+                            "reading the environment:", env_threads.status().message().c_str());
     }
     if (*env_threads > 0) threads = *env_threads;
   }
@@ -208,10 +208,11 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
     } else if (impl_->mode == ExecutionMode::kDistributed ||
                impl_->owned_executor->concurrency() > 1) {
       // Only a parallel or distributed run loses anything without a schedule.
-      impl_->logger->warn("parallel_for at {}:{}: no schedule from tessc matches this call site, "
-                          "so executor '{}' runs it unpartitioned; {}",
-                          loc.file_name(), loc.line(), impl_->owned_executor->name(),
-                          UnmatchedSiteHint(impl_->schedules));
+      impl_->logger->warn(
+          "parallel_for at {}:{}: no schedule from tessc matches this call site, "
+          "so executor '{}' runs it unpartitioned; {}",
+          loc.file_name(), loc.line(), impl_->owned_executor->name(),
+          UnmatchedSiteHint(impl_->schedules));
     } else {
       impl_->logger->debug("parallel_for at {}:{}: no embedded schedule; executor '{}'",
                            loc.file_name(), loc.line(), impl_->owned_executor->name());

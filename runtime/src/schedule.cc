@@ -97,7 +97,8 @@ ScheduleMatch MatchSchedule(const std::vector<const EmbeddedSchedule*>& entries,
   std::vector<const EmbeddedSchedule*> candidates;
   for (const EmbeddedSchedule* e : entries) {
     if (e->line == line && e->file != nullptr &&
-        ((!file.empty() && std::string_view(e->file) == file) || SameSpellings(SourcePathSpellings(e->file), site))) {
+        ((!file.empty() && std::string_view(e->file) == file) ||
+         SameSpellings(SourcePathSpellings(e->file), site))) {
       candidates.push_back(e);
     }
   }

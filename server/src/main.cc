@@ -64,18 +64,27 @@ int main(int argc, char** argv) {
   app.add_option("--role", role, "coordinator or server (default: TESSERA_ROLE)")
       ->check(CLI::IsMember({"coordinator", "server"}))
       ->required(role.empty());
-  app.add_option("--listen", listen,
-                 "endpoint to bind (tcp port 0 = ephemeral) (default: a coordinator's TESSERA_COORDINATOR, "
-                 "else tcp://TESSERA_BIND_HOST:0, that is tcp://127.0.0.1:0)");
-  app.add_option("--endpoint-file", endpoint_file, "coordinator: write the bound endpoint here (default: TESSERA_ENDPOINT_FILE, else none)");
-  app.add_option("--coordinator", coordinator, "server: the coordinator's endpoint (default: TESSERA_COORDINATOR)");
-  app.add_option("--rank", rank, "server: this server's rank (default: TESSERA_RANK, else 0)")->check(CLI::NonNegativeNumber);
-  app.add_option("--num-servers", num_servers, "coordinator: servers in the job (default: TESSERA_NUM_SERVERS, else 1)")
+  app.add_option(
+      "--listen", listen,
+      "endpoint to bind (tcp port 0 = ephemeral) (default: a coordinator's TESSERA_COORDINATOR, "
+      "else tcp://TESSERA_BIND_HOST:0, that is tcp://127.0.0.1:0)");
+  app.add_option(
+      "--endpoint-file", endpoint_file,
+      "coordinator: write the bound endpoint here (default: TESSERA_ENDPOINT_FILE, else none)");
+  app.add_option("--coordinator", coordinator,
+                 "server: the coordinator's endpoint (default: TESSERA_COORDINATOR)");
+  app.add_option("--rank", rank, "server: this server's rank (default: TESSERA_RANK, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--num-servers", num_servers,
+                 "coordinator: servers in the job (default: TESSERA_NUM_SERVERS, else 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--num-workers", num_workers, "coordinator: workers in the job (default: TESSERA_NUM_WORKERS, else 1)")
+  app.add_option("--num-workers", num_workers,
+                 "coordinator: workers in the job (default: TESSERA_NUM_WORKERS, else 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--secret", secret, "job secret required from every node (default: TESSERA_JOB_SECRET, else none)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off (default: "
+  app.add_option("--secret", secret,
+                 "job secret required from every node (default: TESSERA_JOB_SECRET, else none)");
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error, critical or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
 

@@ -27,7 +27,8 @@ std::string Bin(const std::string& name) {
 }
 
 // Runs a binary with a clean TESSERA_* environment plus `env` (e.g. "TESSERA_THREADS=2").
-RunResult RunBinary(const std::string& binary, const std::string& args, const std::string& env = "") {
+RunResult RunBinary(const std::string& binary, const std::string& args,
+                    const std::string& env = "") {
   return RunCommand("env -u TESSERA_THREADS -u TESSERA_LOG_LEVEL -u TESSERA_ROLE " + env + " " +
                     Bin(binary) + " " + args);
 }
@@ -135,7 +136,8 @@ class AppThreadsTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     std::ofstream ratings(dir_ / "ratings.txt");
     for (int u = 1; u <= 12; ++u) {
-      for (int i = 1; i <= 9; i += 1 + u % 3) ratings << u << " " << i << " " << (u + i) % 5 + 1 << "\n";
+      for (int i = 1; i <= 9; i += 1 + u % 3)
+        ratings << u << " " << i << " " << (u + i) % 5 + 1 << "\n";
     }
     std::ofstream docword(dir_ / "docword.txt");
     docword << "6\n8\n24\n";
@@ -146,14 +148,18 @@ class AppThreadsTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string Mf(const std::string& flags, const std::string& env = "") {
-    RunResult r = RunBinary("mf", "--train " + (dir_ / "ratings.txt").string() +
-                                " --epochs 1 -k 2 --log-level debug " + flags, env);
+    RunResult r = RunBinary("mf",
+                            "--train " + (dir_ / "ratings.txt").string() +
+                                " --epochs 1 -k 2 --log-level debug " + flags,
+                            env);
     exit_code_ = r.exit_code;
     return r.output;
   }
   std::string Lda(const std::string& flags, const std::string& env = "") {
-    RunResult r = RunBinary("lda", "--docword " + (dir_ / "docword.txt").string() +
-                                 " --topics 2 --iterations 1 --log-level debug " + flags, env);
+    RunResult r = RunBinary("lda",
+                            "--docword " + (dir_ / "docword.txt").string() +
+                                " --topics 2 --iterations 1 --log-level debug " + flags,
+                            env);
     exit_code_ = r.exit_code;
     return r.output;
   }
@@ -192,13 +198,15 @@ TEST_F(AppThreadsTest, AMalformedTesseraThreadsIsAnError) {
     const std::string env = std::string("TESSERA_THREADS=") + bad;
     std::string out = Mf("", env);
     EXPECT_EQ(exit_code_, 2) << bad << ": " << out;
-    EXPECT_NE(out.find("mf: TESSERA_THREADS='" + std::string(bad) + "' is not a number of executor threads"),
+    EXPECT_NE(out.find("mf: TESSERA_THREADS='" + std::string(bad) +
+                       "' is not a number of executor threads"),
               std::string::npos)
         << out;
     EXPECT_EQ(out.find("epoch"), std::string::npos) << "trained anyway: " << out;
     out = Lda("", env);
     EXPECT_EQ(exit_code_, 2) << bad << ": " << out;
-    EXPECT_NE(out.find("lda: TESSERA_THREADS='" + std::string(bad) + "'"), std::string::npos) << out;
+    EXPECT_NE(out.find("lda: TESSERA_THREADS='" + std::string(bad) + "'"), std::string::npos)
+        << out;
   }
 }
 

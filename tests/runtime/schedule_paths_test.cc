@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -25,10 +24,12 @@ using internal::SourcePathSpellings;
 
 TEST(SchedulePathTest, SpellingsAreLexicallyNormal) {
   EXPECT_EQ(SourcePathSpellings("./apps/mf/mf.cc"), std::vector<std::string>{"apps/mf/mf.cc"});
-  EXPECT_EQ(SourcePathSpellings("apps//mf/./x/../mf.cc"), std::vector<std::string>{"apps/mf/mf.cc"});
+  EXPECT_EQ(SourcePathSpellings("apps//mf/./x/../mf.cc"),
+            std::vector<std::string>{"apps/mf/mf.cc"});
   // The directories a relative path climbs out of are unknown at run time.
   EXPECT_EQ(SourcePathSpellings("../../apps/mf.cc"), std::vector<std::string>{"apps/mf.cc"});
-  EXPECT_EQ(SourcePathSpellings("/no/such/./dir/../mf.cc"), std::vector<std::string>{"/no/such/mf.cc"});
+  EXPECT_EQ(SourcePathSpellings("/no/such/./dir/../mf.cc"),
+            std::vector<std::string>{"/no/such/mf.cc"});
   EXPECT_TRUE(SourcePathSpellings("").empty());
   EXPECT_TRUE(SourcePathSpellings("..").empty());
   EXPECT_TRUE(SourcePathSpellings(".").empty());
