@@ -15,6 +15,9 @@
 #
 # Without tessc (TESSERA_BUILD_COMPILER=OFF, no Clang 16) the program still builds and runs
 # serially; a warning says so at configure time.
+#
+# Available after find_package(Tessera) (installed) or add_subdirectory(<tessera source>)
+# (vendored); see docs/cmake.md.
 function(tessera_add_program target)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;TESSC_ARGS;TESSC_OPTIONS" ${ARGN})
   if(NOT ARG_SOURCES)
@@ -22,10 +25,16 @@ function(tessera_add_program target)
   endif()
   add_executable(${target} ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE tessera::runtime ${ARG_LIBS})
-  if(NOT TARGET tessc)
+  if(NOT TARGET tessera::tessc)
     message(WARNING "tessera_add_program(${target}): tessc is not built; "
                     "'${target}' will run every parallel_for serially")
     return()
+  endif()
+  # tessc built in this tree (Tessera's own, or vendored): a dependency on its target; installed
+  # (an imported executable): on its file.
+  get_target_property(tessc_target tessera::tessc ALIASED_TARGET)
+  if(NOT tessc_target)
+    set(tessc_target "$<TARGET_FILE:tessera::tessc>")
   endif()
 
   # /usr/include as a -I would be searched before Clang's own builtin headers and break
@@ -44,12 +53,12 @@ function(tessera_add_program target)
     add_custom_command(
       OUTPUT "${out}"
       COMMAND "${CMAKE_COMMAND}" -E make_directory "${outdir}"
-      COMMAND tessc --emit=cpp -o "${out}" --depfile "${out}.d" ${ARG_TESSC_OPTIONS} "${abs}"
+      COMMAND "$<TARGET_FILE:tessera::tessc>" --emit=cpp -o "${out}" --depfile "${out}.d" ${ARG_TESSC_OPTIONS} "${abs}"
               -- -std=c++20
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
               ${ARG_TESSC_ARGS}
-      DEPENDS "${abs}" tessc
+      DEPENDS "${abs}" "${tessc_target}"
       DEPFILE "${out}.d"
       COMMENT "tessc: schedules for ${rel}"
       COMMAND_EXPAND_LISTS

@@ -40,6 +40,7 @@
 
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
+#include "tessera/version.h"
 
 namespace {
 
@@ -66,6 +67,7 @@ struct LdaOptions {
   std::string vocab_path;  // word of wordID n on line n; prints each topic's top words at the end
   int show_topics = 10;
   int top_words = 8;
+  int threads = 1;  // executor threads per process (TESSERA_THREADS is the default)
 };
 
 // A small fast generator (xoshiro-style quality is not needed; splitmix64 is plenty for MH).
@@ -473,42 +475,87 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Collapsed Gibbs LDA (alias/Metropolis-Hastings sampler) on Tessera DistArrays"};
+  app.set_version_flag("--version", std::string("lda ") + tessera::kVersion);
+  app.option_defaults()->always_capture_default();
   LdaOptions opt;
   // `tessera run --log-level L` passes L to every process as TESSERA_LOG_LEVEL.
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
-  app.add_option("--docword", opt.docword_path, "UCI bag-of-words file (D, W, NNZ, then docID wordID count)")
+  app.add_option("--docword", opt.docword_path,
+                 "UCI bag-of-words file (D, W, NNZ, then docID wordID count)")
       ->required();
-  app.add_option("-K,--topics", opt.topics)->capture_default_str()->check(CLI::Range(2, 100000));
-  app.add_option("--alpha", opt.alpha)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--beta", opt.beta)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--iterations", opt.iterations)->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--mh-steps", opt.mh_steps, "MH steps per token (alternating doc/word proposals)")
-      ->capture_default_str()->check(CLI::Range(1, 64));
-  app.add_option("--sampler", opt.sampler, "mh (alias + Metropolis-Hastings) or gibbs (exact, O(K))")
-      ->capture_default_str()->check(CLI::IsMember({"mh", "gibbs"}));
-  app.add_option("--max-docs", opt.max_docs, "use only documents 1..N (0: all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--staleness", opt.staleness, "staleness of the topic-totals table when distributed")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--data-parallel", opt.data_parallel,
-                 "run the sampling loop data-parallel (SSP, counts on the servers) with staleness S "
-                 "instead of the 2D schedule")
+  app.add_option("-K,--topics", opt.topics, "number of topics")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  app.add_option("--alpha", opt.alpha, "document-topic Dirichlet prior")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--beta", opt.beta, "topic-word Dirichlet prior")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--iterations", opt.iterations, "sampling passes over the corpus")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--eval-every", opt.eval_every, "log-likelihood every N iterations and at the last (0: never)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", opt.seed)->capture_default_str();
-  app.add_option("--metrics", opt.metrics_path, "write per-iteration metrics here (JSON lines)");
-  app.add_option("--vocab", opt.vocab_path, "vocabulary file: print the top words of the largest topics");
-  app.add_option("--show-topics", opt.show_topics)->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--top-words", opt.top_words)->capture_default_str()->check(CLI::Range(1, 100));
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
+  app.add_option("--mh-steps", opt.mh_steps, "MH steps per token (alternating doc/word proposals)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--sampler", opt.sampler,
+                 "mh (alias + Metropolis-Hastings) or gibbs (exact, O(K))")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mh", "gibbs"}));
+  app.add_option("--max-docs", opt.max_docs, "use only documents 1..N (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--staleness", opt.staleness,
+                 "staleness of the topic-totals table when distributed")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option(
+         "--data-parallel", opt.data_parallel,
+         "run the sampling loop data-parallel (SSP, counts on the servers) with staleness S "
+         "instead of the 2D schedule (default: off, the 2D schedule)")
+      ->default_str("")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", opt.threads,
+                 "executor threads per process: above 1, loops run in parallel under tessc's "
+                 "schedules (default: TESSERA_THREADS, else 1)")
+      ->check(CLI::Range(1, tessera::internal::kMaxExecutorSlots - 1));
+  app.add_option("--eval-every", opt.eval_every,
+                 "log-likelihood every N iterations and at the last (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", opt.seed, "seed of the initial topic assignments and of the sampler")
+      ->capture_default_str();
+  app.add_option("--metrics", opt.metrics_path,
+                 "write per-iteration metrics here (JSON lines) (default: none)");
+  app.add_option("--vocab", opt.vocab_path,
+                 "vocabulary file: print the top words of the largest topics (default: none)");
+  app.add_option("--show-topics", opt.show_topics,
+                 "with --vocab: how many of the largest topics to print")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-words", opt.top_words, "with --vocab: words printed per topic")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
+  // Without --threads, TESSERA_THREADS; a malformed value is an error, before any work.
+  if (app.count("--threads") == 0) {
+    const tessera::Result<int> env_threads = tessera::ThreadsFromEnvironment();
+    if (!env_threads.ok()) {
+      fmt::print(stderr, "lda: {}\n", env_threads.status().message());
+      return 2;
+    }
+    if (*env_threads > 0) opt.threads = *env_threads;
+  }
   if (tessera::Status s = tessera::SetLogLevel(log_level); !s.ok()) {
     fmt::print(stderr, "lda: {}\n", s.ToString());
     return 2;
   }
-  tessera::Context ctx(argc, argv);
+  tessera::ContextOptions context_options;
+  context_options.threads = opt.threads;
+  tessera::Context ctx(argc, argv, std::move(context_options));
   return Run(ctx, opt);
 }

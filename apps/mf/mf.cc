@@ -28,6 +28,7 @@
 
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
+#include "tessera/version.h"
 
 namespace {
 
@@ -47,6 +48,7 @@ struct MfOptions {
   int blocks = 0;  // order ratings in a blocks x blocks grid (0: automatic, 1: plain shuffle)
   std::string metrics_path;
   int data_parallel = -1;  // >= 0: run the SGD loop data-parallel with this staleness
+  int threads = 1;         // executor threads per process (TESSERA_THREADS is the default)
 };
 
 tessera::Result<tessera::TripleFormat> ParseFormat(const std::string& s) {
@@ -231,36 +233,64 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
 
 int main(int argc, char** argv) {
   CLI::App app{"SGD matrix factorization on a Tessera DistArray of ratings"};
+  app.set_version_flag("--version", std::string("mf ") + tessera::kVersion);
+  app.option_defaults()->always_capture_default();
   MfOptions opt;
   // `tessera run --log-level L` passes L to every process as TESSERA_LOG_LEVEL.
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
-  app.add_option("--train", opt.train_path, "ratings file (MovieLens tab, '::', CSV, or 'user item rating')")
+  app.add_option("--train", opt.train_path,
+                 "ratings file (MovieLens tab, '::', CSV, or 'user item rating')")
       ->required();
-  app.add_option("--test", opt.test_path, "held-out ratings file");
+  app.add_option("--test", opt.test_path, "held-out ratings file (default: none)");
   app.add_option("--test-fraction", opt.test_fraction, "hold out this fraction of --train instead")
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--format", opt.format, "auto, tab, colon, csv or plain")->capture_default_str();
-  app.add_option("-k,--rank", opt.rank, "latent factors")->capture_default_str()->check(CLI::Range(1, 4096));
-  app.add_option("--epochs", opt.epochs)->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("-k,--rank", opt.rank, "latent factors")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--epochs", opt.epochs, "passes over the training ratings")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--lr", opt.learning_rate, "initial learning rate")->capture_default_str();
   app.add_option("--decay", opt.decay, "learning-rate multiplier per epoch")->capture_default_str();
   app.add_option("--lambda", opt.lambda, "L2 regularization")->capture_default_str();
   app.add_option("--init-scale", opt.init_scale, "factors start uniform in [0, init-scale)")
       ->capture_default_str();
-  app.add_option("--seed", opt.seed)->capture_default_str();
-  app.add_option("--blocks", opt.blocks, "visit ratings in a shuffled BxB grid of blocks (0: automatic)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", opt.seed,
+                 "seed of the test split, the rating order and the initial factors")
+      ->capture_default_str();
+  app.add_option("--blocks", opt.blocks,
+                 "visit ratings in a shuffled BxB grid of blocks (0: automatic)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--within-block", opt.within_block, "order inside a block: sorted or shuffled")
-      ->capture_default_str()->check(CLI::IsMember({"sorted", "shuffled"}));
-  app.add_option("--metrics", opt.metrics_path, "write per-epoch metrics here (JSON lines)");
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sorted", "shuffled"}));
+  app.add_option("--metrics", opt.metrics_path,
+                 "write per-epoch metrics here (JSON lines) (default: none)");
   app.add_option("--data-parallel", opt.data_parallel,
                  "run the SGD loop data-parallel (SSP, parameters on the servers) with staleness S "
-                 "instead of the 2D schedule")
+                 "instead of the 2D schedule (default: off, the 2D schedule)")
+      ->default_str("")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (default: "
+  app.add_option("--threads", opt.threads,
+                 "executor threads per process: above 1, loops run in parallel under tessc's "
+                 "schedules (default: TESSERA_THREADS, else 1)")
+      ->check(CLI::Range(1, tessera::internal::kMaxExecutorSlots - 1));
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
+  // Without --threads, TESSERA_THREADS; a malformed value is an error, before any work.
+  if (app.count("--threads") == 0) {
+    const tessera::Result<int> env_threads = tessera::ThreadsFromEnvironment();
+    if (!env_threads.ok()) {
+      fmt::print(stderr, "mf: {}\n", env_threads.status().message());
+      return 2;
+    }
+    if (*env_threads > 0) opt.threads = *env_threads;
+  }
   if (opt.test_fraction > 0 && !opt.test_path.empty()) {
     fmt::print(stderr, "mf: give --test or --test-fraction, not both\n");
     return 2;
@@ -269,6 +299,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "mf: {}\n", s.ToString());
     return 2;
   }
-  tessera::Context ctx(argc, argv);
+  tessera::ContextOptions context_options;
+  context_options.threads = opt.threads;
+  tessera::Context ctx(argc, argv, std::move(context_options));
   return Run(ctx, opt);
 }

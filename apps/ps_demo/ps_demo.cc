@@ -22,6 +22,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/server/coordinator.h"
 #include "tessera/server/server.h"
+#include "tessera/version.h"
 
 namespace {
 
@@ -54,6 +55,8 @@ Shard MakeShard(int rank, int samples, int dim, float noise) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server demo: data-parallel least squares with SSP"};
+  app.set_version_flag("--version", std::string("ps_demo ") + tessera::kVersion);
+  app.option_defaults()->always_capture_default();
   int clocks = 30, samples = 20000, dim = 64, batch = 2000, staleness = 1, row_width = 64;
   float lr = 0.3f, noise = 0.1f;
   std::string log_level = "warn";
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
   int print_every = 5;
   app.add_option("--print-every", print_every, "print the loss every N clocks")
       ->check(CLI::PositiveNumber);
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off");
   CLI11_PARSE(app, argc, argv);
   if (auto s = tessera::SetLogLevel(log_level); !s.ok()) {
     spdlog::error("{}", s.ToString());

@@ -5,6 +5,7 @@
 // Exit status: 0 when every translation unit compiled and every site got a schedule; 1 when a
 // site cannot be parallelized or Clang reported an error (diagnostics on stderr); 2 on bad usage.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -16,6 +17,22 @@
 #include "tessera/common/logging.h"
 #include "tessera/compiler/analyzer.h"
 #include "tessera/compiler/schedule_json.h"
+#include "tessera/version.h"
+
+namespace {
+
+// An installed tessc carries its own copy of Clang's builtin headers at
+// <its directory>/TESSC_INSTALLED_RESOURCE_DIR, so that an installed tree works wherever it is
+// moved; the one in the build tree uses the Clang it was built against. Empty when there is none.
+std::string InstalledResourceDir() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path dir = self.parent_path() / TESSC_INSTALLED_RESOURCE_DIR;
+  return std::filesystem::is_directory(dir / "include", ec) ? dir.lexically_normal().string() : "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Everything after `--` is the compiler command line, which CLI11 must not parse.
@@ -31,18 +48,23 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"tessc: partitions Tessera parallel_for loops (Clang 16 LibTooling)"};
+  app.set_version_flag("--version", std::string("tessc ") + tessera::kVersion);
+  app.option_defaults()->always_capture_default();
   std::string emit = "none";
   std::string output;
   std::string log_level = "warn";
   std::string depfile;
   app.add_option("sources", options.sources, "Source files to analyse")->required();
-  app.add_option("-p,--build-path", options.build_path,
-                 "Directory with compile_commands.json (flags after -- are appended)");
+  app.add_option(
+      "-p,--build-path", options.build_path,
+      "Directory with compile_commands.json (flags after -- are appended) (default: none: "
+      "the flags after --, else the compile_commands.json found above the sources)");
   app.add_option("--emit", emit, "What to write: none, json (schedules) or cpp (registration)")
       ->check(CLI::IsMember({"none", "json", "cpp"}));
   app.add_option("-o,--output", output, "Output file (default: stdout)");
   app.add_option("--depfile", depfile,
-                 "Write a Make-style dependency file for -o (every file the sources include)");
+                 "Write a Make-style dependency file for -o (every file the sources include) "
+                 "(default: none)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off");
   app.add_flag("--prefer-data-parallel", options.prefer_data_parallel,
                "Give loops that carry tessera::DataParallel a data_parallel schedule even where a "
@@ -51,6 +73,17 @@ int main(int argc, char** argv) {
     app.parse(own_argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  // The compiler arguments are where the resource directory goes (appended, so that Clang takes
+  // it over the built-in default); with neither -p nor `--` the database found next to the
+  // sources is used as it is.
+  if (options.have_fixed_args || !options.build_path.empty()) {
+    bool given = false;
+    for (const std::string& a : options.fixed_args) given |= a.rfind("-resource-dir", 0) == 0;
+    if (const std::string dir = InstalledResourceDir(); !given && !dir.empty()) {
+      options.fixed_args.push_back("-resource-dir=" + dir);
+      options.have_fixed_args = true;
+    }
   }
   if (!depfile.empty() && output.empty()) {
     spdlog::error("tessc: --depfile needs -o");

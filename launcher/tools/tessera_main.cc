@@ -28,6 +28,7 @@
 #include "tessera/launcher/rank_env.h"
 #include "tessera/launcher/subprocess.h"
 #include "tessera/launcher/supervisor.h"
+#include "tessera/version.h"
 
 namespace {
 
@@ -97,7 +98,9 @@ struct RunFlags {
 
 // Registers the `run` flags; their defaults are those of RunFlags.
 void AddRunFlags(CLI::App* run, RunFlags* flags) {
-  run->add_option("-w,--workers", flags->workers, "Number of worker processes (>= 1)")->required();
+  run->add_option("-w,--workers", flags->workers, "Number of worker processes (>= 1)")
+      ->required()
+      ->default_str("");
   run->add_option("-s,--servers", flags->servers, "Number of server processes (>= 1)")
       ->capture_default_str();
   run->add_option("--log-level", flags->log_level,
@@ -108,16 +111,20 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
       ->capture_default_str();
   run->add_option("--server-bin", flags->server_bin,
                   "tessera-server executable (default: next to this binary)");
-  run->add_option("-x,--env", flags->env,
-                  "NAME or NAME=VALUE: pass a variable to every process (repeatable)");
-  run->add_option("--hostfile", flags->hostfile,
-                  "Spread processes over the hosts in FILE (lines `host [slots=N]`)");
+  run->add_option(
+      "-x,--env", flags->env,
+      "NAME or NAME=VALUE: pass a variable to every process (repeatable) (default: none)");
+  run->add_option(
+      "--hostfile", flags->hostfile,
+      "Spread processes over the hosts in FILE (lines `host [slots=N]`) (default: none, "
+      "every process on this host)");
   run->add_option("--ssh", flags->ssh, "Command that runs a command on a host")
       ->capture_default_str();
   run->add_flag("--from-env", flags->from_env,
                 "Become one process of the job, chosen by the srun/mpirun rank");
   run->add_option("--coordinator", flags->coordinator,
-                  "With --from-env: HOST[:PORT] of the coordinator (rank 0)");
+                  "With --from-env: HOST[:PORT] of the coordinator (rank 0) (default: from the "
+                  "srun/mpirun environment)");
   run->add_option("--startup-timeout", flags->startup_timeout_s,
                   "Seconds the coordinator has to publish its endpoint")
       ->capture_default_str();
@@ -184,6 +191,8 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"tessera: starts and supervises a Tessera job (coordinator, servers, workers)"};
+  app.set_version_flag("--version", std::string("tessera ") + tessera::kVersion);
+  app.option_defaults()->always_capture_default();  // before add_subcommand, which copies it
   app.require_subcommand(1);
   CLI::App* run = app.add_subcommand(
       "run", "Run PROGRAM as W workers with S servers: tessera run -w W -s S [options] -- "
@@ -200,6 +209,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Without `--` the program shows up as an unexpected argument: say what is really missing.

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -36,7 +38,39 @@ int EnvIntOr(const char* name, int fallback) {
   return (end != nullptr && *end == '\0') ? static_cast<int>(parsed) : fallback;
 }
 
+// Why a call site may have found no schedule, for the warning that says it did not.
+std::string UnmatchedSiteHint(const std::vector<const EmbeddedSchedule*>& schedules) {
+  if (schedules.empty()) {
+    return "the program embeds no schedules (build it with tessera_add_program, or run tessc)";
+  }
+  std::vector<std::string> files;
+  for (const EmbeddedSchedule* e : schedules) {
+    if (e->file != nullptr && std::find(files.begin(), files.end(), e->file) == files.end()) {
+      files.push_back(e->file);
+    }
+  }
+  std::string hint = "the program embeds schedules for ";
+  for (size_t i = 0; i < files.size() && i < 3; ++i) hint += (i > 0 ? ", " : "") + files[i];
+  if (files.size() > 3) hint += " and " + std::to_string(files.size() - 3) + " more files";
+  return hint + " (is this source built through tessera_add_program, and unchanged since?)";
+}
+
 }  // namespace
+
+Result<int> ThreadsFromEnvironment() {
+  const char* v = std::getenv("TESSERA_THREADS");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long parsed = std::strtol(v, &end, 10);
+  if (errno != 0 || !std::isdigit(static_cast<unsigned char>(*v)) || *end != '\0' || parsed < 1 ||
+      parsed >= internal::kMaxExecutorSlots) {
+    return Status::InvalidArgument("TESSERA_THREADS='" + std::string(v) +
+                                   "' is not a number of executor threads (1 to " +
+                                   std::to_string(internal::kMaxExecutorSlots - 1) + ")");
+  }
+  return static_cast<int>(parsed);
+}
 
 struct Context::Impl {
   JobInfo job;
@@ -118,9 +152,15 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
   impl_->schedules = internal::AllEmbeddedSchedules();
 
   const std::string program = (argc > 0 && argv != nullptr && argv[0] != nullptr) ? argv[0] : "";
-  int threads = options.threads > 0       ? options.threads
-                : options.read_environment ? EnvIntOr("TESSERA_THREADS", 1)
-                                           : 1;
+  int threads = options.threads > 0 ? options.threads : 1;
+  if (options.threads <= 0 && options.read_environment) {
+    const Result<int> env_threads = ThreadsFromEnvironment();
+    if (!env_threads.ok()) {
+      internal::CheckFailed(__FILE__, __LINE__,
+                            "reading the environment:", env_threads.status().message().c_str());
+    }
+    if (*env_threads > 0) threads = *env_threads;
+  }
   if (threads < 1 || threads >= internal::kMaxExecutorSlots) {
     impl_->logger->warn("{} executor threads requested; using {}", threads,
                         std::clamp(threads, 1, internal::kMaxExecutorSlots - 1));
@@ -177,6 +217,14 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
     } else if (m.count > 1) {
       impl_->logger->warn("parallel_for at {}:{}: {} embedded schedules match (ambiguous); ignoring them",
                           loc.file_name(), loc.line(), m.count);
+    } else if (impl_->mode == ExecutionMode::kDistributed ||
+               impl_->owned_executor->concurrency() > 1) {
+      // Only a parallel or distributed run loses anything without a schedule.
+      impl_->logger->warn(
+          "parallel_for at {}:{}: no schedule from tessc matches this call site, "
+          "so executor '{}' runs it unpartitioned; {}",
+          loc.file_name(), loc.line(), impl_->owned_executor->name(),
+          UnmatchedSiteHint(impl_->schedules));
     } else {
       impl_->logger->debug("parallel_for at {}:{}: no embedded schedule; executor '{}'",
                            loc.file_name(), loc.line(), impl_->owned_executor->name());

@@ -6,6 +6,9 @@
 // changes at run time hangs off a Context.
 #include "tessera/schedule.h"
 
+#include <filesystem>
+#include <string>
+#include <system_error>
 #include <vector>
 
 #include "internal/schedule_table.h"
@@ -36,19 +39,66 @@ std::vector<const EmbeddedSchedule*> AllEmbeddedSchedules() {
   return all;
 }
 
-bool SameSourceFile(std::string_view a, std::string_view b) {
+namespace {
+
+// Equal, or the shorter one is a suffix of the longer starting right after a '/'.
+bool SameSpelling(std::string_view a, std::string_view b) {
   if (a == b) return true;
   if (a.size() < b.size()) std::swap(a, b);
-  // b must be a suffix of a that starts right after a '/'.
   if (b.empty() || !a.ends_with(b)) return false;
   return a[a.size() - b.size() - 1] == '/';
 }
 
+bool SameSpellings(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const std::string& x : a) {
+    for (const std::string& y : b) {
+      if (SameSpelling(x, y)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> SourcePathSpellings(std::string_view path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> spellings;
+  if (path.empty()) return spellings;
+  fs::path lexical = fs::path(path).lexically_normal();
+  if (lexical.is_relative()) {
+    fs::path rest;
+    bool leading = true;
+    for (const fs::path& part : lexical) {
+      if (leading && part == "..") continue;
+      leading = false;
+      rest /= part;
+    }
+    lexical = rest;
+  }
+  if (lexical.empty() || lexical == ".") return spellings;
+  spellings.push_back(lexical.string());
+  if (lexical.is_absolute()) {
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(lexical, ec);
+    if (!ec && canonical != lexical) spellings.push_back(canonical.string());
+  }
+  return spellings;
+}
+
+bool SameSourceFile(std::string_view a, std::string_view b) {
+  if (a == b) return !a.empty();
+  return SameSpellings(SourcePathSpellings(a), SourcePathSpellings(b));
+}
+
 ScheduleMatch MatchSchedule(const std::vector<const EmbeddedSchedule*>& entries,
                             std::string_view file, unsigned line, unsigned column) {
+  // Spellings are computed only for entries on the right line: the others cost a comparison.
+  const std::vector<std::string> site = SourcePathSpellings(file);
   std::vector<const EmbeddedSchedule*> candidates;
   for (const EmbeddedSchedule* e : entries) {
-    if (e->line == line && e->file != nullptr && SameSourceFile(e->file, file)) {
+    if (e->line == line && e->file != nullptr &&
+        ((!file.empty() && std::string_view(e->file) == file) ||
+         SameSpellings(SourcePathSpellings(e->file), site))) {
       candidates.push_back(e);
     }
   }

@@ -21,6 +21,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/server/coordinator.h"
 #include "tessera/server/server.h"
+#include "tessera/version.h"
 
 namespace {
 
@@ -47,6 +48,8 @@ tessera::Status WriteEndpointFile(const std::string& path, const std::string& en
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera parameter-server node (coordinator or server shard)"};
+  app.set_version_flag("--version", std::string("tessera-server ") + tessera::kVersion);
+  app.option_defaults()->always_capture_default();
   std::string role = EnvOr("TESSERA_ROLE", "");
   std::string listen;
   std::string endpoint_file = EnvOr("TESSERA_ENDPOINT_FILE", "");
@@ -58,20 +61,31 @@ int main(int argc, char** argv) {
   int num_workers = std::atoi(EnvOr("TESSERA_NUM_WORKERS", "1").c_str());
   std::string bind_host = EnvOr("TESSERA_BIND_HOST", "127.0.0.1");
 
-  app.add_option("--role", role, "coordinator or server")
+  app.add_option("--role", role, "coordinator or server (default: TESSERA_ROLE)")
       ->check(CLI::IsMember({"coordinator", "server"}))
       ->required(role.empty());
-  app.add_option("--listen", listen,
-                 "endpoint to bind (tcp port 0 = ephemeral); default tcp://BIND_HOST:0");
-  app.add_option("--endpoint-file", endpoint_file, "coordinator: write the bound endpoint here");
-  app.add_option("--coordinator", coordinator, "server: the coordinator's endpoint");
-  app.add_option("--rank", rank, "server: this server's rank")->check(CLI::NonNegativeNumber);
-  app.add_option("--num-servers", num_servers, "coordinator: servers in the job")
+  app.add_option(
+      "--listen", listen,
+      "endpoint to bind (tcp port 0 = ephemeral) (default: a coordinator's TESSERA_COORDINATOR, "
+      "else tcp://TESSERA_BIND_HOST:0, that is tcp://127.0.0.1:0)");
+  app.add_option(
+      "--endpoint-file", endpoint_file,
+      "coordinator: write the bound endpoint here (default: TESSERA_ENDPOINT_FILE, else none)");
+  app.add_option("--coordinator", coordinator,
+                 "server: the coordinator's endpoint (default: TESSERA_COORDINATOR)");
+  app.add_option("--rank", rank, "server: this server's rank (default: TESSERA_RANK, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--num-servers", num_servers,
+                 "coordinator: servers in the job (default: TESSERA_NUM_SERVERS, else 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--num-workers", num_workers, "coordinator: workers in the job")
+  app.add_option("--num-workers", num_workers,
+                 "coordinator: workers in the job (default: TESSERA_NUM_WORKERS, else 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--secret", secret, "job secret required from every node");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off");
+  app.add_option("--secret", secret,
+                 "job secret required from every node (default: TESSERA_JOB_SECRET, else none)");
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error, critical or off (default: "
+                 "TESSERA_LOG_LEVEL, else info)");
   CLI11_PARSE(app, argc, argv);
 
   if (auto s = tessera::SetLogLevel(log_level); !s.ok()) {

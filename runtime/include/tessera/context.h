@@ -56,9 +56,16 @@ struct ContextOptions {
   bool read_environment = true;
   // Executor threads when `executor` is null: above 1, loops run under tessc's schedules on that
   // many threads (the parallel executor, docs/runtime.md); 1 is the serial executor. Default: 0,
-  // meaning TESSERA_THREADS from the environment when read_environment, else 1.
+  // meaning TESSERA_THREADS from the environment when read_environment (ThreadsFromEnvironment;
+  // a malformed value aborts), else 1.
   int threads = 0;
 };
+
+// The executor threads TESSERA_THREADS asks for: 0 when it is unset or empty; InvalidArgument
+// (naming the variable and its value) when it is not an integer in [1, 63]. A Context reads it when
+// ContextOptions::threads is 0 (and aborts with that message on a bad value); programs with a
+// --threads flag use it as the flag's default.
+Result<int> ThreadsFromEnvironment();
 
 class Context {
  public:

@@ -3,6 +3,7 @@
 #define TESSERA_RUNTIME_SRC_INTERNAL_SCHEDULE_TABLE_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,7 +19,15 @@ struct ScheduleRange {
 // Every registered entry, in registration order.
 std::vector<const EmbeddedSchedule*> AllEmbeddedSchedules();
 
-// Equal paths, or one a suffix of the other starting right after a '/'.
+// The spellings a source path is compared under: its lexical normal form ("." and "dir/.."
+// removed, "//" collapsed; a relative path loses its leading "../" components, since what they
+// climb out of is unknown at run time), and, for an absolute path that exists, also its
+// canonical form (symlinks resolved). Relative paths are never resolved against the current
+// directory, which at run time is not the compiler's.
+std::vector<std::string> SourcePathSpellings(std::string_view path);
+
+// Whether a and b name the same file: some spelling of one equals some spelling of the other, or
+// is a suffix of it that starts right after a '/'.
 bool SameSourceFile(std::string_view a, std::string_view b);
 
 struct ScheduleMatch {
