@@ -43,15 +43,9 @@ constexpr size_t kMaxForgetRows = 4096;
 // than the requests a few readers keep in flight.
 constexpr size_t kMaxSpareGetNodes = 64;
 // The I/O thread, parked while callers receive, takes the receive role back once this long has
-// passed since a caller last received: a push nobody waits for waits at most about this long to
-// be applied. Callers let the role go without waking the I/O thread, so one that reads batch
-// after batch keeps receiving its replies itself (see AwaitReady); the parked thread sleeps
-// until the interval after the latest caller round ends, so while callers keep receiving it
-// wakes about once per interval: each wake-up of a thread that finds nothing to do costs the
-// other threads of the process CPU (sleeping 2 ms instead of checking every 0.5 ms cut cold
-// reads' CPU per row by 7% with one client; 1 ms measured the same as 2 ms). Not longer: pushes
-// then wait longer, and data-parallel LDA converged a little slower with 2 ms (bench/README.md
-// "Session 8").
+// passed since a caller last received: the bound on how late a push nobody waits for is applied,
+// and about how often the parked thread wakes. Longer saves wake-ups but slowed data-parallel
+// LDA's convergence (bench/README.md, ps_bench tuning notes).
 constexpr std::chrono::microseconds kParkInterval{1000};
 // A caller holding the receive role sleeps in poll at most this long per round.
 constexpr std::chrono::milliseconds kMaxReceiveRound{5};
@@ -343,9 +337,9 @@ struct ClientTable {
   // consecutive rows then touches a few stripes rather than all of them, its cache entries sit
   // side by side, and the I/O thread filling one batch and a reader going through the previous
   // one rarely want the same lock. Under a capacity a block is at most a stripe's share, so any
-  // run of consecutive rows that fits the cache fits its stripes. Not larger than 8 rows: blocks
-  // of 32 and 64 (fewer locks per batch) made cold reads slower, not faster (bench/README.md
-  // "Session 8"). The cache keeps its entries by the same blocks (EntryBlock).
+  // run of consecutive rows that fits the cache fits its stripes. Not larger than 8 rows: larger
+  // blocks made cold reads slower (bench/README.md, ps_bench tuning notes). The cache keeps its
+  // entries by the same blocks (EntryBlock).
   int block_shift;
   size_t block_rows() const { return size_t{1} << block_shift; }
   uint64_t BlockOf(RowId row) const { return row >> block_shift; }
