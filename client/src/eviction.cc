@@ -36,14 +36,12 @@ void PrefetchVictims(const ClientTable& table, std::span<const RowId> rows) {
   }
 }
 
-// Drops at least `target` rows of the stripe (fewer if that many may not go; whole blocks, so
-// up to a block's rows more); EvictIfOver drops a quarter of the stripe's capacity (at least
-// one row), so that the sweep and the bookkeeping are paid per batch. CLOCK over blocks: the
-// hand skips a block (and clears its rows' bits) if any of its rows has its bit set (see
-// CacheEntry::referenced) or may not be dropped: not yet answered, with a pending error, or
-// with reads waiting on it. A row that has been answered has no request in flight (only rows
-// never answered are requested; later values come as pushes), so an eviction never races a
-// reply. (EvictBlocks in eviction.h.)
+// Callers drop a quarter of the stripe's capacity at a time (at least one row; EvictIfOver), so
+// that the sweep and the bookkeeping are paid per batch. CLOCK over blocks: the hand skips a
+// block (and clears its rows' bits) if any of its rows has its bit set (see
+// CacheEntry::referenced) or may not be dropped: not yet answered, with a pending error, or with
+// reads waiting on it. A row that has been answered has no request in flight (only rows never
+// answered are requested; later values come as pushes), so an eviction never races a reply.
 size_t EvictBlocks(ClientTable& table, Stripe& stripe, size_t target, uint32_t num_servers) {
   const size_t block_rows = table.block_rows();
   // The blocks under the hand are the coldest of the cache: fetch those it will look at

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "row_readers.h"
+#include "shard_table.h"
 #include "tessera/common/logging.h"
 #include "tessera/common/prefetch.h"
 #include "tessera/table/row_index.h"
@@ -28,193 +30,18 @@
 #include "tessera/transport/router.h"
 
 namespace tessera {
+
+using server_internal::kClean;
+using server_internal::kPushedEarly;
+using server_internal::ShardTable;
+using server_internal::StoredRow;
+using server_internal::Subscribers;
+using server_internal::UnwrittenBlock;
+
 namespace {
 
 constexpr int64_t kLeftClock = std::numeric_limits<int64_t>::max();
-constexpr int64_t kClean = -1;
-constexpr int64_t kPushedEarly = -2;
 constexpr int kMaxRoundsPerPoll = 256;
-
-// Worker ranks that read a row: a bit per rank below 64 (no allocation for the common job
-// sizes), a sorted vector for the others.
-class Subscribers {
- public:
-  bool empty() const { return low_ == 0 && high_.empty(); }
-  // Returns whether `w` is new.
-  bool Add(uint32_t w) {
-    if (w < 64) {
-      bool added = (low_ & (uint64_t{1} << w)) == 0;
-      low_ |= uint64_t{1} << w;
-      return added;
-    }
-    auto it = std::lower_bound(high_.begin(), high_.end(), w);
-    if (it != high_.end() && *it == w) return false;
-    high_.insert(it, w);
-    return true;
-  }
-  // Returns whether `w` was there.
-  bool Remove(uint32_t w) {
-    if (w < 64) {
-      bool had = (low_ & (uint64_t{1} << w)) != 0;
-      low_ &= ~(uint64_t{1} << w);
-      return had;
-    }
-    auto it = std::lower_bound(high_.begin(), high_.end(), w);
-    if (it == high_.end() || *it != w) return false;
-    high_.erase(it);
-    return true;
-  }
-  void Clear() {
-    low_ = 0;
-    high_.clear();
-  }
-  template <typename F>
-  void ForEach(F f) const {
-    for (uint64_t bits = low_; bits != 0; bits &= bits - 1)
-      f(static_cast<uint32_t>(std::countr_zero(bits)));
-    for (uint32_t w : high_) f(w);
-  }
-
- private:
-  uint64_t low_ = 0;
-  std::vector<uint32_t> high_;
-};
-
-// The readers of a block of kRows consecutive rows nobody has written: per reader, which rows
-// of the block it read. A reader of consecutive rows (a batch, a stream) subscribes to and
-// unsubscribes from a block's rows with one index lookup instead of one per row.
-class UnwrittenBlock {
- public:
-  static constexpr unsigned kShift = 6;
-  static constexpr unsigned kRows = 1u << kShift;
-  static uint64_t BlockOf(RowId row) { return row >> kShift; }
-
-  bool empty() const { return readers_.empty(); }
-  // Returns whether `w` had not read `row` (a row of this block).
-  bool Add(uint32_t w, RowId row) {
-    const uint64_t bit = Bit(row);
-    for (Reader& r : readers_) {
-      if (r.worker != w) continue;
-      const bool added = (r.rows & bit) == 0;
-      r.rows |= bit;
-      return added;
-    }
-    readers_.push_back({w, bit});
-    return true;
-  }
-  // Returns whether `w` had read `row`.
-  bool Remove(uint32_t w, RowId row) {
-    const uint64_t bit = Bit(row);
-    for (size_t i = 0; i < readers_.size(); ++i) {
-      if (readers_[i].worker != w) continue;
-      if ((readers_[i].rows & bit) == 0) return false;
-      Clear(i, bit);
-      return true;
-    }
-    return false;
-  }
-  // Moves the readers of `row` to `to` (the row is being written for the first time).
-  void MoveReaders(RowId row, Subscribers& to) {
-    const uint64_t bit = Bit(row);
-    for (size_t i = 0; i < readers_.size();) {
-      if ((readers_[i].rows & bit) != 0) {
-        to.Add(readers_[i].worker);
-        if (Clear(i, bit)) continue;  // reader i is another one now
-      }
-      ++i;
-    }
-  }
-  // For RowIndex::Erase: keeps the storage for the next block.
-  void Reset() { readers_.clear(); }
-
- private:
-  struct Reader {
-    uint32_t worker;
-    uint64_t rows;  // bit i: row block * kRows + i
-  };
-  static uint64_t Bit(RowId row) { return uint64_t{1} << (row & (kRows - 1)); }
-  // Clears `bit` of reader i, which goes once it has read no row of the block (the last reader
-  // takes its place); returns whether it went.
-  bool Clear(size_t i, uint64_t bit) {
-    readers_[i].rows &= ~bit;
-    if (readers_[i].rows != 0) return false;
-    readers_[i] = readers_.back();
-    readers_.pop_back();
-    return true;
-  }
-  std::vector<Reader> readers_;
-};
-
-// A written row of a shard. What an unsubscription checks comes first, on the entry's first
-// cache line.
-struct StoredRow {
-  RowId id = 0;
-  Subscribers subscribers;
-  TableId table = 0;
-  RowValues values;
-  // kClean, or kPushedEarly (still listed in dirty_ but sent since), or the clock at which it
-  // changed and was listed in dirty_ for the next push.
-  int64_t dirty_epoch = -1;
-  double change = 0;  // sum |delta / value| since last sent (kRelativeMagnitude only)
-};
-
-struct ShardTable {
-  TableSpec spec;
-  // Rows written so far. They stay put (dirty_ points at them) and are never erased.
-  RowIndex<StoredRow> rows;
-  // The readers of rows nobody has written yet (all zeros, so nothing to store but who to push
-  // them to once written), by block (UnwrittenBlock::BlockOf). Kept apart from `rows` and erased
-  // when a block's last reader unsubscribes, so a worker streaming through rows nobody wrote
-  // keeps a small, cache-resident index busy rather than a large one, and does not grow it
-  // either. A row's readers move to its StoredRow when it is first written.
-  RowIndex<UnwrittenBlock> unwritten_readers;
-
-  // The row with its values, for an update; created (all zeros) on the first.
-  StoredRow& RowToUpdate(RowId id) {
-    auto [row, inserted] = rows.FindOrAdd(id);
-    if (inserted) {
-      row->table = spec.id;
-      row->id = id;
-      row->values = RowValues::Zero(spec);
-      const uint64_t block = UnwrittenBlock::BlockOf(id);
-      if (UnwrittenBlock* readers = unwritten_readers.Find(block)) {
-        readers->MoveReaders(id, row->subscribers);
-        if (readers->empty()) unwritten_readers.Erase(block);
-      }
-    }
-    return *row;
-  }
-  // Writes the row's values; a null `row` is one nobody has written, all zeros (a cold read of
-  // it costs no allocation and no copy of zeros).
-  void WriteValues(const StoredRow* row, proto::Values::Builder out) const {
-    if (row != nullptr) {
-      row->values.ToProto(out);
-    } else {
-      RowValues::ZeroToProto(spec, out);
-    }
-  }
-  // Words `n` of this table's rows take in a RowBatch: dense rows packed in one block (the
-  // cells, a row id each, headers); sparse rows, per row a Row and a Values struct and list
-  // headers, about 8 words, and the message grows for their cells as needed.
-  size_t MessageWords(size_t n) const {
-    if (spec.sparse) return n * 8 + 16;
-    return (n * spec.width * ValueTypeSize(spec.value_type) + 7) / sizeof(capnp::word) + n + 24;
-  }
-  // Writes `n` rows of this dense table into `block`, packed: row i is `id_of(i)`, with the
-  // cells of `row_of(i)` (null: a row nobody has written, all zeros as the block starts out).
-  // REQUIRES: !spec.sparse.
-  template <typename IdOf, typename RowOf>
-  void WriteDenseBlock(size_t n, IdOf id_of, RowOf row_of, proto::DenseRows::Builder block) {
-    block.setTable(spec.id);
-    auto ids = block.initRows(static_cast<unsigned>(n));
-    std::byte* cells = RowValues::InitDenseBlock(block.initValues(), spec, n);
-    const size_t row_bytes = spec.width * ValueTypeSize(spec.value_type);
-    for (unsigned i = 0; i < n; ++i) {
-      ids.set(i, id_of(i));
-      if (const StoredRow* row = row_of(i)) row->values.CopyDenseTo(cells + i * row_bytes);
-    }
-  }
-};
 
 struct Peer {
   std::string identity;      // empty until the worker registers here
