@@ -11,8 +11,9 @@
 //          Get of each row with --per-row-get, then Prefetch of the batch `window` ahead), as a
 //          loader that reads ahead does. The ceiling keeps as many in flight (it sends a request
 //          once it has received a reply), and by default (16) about as many as its rate stops
-//          growing with (bench/README.md, session 12): with a few, both sides wait on round
-//          trips, and one batch more or less moves Tessera's rate by up to a quarter.
+//          growing with (bench/README.md, "The ceiling by window"): with a few, both sides
+//          wait on round trips, and one batch more or less moves Tessera's rate by up to a
+//          quarter.
 //   get-uncached - the same reads with StartUncachedRead / WaitUncachedRead: each reply goes
 //          straight into the reader's buffer, past the process cache; `window` reads in flight,
 //          as the ceiling has.

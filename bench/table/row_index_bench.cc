@@ -1,5 +1,5 @@
-// RowIndex as a client's cache stripe used it until session 13, an entry per row, under a
-// capacity while a reader streams rows it reads once: every new row is added, and once the
+// RowIndex as a client's cache stripe used it with an entry per row (before entries by blocks),
+// under a capacity while a reader streams rows it reads once: every new row is added, and once the
 // stripe is full a quarter of its rows, the oldest, is erased per eviction. The rows come in
 // blocks of 8 consecutive ids per stripe (ClientTable::StripeOf), which RowIndex keeps in
 // consecutive slots. The victims are erased in order, or last first, which is the order eviction
@@ -16,7 +16,7 @@
 
 namespace {
 
-// The size of a cache entry of those sessions, with a Reset() as CacheEntry has.
+// The size of a per-row cache entry of that design, with a Reset() as CacheEntry has.
 struct Entry {
   bool valid = false;
   char rest[135] = {};

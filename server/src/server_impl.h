@@ -1,0 +1,143 @@
+// Server::Impl: a server shard's node. One loop thread owns all of its state; the flows are in
+// the files of their concern:
+//   server.cc          joining the job, the loop, dispatch, registration, tables, rejections
+//   server_reads.cc    reads (answered now or parked until the clock allows), subscriptions
+//   server_updates.cc  update batches applied to the shard, the workers' vector clock
+//   server_push.cc     pushes of changed rows at each clock, and early under a budget
+// The parts: a table's shard (shard_table.h) and who reads its rows (row_readers.h).
+#ifndef TESSERA_SERVER_SRC_SERVER_IMPL_H_
+#define TESSERA_SERVER_SRC_SERVER_IMPL_H_
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include <zmq.hpp>
+
+#include "shard_table.h"
+#include "tessera/server/server.h"
+#include "tessera/transport/message.h"
+#include "tessera/transport/node_thread.h"
+
+namespace tessera {
+namespace server_internal {
+
+// The clock of a worker that left: it holds back nobody's reads.
+constexpr int64_t kLeftClock = std::numeric_limits<int64_t>::max();
+
+// A worker as this server knows it.
+struct Peer {
+  std::string identity;      // empty until the worker registers here
+  bool unreachable = false;  // its connection is gone; logged once, skipped by pushes
+  int64_t clock = 0;         // the worker completed clocks < clock
+  uint64_t applied_seq = 0;  // its update batches applied here, in order
+  uint64_t held_rows = 0;    // rows of this shard it has read (and so is pushed)
+};
+
+// A read that waits until the server's clock reaches its bound.
+struct ParkedGet {
+  uint32_t worker;
+  uint64_t request_id;
+  TableId table;
+  std::vector<RowId> rows;
+  int64_t min_clock;
+  bool subscribe;  // false: an uncached read (see GetRequest)
+};
+
+}  // namespace server_internal
+
+class Server::Impl {
+ public:
+  Impl(ServerOptions options, zmq::context_t& context);
+  ~Impl() { Stop(); }
+
+  Status Start();
+  const std::string& endpoint() const { return endpoint_; }
+  void WaitUntilDone() { loop_.WaitUntilDone(); }
+  void Stop() { loop_.Stop(); }
+  ServerStats stats() const {
+    std::lock_guard lock(stats_mu_);
+    return stats_;
+  }
+
+ private:
+  using ParkedGet = server_internal::ParkedGet;
+  using Peer = server_internal::Peer;
+  using ShardTable = server_internal::ShardTable;
+  using StoredRow = server_internal::StoredRow;
+
+  template <typename F>
+  void CountStat(F f) {
+    std::lock_guard lock(stats_mu_);
+    f(stats_);
+  }
+
+  // The loop and its messages (server.cc).
+  void Loop();
+  void HandleCoordinator(zmq::message_t frame);
+  bool Send(const std::string& identity, OutgoingMessage& msg);
+  void Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
+              const std::string& text);
+  void Reject(const std::string& identity, uint64_t request_id, const Status& status);
+  template <typename Fill>
+  void Reject(const std::string& identity, uint64_t request_id, const std::string& logged,
+              Fill fill);
+  void HandleClient(const std::string& identity, zmq::message_t payload);
+  void OnRegister(const std::string& identity, uint64_t request_id, proto::Register::Reader reg);
+  void OnCreateTable(const std::string& identity, uint64_t request_id,
+                     proto::TableSpec::Reader wire);
+  Result<ShardTable*> FindTable(TableId id);
+
+  // Reads and subscriptions (server_reads.cc).
+  void OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest::Reader get);
+  void OnUnsubscribe(uint32_t worker, uint64_t request_id, proto::Unsubscribe::Reader msg);
+  Status CheckRows(const ShardTable& t, capnp::List<uint64_t>::Reader rows) const;
+  void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows);
+  void Answer(const ParkedGet& req);
+
+  // Updates and clocks (server_updates.cc).
+  bool OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch);
+  void OnClock(uint32_t worker, int64_t clock);
+
+  // Pushes (server_push.cc).
+  void Push();
+  uint64_t SendRows(const std::vector<const StoredRow*>& rows, bool every_peer);
+  void PushEarly();
+  bool HasChangedRows() const { return changed_rows_ > 0; }
+
+  ServerOptions options_;
+  zmq::socket_t socket_;
+  zmq::socket_t coordinator_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::string endpoint_;
+
+  // Loop-thread state.
+  uint32_t num_workers_ = 0;
+  std::vector<Peer> peers_;
+  std::unordered_map<TableId, ShardTable> tables_;
+  std::vector<StoredRow*> dirty_;  // rows changed since the last clock advance
+  size_t changed_rows_ = 0;        // rows of dirty_ changed since last sent
+  uint64_t bytes_since_refill_ = 0;
+  std::mt19937_64 rng_{0x5e7e5};
+  std::vector<ParkedGet> parked_;
+  int64_t clock_ = 0;
+  bool finished_ = false;
+  // Buffers of answers and pushes, reused (see FramePool): frames in flight hold it too.
+  std::shared_ptr<FramePool> frame_pool_ = FramePool::Create();
+  bool socket_may_have_input_ = true;  // see Loop
+
+  mutable std::mutex stats_mu_;
+  ServerStats stats_;
+
+  NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_SERVER_SRC_SERVER_IMPL_H_
