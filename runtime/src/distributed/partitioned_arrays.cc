@@ -1,0 +1,427 @@
+#include "distributed/partitioned_arrays.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "distributed/row_layout.h"
+#include "tessera/common/check.h"
+#include "tessera/transport/message.h"
+
+namespace tessera::internal {
+namespace {
+
+// The workers can no longer agree on the program's state; going on would compute something
+// silently wrong.
+[[noreturn]] void Fatal(const std::string& what) {
+  CheckFailed(__FILE__, __LINE__, "partitioned arrays:", what.c_str());
+}
+
+void CheckOk(const Status& s, const char* doing) {
+  if (!s.ok()) Fatal(fmt::format("{}: {}", doing, s.ToString()));
+}
+
+}  // namespace
+
+class PartitionedArrays::Impl {
+ public:
+  Impl(const Options& options, Context& ctx, PeerMesh& mesh)
+      : options_(options), ctx_(ctx), mesh_(&mesh) {}
+
+  static constexpr int64_t kExchangeStep = -2;  // the peer message of a layout change
+
+
+  bool PartitionAware(const LoopSchedule& s, const SiteBinding& binding) const {
+    return (s.strategy == LoopStrategy::kIndependent || s.strategy == LoopStrategy::k1D ||
+            s.strategy == LoopStrategy::k2D) &&
+           !s.writes_unknown && binding.complete(s) && options_.num_workers >= 2 &&
+           options_.num_workers <= kMaxLayoutWorkers;
+  }
+
+  // The role each bound array can play partitioned in this loop (kNone: it must be whole).
+  std::map<int64_t, Role> Roles(const LoopSchedule& s, const SiteBinding& binding) const {
+    std::map<int64_t, Role> roles;
+    for (size_t i = 1; i < s.arrays.size(); ++i) {  // arrays[0] is the space: never partitioned
+      ArrayBase* a = binding.arrays[i];
+      if (a == nullptr) continue;
+      const LoopSchedule::Array& n = s.arrays[i];
+      Role role = Role::kNone;
+      if (n.loop_only && !n.relaxed && !a->is_sparse() && !a->relaxed() && a->rank() >= 1 &&
+          a->extent(0) > 0 && a != binding.arrays[0] && n.array_dim == 0 && n.halo_lo == 0 &&
+          n.halo_hi == 0) {
+        if (n.placement == "local" && n.key_dim == s.space_dim) role = Role::kLocal;
+        if (n.placement == "rotating" && s.strategy == LoopStrategy::k2D &&
+            n.key_dim == s.time_dim) {
+          role = Role::kRotating;
+        }
+      }
+      auto [it, fresh] = roles.try_emplace(a->id(), role);
+      if (!fresh && it->second != role) it->second = Role::kNone;  // two names, two roles
+    }
+    return roles;
+  }
+
+  // Rows [lo, hi] on key dim d of block `blk`, as a half-open range (empty for an empty block).
+  static RowRange BlockRows(const Blocks& b, int64_t blk, int d) {
+    const int64_t lo = b.key_lo[blk * b.rank + d], hi = b.key_hi[blk * b.rank + d];
+    return lo > hi ? RowRange{0, 0} : RowRange{lo, hi + 1};
+  }
+
+  // Rotating: the rows of time block j, over every space partition's block of it.
+  RowRange Hull(const Blocks& b, int64_t j, int d) const {
+    const int P = options_.num_workers * options_.threads;
+    const int64_t tb = b.num_blocks() / P;
+    RowRange h{INT64_MAX, INT64_MIN};
+    for (int q = 0; q < P; ++q) {
+      const RowRange r = BlockRows(b, q * tb + j, d);
+      if (r.hi <= r.lo) continue;
+      h.lo = std::min(h.lo, r.lo);
+      h.hi = std::max(h.hi, r.hi);
+    }
+    return h.lo >= h.hi ? RowRange{0, 0} : h;
+  }
+
+  // What worker w needs at the start of the loop.
+  std::vector<RowRange> Needs(const LoopSchedule& s, const Blocks& b, Role role, int d,
+                              int w) const {
+    const int T = options_.threads;
+    const int P = options_.num_workers * T;
+    const int64_t tb = b.num_blocks() / P;
+    std::vector<RowRange> out;
+    for (int q = w * T; q < w * T + T; ++q) {
+      if (role == Role::kLocal) {
+        for (int64_t j = 0; j < tb; ++j) out.push_back(BlockRows(b, q * tb + j, d));
+      } else {
+        const int S = options_.pipeline_depth;
+        for (int r = 0; r < S && r < tb; ++r) out.push_back(Hull(b, (q * S + r) % tb, d));
+      }
+    }
+    (void)s;
+    return Normalize(std::move(out));
+  }
+
+  // Gives the memory of rows [lo, hi) of `a` back to the system (whole pages inside the range).
+  void Release(ArrayBase* a, int64_t lo, int64_t hi) {
+    if (hi <= lo) return;
+    const int64_t row_bytes =
+        a->value_count() / a->extent(0) * static_cast<int64_t>(a->element_bytes());
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto base = reinterpret_cast<uintptr_t>(a->value_data());
+    const uintptr_t begin = (base + static_cast<uintptr_t>(lo * row_bytes) + page - 1) / page * page;
+    const uintptr_t end = (base + static_cast<uintptr_t>(hi * row_bytes)) / page * page;
+    if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+
+  // Applies `needs` to each array's layout: sends and receives the rows that move (one message
+  // per peer and direction), then releases what this worker no longer holds.
+  void MoveRows(const std::map<int64_t, std::vector<std::vector<RowRange>>>& needs) {
+    if (needs.empty()) return;  // the same on every worker: no exchange at all
+    const int me = options_.rank;
+    std::vector<std::vector<PatchData>> out(static_cast<size_t>(mesh_->size()));
+    std::vector<std::pair<ArrayBase*, RowRange>> released;
+    for (const auto& [id, per_worker] : needs) {
+      ArrayBase* a = ctx_.arrays().at(id);
+      auto [it, fresh] = layouts_.try_emplace(id, RowLayout(a->extent(0), options_.num_workers));
+      RowLayout& layout = it->second;
+      const RowLayout before = layout;
+      const int64_t stride = a->value_count() / a->extent(0);
+      for (const RowTransfer& t : internal::Redistribute(per_worker, &layout)) {
+        if (t.from != me) continue;
+        PatchData p;
+        p.array = id;
+        p.layout = a->layout_version();
+        p.element_bytes = a->element_bytes();
+        p.runs = {static_cast<uint64_t>(t.lo * stride), static_cast<uint64_t>((t.hi - t.lo) * stride)};
+        const char* cur = static_cast<const char*>(a->value_data());
+        const int64_t e = static_cast<int64_t>(a->element_bytes());
+        p.values.assign(cur + t.lo * stride * e, cur + t.hi * stride * e);
+        stats_.repartition_bytes_sent += p.values.size();
+        out[static_cast<size_t>(t.to)].push_back(std::move(p));
+      }
+      before.ForEach(0, a->extent(0), [&](int64_t lo, int64_t hi, uint64_t held) {
+        if (!((held >> me) & 1)) return;
+        layout.ForEach(lo, hi, [&](int64_t l, int64_t h, uint64_t now) {
+          if (!((now >> me) & 1)) released.push_back({a, {l, h}});
+        });
+      });
+    }
+    for (int r = 0; r < mesh_->size(); ++r) {
+      if (r == me) continue;
+      OutgoingMessage msg(static_cast<uint32_t>(me), 0);
+      auto peer = msg.envelope().getBody().initPeer();
+      peer.setTag(tag_);
+      peer.setStep(kExchangeStep);
+      const auto& mine = out[static_cast<size_t>(r)];
+      auto list = peer.initPatches(static_cast<unsigned>(mine.size()));
+      for (size_t i = 0; i < mine.size(); ++i) {
+        auto o = list[static_cast<unsigned>(i)];
+        o.setArray(mine[i].array);
+        o.setLayoutVersion(mine[i].layout);
+        o.setAdditive(false);
+        o.setElementBytes(static_cast<uint32_t>(mine[i].element_bytes));
+        auto runs = o.initRuns(2);
+        runs.set(0, mine[i].runs[0]);
+        runs.set(1, mine[i].runs[1]);
+        o.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(mine[i].values.data()),
+                                 mine[i].values.size()));
+      }
+      CheckOk(mesh_->Send(r, msg), "sending rows of a partitioned array");
+    }
+    for (int r = 0; r < mesh_->size(); ++r) {
+      if (r == me) continue;
+      Result<std::unique_ptr<IncomingMessage>> msg = mesh_->Receive(r, tag_, kExchangeStep);
+      CheckOk(msg.status(), "waiting for rows of a partitioned array");
+      ApplyRows(r, **msg);
+    }
+    for (const auto& [a, range] : released) Release(a, range.lo, range.hi);
+    ComputeVirginRows(needs);
+  }
+
+  // A peer's rows of partitioned arrays (whole rows, overwriting).
+  void ApplyRows(int from, const IncomingMessage& msg) {
+    try {
+      for (auto patch : msg.envelope().getBody().getPeer().getPatches()) {
+        auto it = ctx_.arrays().find(patch.getArray());
+        if (it == ctx_.arrays().end() || !layouts_.count(patch.getArray())) {
+          Fatal(fmt::format("worker {} sent rows of array #{}, which this worker does not keep "
+                            "partitioned",
+                            from, patch.getArray()));
+        }
+        ArrayBase* a = it->second;
+        const size_t e = a->element_bytes();
+        auto runs = patch.getRuns();
+        auto values = patch.getValues();
+        const uint64_t n = static_cast<uint64_t>(a->value_count());
+        if (patch.getElementBytes() != e || patch.getLayoutVersion() != a->layout_version() ||
+            runs.size() != 2 || runs[0] > n || runs[1] > n - runs[0] ||
+            values.size() != runs[1] * e) {
+          Fatal(fmt::format("malformed rows of array #{} from worker {}", a->id(), from));
+        }
+        std::memcpy(static_cast<char*>(a->value_data()) + runs[0] * e, values.begin(),
+                    values.size());
+
+      }
+    } catch (const kj::Exception& e) {
+      Fatal(fmt::format("malformed rows from worker {}: {}", from, e.getDescription().cStr()));
+    }
+  }
+
+  // Arrays destroyed since the last loop (every worker destroys the same ones: SPMD), and arrays
+  // created since, whose factory left their elements to be computed here (deferred_init): they
+  // start held by every worker and "virgin" (no worker has computed or written a row yet).
+  void ForgetDeadArrays() {
+    for (auto it = layouts_.begin(); it != layouts_.end();) {
+      if (ctx_.arrays().count(it->first)) {
+        ++it;
+      } else {
+        virgin_.erase(it->first);
+        it = layouts_.erase(it);
+      }
+    }
+    for (const auto& [id, a] : ctx_.arrays()) {
+      if (!a->deferred_init() || layouts_.count(id) || virgin_.count(id) || a->rank() < 1 ||
+          a->extent(0) <= 0) {
+        continue;
+      }
+      layouts_.emplace(id, RowLayout(a->extent(0), options_.num_workers));
+      virgin_.emplace(id, RowLayout(a->extent(0), 1));  // bit 0 set: every row virgin
+    }
+  }
+
+  // After a layout change: the virgin rows this worker needs are computed from the factory's
+  // recipe (every needer computes the same values), and every needed row stops being virgin --
+  // on every worker alike, since all know every worker's needs. Rows are computed only while
+  // virgin, so trained values are never overwritten by the recipe.
+  void ComputeVirginRows(const std::map<int64_t, std::vector<std::vector<RowRange>>>& needs) {
+    for (const auto& [id, per_worker] : needs) {
+      auto v = virgin_.find(id);
+      if (v == virgin_.end()) continue;
+      ArrayBase* a = ctx_.arrays().at(id);
+      const int64_t stride = a->value_count() / a->extent(0);
+      for (const RowRange& r : per_worker[static_cast<size_t>(options_.rank)]) {
+        std::vector<RowRange> fresh;
+        v->second.ForEach(r.lo, r.hi, [&](int64_t l, int64_t h, uint64_t virgin) {
+          if (virgin != 0) fresh.push_back({l, h});
+        });
+        for (const RowRange& f : fresh) a->InitElements(f.lo * stride, (f.hi - f.lo) * stride);
+      }
+      for (const auto& ranges : per_worker) {
+        for (const RowRange& r : ranges) v->second.Assign(r.lo, r.hi, 0);
+      }
+    }
+  }
+
+  bool HasVirginRows(int64_t id) const {
+    auto v = virgin_.find(id);
+    if (v == virgin_.end()) return false;
+    bool any = false;
+    v->second.ForEach(0, v->second.rows(), [&](int64_t, int64_t, uint64_t b) { any |= b != 0; });
+    return any;
+  }
+
+  // Every partitioned array whole on every worker again (a loop may touch it another way).
+  void MaterializeAll() {
+    ForgetDeadArrays();
+    if (layouts_.empty() || mesh_->size() < 2) return;
+    std::map<int64_t, std::vector<std::vector<RowRange>>> needs;
+    for (auto& [id, layout] : layouts_) {
+      if (layout.replicated() && !HasVirginRows(id)) continue;
+      needs[id].assign(static_cast<size_t>(options_.num_workers), {{0, layout.rows()}});
+    }
+    if (!needs.empty()) ++stats_.materializations;
+    MoveRows(needs);  // every worker takes part, even with nothing to send
+  }
+
+  // Before the loop: every partitioned array in the layout this loop needs; tracking adjusted.
+  void PlacePartitioned(const LoopSchedule& s, const Blocks& b, const SiteBinding& binding) {
+    loop_roles_.clear();
+    if (mesh_->size() < 2) return;
+    ForgetDeadArrays();
+    if (!PartitionAware(s, binding)) {
+      MaterializeAll();
+      return;
+    }
+    const std::map<int64_t, Role> roles = Roles(s, binding);
+    std::map<int64_t, std::vector<std::vector<RowRange>>> needs;
+    for (const auto& [id, role] : roles) {
+      ArrayBase* a = ctx_.arrays().at(id);
+      auto& per_worker = needs[id];
+      if (role == Role::kNone) {
+        if (!layouts_.count(id)) {
+          needs.erase(id);
+          continue;
+        }
+        per_worker.assign(static_cast<size_t>(options_.num_workers), {{0, a->extent(0)}});
+        continue;
+      }
+      const int d = role == Role::kLocal ? s.space_dim : s.time_dim;
+      for (int w = 0; w < options_.num_workers; ++w) per_worker.push_back(Needs(s, b, role, d, w));
+      loop_roles_[id] = role;
+    }
+    MoveRows(needs);
+    rotating_dim_ = s.time_dim;
+  }
+
+  // After 2d step r: each rotating block this worker ran goes to its next holder (partition
+  // q - 1, S steps later) when that is another worker and the loop has such a step; the rows
+  // are released here once sent.
+  void RotatePartitioned(const Blocks& b, int r,
+                         std::vector<std::vector<PatchData>>* extra_patches) {
+    if (loop_roles_.empty()) return;
+    const int T = options_.threads;
+    const int P = options_.num_workers * T;
+    const int S = options_.pipeline_depth;
+    const int64_t tb = b.num_blocks() / P;
+    if (r + S >= tb) return;  // the last holder keeps it
+    for (const auto& [id, role] : loop_roles_) {
+      if (role != Role::kRotating) continue;
+      ArrayBase* a = ctx_.arrays().at(id);
+      const int d = rotating_dim_;  // the 2d loop's time dim
+      const int64_t stride = a->value_count() / a->extent(0);
+      const int64_t e = static_cast<int64_t>(a->element_bytes());
+      for (int q = options_.rank * T; q < options_.rank * T + T; ++q) {
+        const int next_worker = ((q - 1 + P) % P) / T;
+        if (next_worker == options_.rank) continue;
+        const RowRange rows = Hull(b, (q * S + r) % tb, d);
+        if (rows.hi <= rows.lo) continue;
+        PatchData p;
+        p.array = id;
+        p.layout = a->layout_version();
+        p.element_bytes = a->element_bytes();
+        p.runs = {static_cast<uint64_t>(rows.lo * stride),
+                  static_cast<uint64_t>((rows.hi - rows.lo) * stride)};
+        const char* cur = static_cast<const char*>(a->value_data());
+        p.values.assign(cur + rows.lo * stride * e, cur + rows.hi * stride * e);
+        stats_.rotation_bytes_sent += p.values.size();
+        (*extra_patches)[static_cast<size_t>(next_worker)].push_back(std::move(p));
+        // Copied into the patch: the memory goes now (if the block comes back to another of
+        // this worker's partitions later in the loop, the rows arrive again).
+        Release(a, rows.lo, rows.hi);
+      }
+    }
+  }
+
+  // After the loop: a rotating array's time blocks belong to their last holders.
+  void FinishPartitioned(const LoopSchedule& s, const Blocks& b) {
+    if (loop_roles_.empty()) return;
+    const int T = options_.threads;
+    const int P = options_.num_workers * T;
+    const int S = options_.pipeline_depth;
+    const int64_t tb = b.num_blocks() / P;
+    std::vector<int> last(static_cast<size_t>(tb), 0);
+    for (int64_t r = 0; r < tb; ++r) {
+      for (int q = 0; q < P; ++q) last[static_cast<size_t>((q * S + r) % tb)] = q;
+    }
+    for (const auto& [id, role] : loop_roles_) {
+      if (role != Role::kRotating) continue;
+      RowLayout& layout = layouts_.at(id);
+      for (int64_t j = 0; j < tb; ++j) {
+        const RowRange rows = Hull(b, j, s.time_dim);
+        layout.Assign(rows.lo, rows.hi, uint64_t{1} << (last[static_cast<size_t>(j)] / T));
+      }
+    }
+    loop_roles_.clear();
+  }
+
+
+  void Report(spdlog::logger& log) const {
+    for (const auto& [id, layout] : layouts_) {
+      log.info("partitioned array #{}: this worker holds {} of its {} rows", id,
+               layout.RowsHeldBy(options_.rank), layout.rows());
+    }
+    log.info(
+        "partitioned arrays: {} B of rotating blocks to their next holder, {} B of rows moved "
+        "between layouts, {} loops that needed them whole",
+        stats_.rotation_bytes_sent, stats_.repartition_bytes_sent, stats_.materializations);
+  }
+
+  const std::map<int64_t, Role>& roles() const { return loop_roles_; }
+  uint64_t tag_ = 0;  // the running loop's exchange tag
+
+ private:
+  const Options options_;
+  Context& ctx_;
+  PeerMesh* mesh_;
+  std::map<int64_t, RowLayout> layouts_;  // arrays kept partitioned between loops, by id
+  std::map<int64_t, RowLayout> virgin_;   // deferred arrays: rows no worker has computed (bit 0)
+  std::map<int64_t, Role> loop_roles_;    // their roles in the running loop
+  int rotating_dim_ = -1;                 // the running 2d loop's time dim
+  struct Stats {
+    uint64_t rotation_bytes_sent = 0;     // rotating blocks to their next holder
+    uint64_t repartition_bytes_sent = 0;  // rows moved when a loop needs another layout
+    uint64_t materializations = 0;        // loops that needed partitioned arrays whole
+  } stats_;
+};
+
+PartitionedArrays::PartitionedArrays(const Options& options, Context& ctx, PeerMesh& mesh)
+    : impl_(std::make_unique<Impl>(options, ctx, mesh)) {}
+PartitionedArrays::~PartitionedArrays() = default;
+
+void PartitionedArrays::Place(const LoopSchedule& s, const Blocks& b, const SiteBinding& binding,
+                              uint64_t tag) {
+  impl_->tag_ = tag;
+  impl_->PlacePartitioned(s, b, binding);
+}
+void PartitionedArrays::MaterializeAll(uint64_t tag) {
+  impl_->tag_ = tag;
+  impl_->MaterializeAll();
+}
+const std::map<int64_t, PartitionedArrays::Role>& PartitionedArrays::roles() const {
+  return impl_->roles();
+}
+void PartitionedArrays::Rotate(const Blocks& b, int r,
+                               std::vector<std::vector<PatchData>>* per_peer) {
+  impl_->RotatePartitioned(b, r, per_peer);
+}
+void PartitionedArrays::Finish(const LoopSchedule& s, const Blocks& b) {
+  impl_->FinishPartitioned(s, b);
+}
+void PartitionedArrays::Report(spdlog::logger& log) const { impl_->Report(log); }
+
+}  // namespace tessera::internal

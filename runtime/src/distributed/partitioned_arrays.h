@@ -1,0 +1,77 @@
+// PartitionedArrays: the distributed executor's dense arrays that stay partitioned between
+// loops (docs/runtime.md, "Partitioned arrays").
+//
+// A dense array that tessc proved only loop bodies touch (loop_only), bound by name, and placed
+// `local` or `rotating` along its rows without a halo stays partitioned: each worker holds only
+// the rows its partitions need (RowLayout), receives the rows it lacks from their holder at the
+// start of a loop, hands rotating blocks to their next holder only, and releases the memory of
+// rows it no longer holds. Any loop that may touch such an array another way first makes it whole
+// again on every worker. Arrays whose factory deferred their values (ArrayBase::deferred_init)
+// are computed here, row by row, where they are first needed.
+//
+// Every public call except Rotate and Finish is collective: every worker of the job makes it at
+// the same point of the program, with the same arguments (SPMD), because each may exchange rows
+// with every peer.
+//
+// Thread safety: none; the executor's thread.
+#ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_PARTITIONED_ARRAYS_H_
+#define TESSERA_RUNTIME_SRC_DISTRIBUTED_PARTITIONED_ARRAYS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "distributed/patch.h"
+#include "distributed/peer_mesh.h"
+#include "internal/array_binding.h"
+#include "internal/loop_blocks.h"
+#include "internal/loop_schedule.h"
+#include "tessera/context.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace tessera::internal {
+
+class PartitionedArrays {
+ public:
+  struct Options {
+    int rank = 0;
+    int num_workers = 1;
+    int threads = 1;         // executor threads per worker (partitions per worker)
+    int pipeline_depth = 2;  // 2d: sub-blocks per time block
+  };
+  enum class Role { kNone, kLocal, kRotating };
+
+  // `ctx` and `mesh` must outlive this object.
+  PartitionedArrays(const Options& options, Context& ctx, PeerMesh& mesh);
+  ~PartitionedArrays();
+  PartitionedArrays(const PartitionedArrays&) = delete;
+  PartitionedArrays& operator=(const PartitionedArrays&) = delete;
+
+  // Before a scheduled loop (collective; `tag` is the loop's exchange tag): every partitioned
+  // array in the layout this loop needs, or whole when the loop may touch it another way.
+  void Place(const LoopSchedule& s, const Blocks& b, const SiteBinding& binding, uint64_t tag);
+  // Before a loop without a schedule, which may touch any array (collective).
+  void MaterializeAll(uint64_t tag);
+  // The running loop's partitioned arrays by id: kLocal ones are written only by their holder
+  // and must not be sent; kRotating ones travel only through Rotate.
+  const std::map<int64_t, Role>& roles() const;
+  // After 2d step r: the rotating blocks this worker ran, for their next holders (by peer);
+  // their memory is released here.
+  void Rotate(const Blocks& b, int r, std::vector<std::vector<PatchData>>* per_peer);
+  // After the loop's last step.
+  void Finish(const LoopSchedule& s, const Blocks& b);
+  // Rows held per array and bytes moved, at info level.
+  void Report(spdlog::logger& log) const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::internal
+
+#endif  // TESSERA_RUNTIME_SRC_DISTRIBUTED_PARTITIONED_ARRAYS_H_
