@@ -28,6 +28,7 @@
 #include "tessera/table/wire.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/join.h"
+#include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/waker.h"
 
@@ -628,6 +629,13 @@ class Client::Impl {
       return Status::InvalidArgument(
           fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
+    auto liveness = LivenessAgent::Start(
+        {.coordinator = options_.coordinator, .role = proto::Role::WORKER,
+         .rank = static_cast<uint32_t>(options_.rank), .secret = options_.secret,
+         .timeout = options_.heartbeat_timeout},
+        context_);
+    if (!liveness.ok()) return liveness.status();
+    liveness_ = std::move(liveness).value();
     auto membership =
         JoinJob(coordinator_,
                 {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
@@ -1288,6 +1296,7 @@ class Client::Impl {
     msg.envelope().getBody().initLeave().setRank(options_.rank);
     msgs = {{kCoordinator, &msg}};
     Status coordinator = CallAll(msgs, "leaving the job");
+    if (liveness_) liveness_->Leave();  // done with the job: neither side watches the other now
     StopIo();
     Status async = TakeAsyncError();
     if (!async.ok()) return async;
@@ -2670,6 +2679,7 @@ class Client::Impl {
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<bool> started_{false};  // Start made the sockets and the I/O thread
   std::atomic<bool> left_{false};
+  std::unique_ptr<LivenessAgent> liveness_;  // null without heartbeats
 
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;

@@ -23,6 +23,7 @@
 #include "tessera/table/wire.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/join.h"
+#include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
 #include "tessera/transport/router.h"
@@ -239,6 +240,7 @@ class Server::Impl {
  public:
   Impl(ServerOptions options, zmq::context_t& context)
       : options_(std::move(options)),
+        context_(context),
         socket_(context, zmq::socket_type::router),
         coordinator_(context, zmq::socket_type::dealer),
         log_(MakeLogger(fmt::format("server-{}", options_.rank))) {}
@@ -261,6 +263,14 @@ class Server::Impl {
       return Status::InvalidArgument(
           fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
+    auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
+                                          .role = proto::Role::SERVER,
+                                          .rank = static_cast<uint32_t>(options_.rank),
+                                          .secret = options_.secret,
+                                          .timeout = options_.heartbeat_timeout},
+                                         context_);
+    if (!liveness.ok()) return liveness.status();
+    liveness_ = std::move(liveness).value();
     auto membership = JoinJob(
         coordinator_,
         {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},
@@ -943,8 +953,10 @@ class Server::Impl {
   bool HasChangedRows() const { return changed_rows_ > 0; }
 
   ServerOptions options_;
+  zmq::context_t& context_;
   zmq::socket_t socket_;
   zmq::socket_t coordinator_;
+  std::unique_ptr<LivenessAgent> liveness_;  // null without heartbeats
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
 
