@@ -270,6 +270,14 @@ Status ReadDocwordHeader(const std::string& path, DocwordHeader* header) {
   header->nnz = values[2];
   header->bytes = head->offset();
   header->file_size = head->file_size();
+  // Checked before anything is sized by it: an entry line takes at least 6 bytes ("1 1 1\n").
+  const int64_t entry_bytes = header->file_size - header->bytes;
+  if (header->nnz > entry_bytes / 6 + 1) {
+    return Status::InvalidArgument(fmt::format(
+        "{}:3: the header claims NNZ = {} entries, but the {} bytes after the header hold at most "
+        "{} entry lines",
+        path, header->nnz, entry_bytes, entry_bytes / 6 + 1));
+  }
   return Status::Ok();
 }
 
