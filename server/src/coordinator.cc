@@ -1,6 +1,7 @@
 #include "tessera/server/coordinator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -53,6 +54,7 @@ class Coordinator::Impl {
     log_->info("listening on {} for {} servers and {} workers", endpoint_, options_.num_servers,
                options_.num_workers);
     if (options_.heartbeat_timeout.count() > 0) {
+      started_at_ = Clock::now();
       log_->info("a process unheard for {:.1f} s fails the job (heartbeat timeout {:.1f} s)",
                  Seconds(LivenessTiming::For(options_.heartbeat_timeout).silence),
                  Seconds(options_.heartbeat_timeout));
@@ -296,6 +298,7 @@ class Coordinator::Impl {
         log_->debug("watching {}", w.what);
       }
       w.last_seen = now;
+      if (!all_heard_) heard_.insert({static_cast<int>(hb.getRole()), hb.getRank()});
     }
     OutgoingMessage ack(0, 0);
     ack.envelope().getBody().initHeartbeatAck().setSupervised(monitor_.has_value());
@@ -316,6 +319,10 @@ class Coordinator::Impl {
                  "told to stop by themselves", Seconds(now - monitor_last_seen_));
       monitor_.reset();
     }
+    if (!all_heard_ && now - started_at_ > std::max(options_.first_heartbeat_grace, timing.silence)) {
+      CheckEveryoneHeard(now);
+      if (failure_) return;
+    }
     for (const auto& [identity, w] : watched_) {
       if (now - w.last_seen > timing.silence) {
         Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s (heartbeat timeout "
@@ -325,6 +332,31 @@ class Coordinator::Impl {
         return;
       }
     }
+  }
+
+  // A process that never heartbeats (it hangs before joining, or never started) fails the job
+  // too, once the start-up grace is over.
+  void CheckEveryoneHeard(Clock::time_point now) {
+    std::vector<std::string> missing;
+    for (int i = 0; i < options_.num_servers; ++i) {
+      if (!heard_.contains({static_cast<int>(proto::Role::SERVER), i})) {
+        missing.push_back(fmt::format("server {}", i));
+      }
+    }
+    for (int i = 0; i < options_.num_workers; ++i) {
+      if (!heard_.contains({static_cast<int>(proto::Role::WORKER), i})) {
+        missing.push_back(fmt::format("worker {}", i));
+      }
+    }
+    if (missing.empty()) {
+      all_heard_ = true;
+      heard_.clear();
+      return;
+    }
+    Fail(fmt::format("{} sent no heartbeat within {:.0f} s of the job's start (it hangs before "
+                     "joining the job, or never started)",
+                     fmt::join(missing, ", "), Seconds(now - started_at_)),
+         kExitUnresponsive, now);
   }
 
   void Fail(const std::string& reason, int exit_code, Clock::time_point now) {
@@ -385,6 +417,9 @@ class Coordinator::Impl {
   bool finished_ = false;
   // Liveness: the processes heartbeating, by identity (not the launcher).
   std::map<std::string, Watched> watched_;
+  Clock::time_point started_at_;
+  std::set<std::pair<int, uint32_t>> heard_;  // (role, rank) heard at least once
+  bool all_heard_ = false;
   std::optional<std::string> monitor_;  // the launcher's identity, while it heartbeats
   Clock::time_point monitor_last_seen_;
   std::optional<std::string> failure_;  // why the job failed

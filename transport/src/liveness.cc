@@ -22,10 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Before the coordinator first answers, a process waits at least this long for it: under srun or
-// mpirun the tasks start together, and the coordinator may come up after the others.
-constexpr milliseconds kFirstAnswerGrace{60000};
-
 std::string HostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "?";
@@ -194,7 +190,7 @@ class LivenessAgent::Impl {
       // A watching launcher reports a silent coordinator itself (and stops everything): give it
       // the time to, so that the report names the coordinator rather than this process.
       milliseconds limit = supervised_ ? 2 * options_.timeout : timing_.silence;
-      if (!heard_once_) limit = std::max(limit, kFirstAnswerGrace);
+      if (!heard_once_) limit = std::max(limit, kFirstHeartbeatGrace);
       if (now - last_heard_ > limit) {
         Fail(fmt::format("lost the coordinator at {}: no answer for {:.1f} s", options_.coordinator,
                          Seconds(now - last_heard_)),

@@ -8,7 +8,8 @@
 // coordinator (LivenessAgent, tessera/transport/liveness.h). A server or worker unheard for
 // LivenessTiming::silence fails the job: the coordinator sends JobFailed naming it to the
 // launcher when one heartbeats, else to every process and finishes with exit_code()
-// kExitUnresponsive (--from-env has no launcher to stop the processes).
+// kExitUnresponsive (--from-env has no launcher to stop the processes). So does a server or worker
+// that never heartbeats within first_heartbeat_grace.
 //
 // Thread safety: Start/Stop/WaitUntilDone may be called from any thread; the coordinator's work
 // runs on its own event-loop thread.
@@ -35,6 +36,9 @@ struct CoordinatorOptions {
   // How long a process may stay silent before the job fails (see above). Default: 0, no checks
   // (tessera-server sets it from TESSERA_HEARTBEAT_TIMEOUT).
   std::chrono::milliseconds heartbeat_timeout{0};
+  // With heartbeats: a server or worker still unheard this long after Start() fails the job.
+  // Default: kFirstHeartbeatGrace (60 s).
+  std::chrono::milliseconds first_heartbeat_grace{60000};
 };
 
 class Coordinator {

@@ -29,6 +29,12 @@ namespace tessera {
 inline constexpr char kEnvHeartbeatTimeout[] = "TESSERA_HEARTBEAT_TIMEOUT";
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{10000};
 
+// How long, at the start of a job, the coordinator waits for each process's first heartbeat and a
+// process waits for the coordinator's first answer (when longer than the timeout's silence):
+// under srun or mpirun the tasks start together and some come up late, and a program may do work
+// of its own before it joins.
+inline constexpr std::chrono::milliseconds kFirstHeartbeatGrace{60000};
+
 // Exit code of a process that stops because the job failed elsewhere, or because it lost the
 // coordinator.
 inline constexpr int kExitJobFailed = 75;
