@@ -99,6 +99,8 @@ class LivenessAgent::Impl {
     return Status::Ok();
   }
 
+  bool answered() const { return heard_once_.load(std::memory_order_acquire); }
+
   void Leave() {
     if (left_.exchange(true)) return;
     waker_.Notify();
@@ -143,7 +145,7 @@ class LivenessAgent::Impl {
       switch (body.which()) {
         case proto::Envelope::Body::HEARTBEAT_ACK:
           last_heard_ = now;
-          heard_once_ = true;
+          heard_once_.store(true, std::memory_order_release);
           supervised_ = body.getHeartbeatAck().getSupervised();
           return true;
         case proto::Envelope::Body::JOB_FAILED: {
@@ -210,7 +212,7 @@ class LivenessAgent::Impl {
   std::atomic<bool> left_{false};
   // Agent-thread state.
   Clock::time_point last_heard_;
-  bool heard_once_ = false;
+  std::atomic<bool> heard_once_{false};
   bool supervised_ = false;
   std::thread thread_;  // last: joined (by Leave) before the state it uses goes away
 };
@@ -230,5 +232,6 @@ Result<std::unique_ptr<LivenessAgent>> LivenessAgent::Start(LivenessAgentOptions
 }
 
 void LivenessAgent::Leave() { impl_->Leave(); }
+bool LivenessAgent::answered() const { return impl_->answered(); }
 
 }  // namespace tessera

@@ -89,6 +89,10 @@ class LivenessAgent {
   // and stops the thread: from now on neither side watches the other. Idempotent.
   void Leave();
 
+  // Whether the coordinator has answered at least once (until then a silent coordinator is given
+  // kFirstHeartbeatGrace).
+  bool answered() const;
+
  private:
   class Impl;
   explicit LivenessAgent(std::unique_ptr<Impl> impl);
