@@ -255,8 +255,18 @@ TEST_F(TesseraCliTest, HelpListsTheOptions) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* flag : {"--workers", "--servers", "--log-level", "--bind", "--server-bin",
                            "--env", "--hostfile", "--ssh", "--from-env", "--coordinator",
-                           "--startup-timeout", "--grace-period"}) {
+                           "--startup-timeout", "--grace-period", "--heartbeat-timeout"}) {
     EXPECT_TRUE(Contains(r.out, flag)) << flag << "\n" << r.out;
+  }
+}
+
+TEST_F(TesseraCliTest, HeartbeatTimeoutMustBeZeroOrAPlausibleDuration) {
+  for (const char* bad : {"-1", "0.01", "100000", "soon"}) {
+    RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--heartbeat-timeout", bad}));
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_TRUE(Contains(r.err, "--heartbeat-timeout")) << bad << ": " << r.err;
+    // Nothing was started.
+    EXPECT_NE(access((dir_ + "/coordinator-0.args").c_str(), F_OK), 0) << bad;
   }
 }
 
