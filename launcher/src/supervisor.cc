@@ -465,7 +465,9 @@ Result<int> Job::Run() {
       break;
     }
     Pump(kTick);
-    if (monitor_ && !kill_deadline_) {
+    // Once the coordinator has exited (it does when every worker has left), its silence means
+    // nothing more: its exit was handled like any process's.
+    if (monitor_ && !kill_deadline_ && coordinator.running) {
       if (std::optional<JobFailure> failure = monitor_->Poll(Clock::now(), coordinator_name)) {
         spdlog::error("{}; stopping the job", failure->reason);
         failure_code_ = failure->exit_code;

@@ -176,6 +176,8 @@ class Coordinator::Impl {
       worker_ids_[rank] = identity;
       log_->info("worker {} registered", rank);
     }
+    // A process that joined without heartbeats (a client with liveness off) is not waited for.
+    if (!all_heard_) heard_.insert({static_cast<int>(reg.getRole()), rank});
     waiting_.push_back({identity, request_id});
     if (servers_registered_ == server_endpoints_.size()) {
       for (const auto& w : waiting_) SendMembership(w.identity, w.request_id);
@@ -334,8 +336,8 @@ class Coordinator::Impl {
     }
   }
 
-  // A process that never heartbeats (it hangs before joining, or never started) fails the job
-  // too, once the start-up grace is over.
+  // A process that never heartbeats nor registers (it hangs before joining, or never started)
+  // fails the job too, once the start-up grace is over.
   void CheckEveryoneHeard(Clock::time_point now) {
     std::vector<std::string> missing;
     for (int i = 0; i < options_.num_servers; ++i) {

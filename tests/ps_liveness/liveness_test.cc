@@ -81,6 +81,15 @@ class ManualPeer {
     hb.setLeaving(leaving);
     socket_.send(msg.ToFrame(), zmq::send_flags::none);
   }
+  // Joins like a client without heartbeats (ClientOptions::heartbeat_timeout 0).
+  void Register() {
+    OutgoingMessage msg(rank_, 1);
+    auto reg = msg.envelope().getBody().initRegister();
+    reg.setRole(role_);
+    reg.setRank(rank_);
+    reg.setSecret(secret_);
+    socket_.send(msg.ToFrame(), zmq::send_flags::none);
+  }
   // The next message's body kind, waiting up to `within`.
   std::optional<proto::Envelope::Body::Which> Next(milliseconds within) {
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
@@ -247,6 +256,17 @@ TEST_F(LivenessTest, ProcessThatNeverHeartbeatsFailsAfterTheGrace) {
   EXPECT_NE(reason->find("worker 1 sent no heartbeat"), std::string::npos) << *reason;
   coordinator_->WaitUntilDone();
   EXPECT_EQ(coordinator_->exit_code(), kExitUnresponsive);
+}
+
+TEST_F(LivenessTest, ProcessThatJoinsWithoutHeartbeatsIsNotWaitedFor) {
+  StartCoordinator(/*first_heartbeat_grace=*/milliseconds(300));
+  FailureSink sink;
+  auto worker0 = Agent(proto::Role::WORKER, 0, sink);
+  auto server = Agent(proto::Role::SERVER, 0, sink);
+  ManualPeer worker1(ctx_, coordinator_->endpoint(), proto::Role::WORKER, 1, "s3cret");
+  worker1.Register();
+  // Well past the grace and several timeouts: nothing fails.
+  EXPECT_FALSE(sink.Wait(3 * kTimeout).has_value());
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 // LivenessTiming::silence fails the job: the coordinator sends JobFailed naming it to the
 // launcher when one heartbeats, else to every process and finishes with exit_code()
 // kExitUnresponsive (--from-env has no launcher to stop the processes). So does a server or worker
-// that never heartbeats within first_heartbeat_grace.
+// that neither heartbeats nor registers within first_heartbeat_grace. A process that registers
+// without heartbeating (a Client with heartbeat_timeout 0) is not watched.
 //
 // Thread safety: Start/Stop/WaitUntilDone may be called from any thread; the coordinator's work
 // runs on its own event-loop thread.
