@@ -196,6 +196,17 @@ TEST_F(TesseraCliTest, ServerFailureStopsTheWorkers) {
   EXPECT_LT(r.elapsed, seconds(5));
 }
 
+// The fake coordinator runs but never answers heartbeats: a hung coordinator, to the launcher.
+TEST_F(TesseraCliTest, SilentCoordinatorIsNamedAndStopsTheJob) {
+  RunResult r = Run(RunArgs(2, 1, {"hang"}, {"--heartbeat-timeout", "1"}));
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: the coordinator (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "stopped answering")) << r.err;
+  EXPECT_LT(r.elapsed, seconds(5));
+  ExpectDead("hang-0.pid");
+  ExpectDead("hang-1.pid");
+}
+
 TEST_F(TesseraCliTest, SigintToTheLauncherStopsEverything) {
   pid_t pid = Start(RunArgs(2, 1, {"hang"}));
   ASSERT_TRUE(WaitForFiles({"hang-0.pid", "hang-1.pid"}, seconds(10)));
