@@ -66,7 +66,8 @@ TEST_F(AppsBadInputTest, DirectoryAsDataFile) {
 TEST_F(AppsBadInputTest, DocwordHeaderClaimingTooManyEntries) {
   Write("huge_nnz.txt", "3\n5\n100000000000\n1 1 1\n");
   ExpectRejected(Lda({"--docword", Path("huge_nnz.txt")}),
-                 Path("huge_nnz.txt") + ":3: the header claims NNZ = 100000000000 entries", "iter");
+                 Path("huge_nnz.txt") + ": the header promises NNZ = 100000000000 entries, the file "
+                 "has 1", "iter");
 }
 
 TEST_F(AppsBadInputTest, DocwordHeaderClaimingTooManyDocuments) {
