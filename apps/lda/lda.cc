@@ -219,7 +219,8 @@ std::vector<double> LgammaTable(double a, int64_t size) {
 // stop every worker, or the others would wait for it forever; serially it is `ok` itself.
 bool AllWorkersOk(tessera::Context& ctx, bool ok) {
   auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (ok && failed.ok() && *failed > 0) fmt::print(stderr, "lda: another worker failed; stopping\n");
+  if (ok && failed.ok() && *failed > 0)
+    fmt::print(stderr, "lda: another worker failed; stopping\n");
   return failed.ok() && *failed == 0;
 }
 
@@ -315,8 +316,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     return 1;
   }
   if (report && !opt.vocab_path.empty() && static_cast<int64_t>(vocab.size()) < V) {
-    fmt::print(stderr, "lda: --vocab '{}' has {} lines, but {} has W = {} words (wordID n is the "
-               "word on line n)\n", opt.vocab_path, vocab.size(), opt.docword_path, V);
+    fmt::print(stderr,
+               "lda: --vocab '{}' has {} lines, but {} has W = {} words (wordID n is the "
+               "word on line n)\n",
+               opt.vocab_path, vocab.size(), opt.docword_path, V);
     ready = false;
   }
   if (!AllWorkersOk(ctx, ready)) return 1;

@@ -629,11 +629,12 @@ class Client::Impl {
       return Status::InvalidArgument(
           fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
     }
-    auto liveness = LivenessAgent::Start(
-        {.coordinator = options_.coordinator, .role = proto::Role::WORKER,
-         .rank = static_cast<uint32_t>(options_.rank), .secret = options_.secret,
-         .timeout = options_.heartbeat_timeout},
-        context_);
+    auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
+                                          .role = proto::Role::WORKER,
+                                          .rank = static_cast<uint32_t>(options_.rank),
+                                          .secret = options_.secret,
+                                          .timeout = options_.heartbeat_timeout},
+                                         context_);
     if (!liveness.ok()) return liveness.status();
     liveness_ = std::move(liveness).value();
     auto membership =

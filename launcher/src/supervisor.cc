@@ -101,7 +101,8 @@ void SweepStaleScratchDirs(const std::string& tmp) {
     if (end == nullptr || *end != '\0' || pid <= 0) continue;
     const std::string path = tmp + "/" + e->d_name;
     struct stat st;
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) continue;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+      continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
     stale.push_back(path);
   }
@@ -389,8 +390,7 @@ Result<int> Job::Run() {
     const char* tmp_env = std::getenv("TMPDIR");
     const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
     SweepStaleScratchDirs(tmp);
-    std::string pattern =
-        tmp + "/" + kScratchPrefix + std::to_string(::getpid()) + "-XXXXXX";
+    std::string pattern = tmp + "/" + kScratchPrefix + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       return Status::Internal("cannot create a scratch directory " + pattern + ": " +
                               std::strerror(errno));
@@ -458,7 +458,8 @@ Result<int> Job::Run() {
   }
   members_started_ = true;
 
-  const std::string coordinator_name = "the coordinator (pid " + std::to_string(coordinator.pid) + ")";
+  const std::string coordinator_name =
+      "the coordinator (pid " + std::to_string(coordinator.pid) + ")";
   while (AnyRunning()) {
     if (kill_deadline_) {
       StopAndWait();

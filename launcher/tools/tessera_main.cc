@@ -223,10 +223,11 @@ int main(int argc, char** argv) {
   if (flags.startup_timeout_s <= 0 || flags.grace_period_s < 0) {
     return Fail(kUsageError, "--startup-timeout must be > 0 and --grace-period >= 0");
   }
-  if (!(flags.heartbeat_timeout_s == 0 || (flags.heartbeat_timeout_s >= 0.1 &&
-                                           flags.heartbeat_timeout_s <= 86400))) {
-    return Fail(kUsageError, "--heartbeat-timeout must be 0 (no checks) or between 0.1 and "
-                             "86400 seconds");
+  if (!(flags.heartbeat_timeout_s == 0 ||
+        (flags.heartbeat_timeout_s >= 0.1 && flags.heartbeat_timeout_s <= 86400))) {
+    return Fail(kUsageError,
+                "--heartbeat-timeout must be 0 (no checks) or between 0.1 and "
+                "86400 seconds");
   }
 
   tl::JobOptions job;
@@ -235,8 +236,8 @@ int main(int argc, char** argv) {
   job.program = program;
   job.bind_host = flags.bind;
   job.log_level = flags.log_level;
-  job.heartbeat_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(std::llround(flags.heartbeat_timeout_s * 1000)));
+  job.heartbeat_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(std::llround(flags.heartbeat_timeout_s * 1000)));
   job.ssh_command = tl::SplitCommand(flags.ssh);
   job.server_bin = flags.server_bin.empty() ? SelfDirectory() + "/tessera-server" : flags.server_bin;
   Result<tl::EnvList> env = ParseEnvFlags(flags.env);

@@ -294,9 +294,9 @@ size_t EstimateEntries(const DocwordHeader& header, ReadRange range) {
   const double fraction = static_cast<double>(bytes) / static_cast<double>(entry_bytes);
   // Never more than the bytes can hold, so that a header claiming absurdly many entries is
   // reported by the count check, not by bad_alloc.
-  return static_cast<size_t>(std::min({static_cast<double>(header.nnz),
-                                       static_cast<double>(header.nnz) * fraction + 64,
-                                       static_cast<double>(bytes / kMinEntryBytes + 64)}));
+  return static_cast<size_t>(
+      std::min({static_cast<double>(header.nnz), static_cast<double>(header.nnz) * fraction + 64,
+                static_cast<double>(bytes / kMinEntryBytes + 64)}));
 }
 
 // Parses the entry lines of `range`, validating them against the header, and hands each entry to

@@ -275,7 +275,8 @@ class Coordinator::Impl {
 
   void OnHeartbeat(const std::string& identity, proto::Heartbeat::Reader hb) {
     if (hb.getSecret() != options_.secret) {
-      SendError(identity, 0, proto::ErrorCode::UNAUTHENTICATED, "heartbeat with a wrong job secret");
+      SendError(identity, 0, proto::ErrorCode::UNAUTHENTICATED,
+                "heartbeat with a wrong job secret");
       return;
     }
     const Clock::time_point now = Clock::now();
@@ -283,8 +284,8 @@ class Coordinator::Impl {
     if (hb.getLeaving()) {
       if (launcher && monitor_ == identity) monitor_.reset();
       if (watched_.erase(identity) > 0) {
-        log_->debug("{} is done with the job", DescribeProcess(hb.getRole(), hb.getRank(),
-                                                                hb.getPid(), hb.getHost().cStr()));
+        log_->debug("{} is done with the job",
+                    DescribeProcess(hb.getRole(), hb.getRank(), hb.getPid(), hb.getHost().cStr()));
       }
       return;
     }
@@ -317,19 +318,22 @@ class Coordinator::Impl {
       return;
     }
     if (monitor_ && now - monitor_last_seen_ > timing.silence) {
-      log_->warn("the launcher stopped answering ({:.1f} s); on a failure the processes will be "
-                 "told to stop by themselves", Seconds(now - monitor_last_seen_));
+      log_->warn(
+          "the launcher stopped answering ({:.1f} s); on a failure the processes will be "
+          "told to stop by themselves",
+          Seconds(now - monitor_last_seen_));
       monitor_.reset();
     }
-    if (!all_heard_ && now - started_at_ > std::max(options_.first_heartbeat_grace, timing.silence)) {
+    if (!all_heard_ &&
+        now - started_at_ > std::max(options_.first_heartbeat_grace, timing.silence)) {
       CheckEveryoneHeard(now);
       if (failure_) return;
     }
     for (const auto& [identity, w] : watched_) {
       if (now - w.last_seen > timing.silence) {
         Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s (heartbeat timeout "
-                         "{:.1f} s)", w.what, Seconds(now - w.last_seen),
-                         Seconds(options_.heartbeat_timeout)),
+                         "{:.1f} s)",
+                         w.what, Seconds(now - w.last_seen), Seconds(options_.heartbeat_timeout)),
              kExitUnresponsive, now);
         return;
       }
@@ -426,7 +430,7 @@ class Coordinator::Impl {
   Clock::time_point monitor_last_seen_;
   std::optional<std::string> failure_;  // why the job failed
   Clock::time_point failed_at_;
-  bool broadcast_ = false;              // every process was told
+  bool broadcast_ = false;  // every process was told
   std::atomic<int> exit_code_{0};
 
   NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away

@@ -27,8 +27,7 @@ class AppsBadInputTest : public TesseraHarness {
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   // The program exited 1 with `message` (and without aborting), and printed no progress line.
-  void ExpectRejected(const RunResult& r, const std::string& message,
-                      const std::string& progress) {
+  void ExpectRejected(const RunResult& r, const std::string& message, const std::string& progress) {
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_TRUE(Contains(r.err, message)) << message << "\n" << r.err;
     EXPECT_FALSE(Contains(r.err, "bad_alloc")) << r.err;
@@ -49,8 +48,9 @@ class AppsBadInputTest : public TesseraHarness {
   }
   // `tessera run -w 2 -s 1 -- PROGRAM ARGS`.
   RunResult Launched(const std::string& program, std::vector<std::string> args) {
-    std::vector<std::string> all = {TESSERA_LAUNCHER_BINARY, "run", "-w", "2", "-s", "1",
-                                    "--server-bin", TESSERA_SERVER_BINARY, "--", program};
+    std::vector<std::string> all = {
+        TESSERA_LAUNCHER_BINARY, "run", "-w",   "2", "-s", "1", "--server-bin",
+        TESSERA_SERVER_BINARY,   "--",  program};
     all.insert(all.end(), args.begin(), args.end());
     return Run(all);
   }
@@ -66,8 +66,10 @@ TEST_F(AppsBadInputTest, DirectoryAsDataFile) {
 TEST_F(AppsBadInputTest, DocwordHeaderClaimingTooManyEntries) {
   Write("huge_nnz.txt", "3\n5\n100000000000\n1 1 1\n");
   ExpectRejected(Lda({"--docword", Path("huge_nnz.txt")}),
-                 Path("huge_nnz.txt") + ": the header promises NNZ = 100000000000 entries, the file "
-                 "has 1", "iter");
+                 Path("huge_nnz.txt") +
+                     ": the header promises NNZ = 100000000000 entries, the file "
+                     "has 1",
+                 "iter");
 }
 
 TEST_F(AppsBadInputTest, DocwordHeaderClaimingTooManyDocuments) {
@@ -116,9 +118,8 @@ TEST_F(AppsBadInputTest, UnwritableMetrics) {
 // Checks made only on worker 0 (its --metrics, its --vocab) stop both workers at once: the job
 // ends with exit 1 instead of worker 1 waiting for worker 0.
 TEST_F(AppsBadInputTest, ChecksOnWorkerZeroStopTheWholeJob) {
-  RunResult vocab = Launched(TESSERA_LDA_BINARY, {"--docword", Path("ok.txt"), "--iterations",
-                                                  "2", "--topics", "4", "--vocab",
-                                                  Path("nope.txt")});
+  RunResult vocab = Launched(TESSERA_LDA_BINARY, {"--docword", Path("ok.txt"), "--iterations", "2",
+                                                  "--topics", "4", "--vocab", Path("nope.txt")});
   EXPECT_EQ(vocab.exit_code, 1) << vocab.err;
   EXPECT_TRUE(Contains(vocab.err, "[worker 0] lda: NotFound: cannot open the vocabulary"))
       << vocab.err;

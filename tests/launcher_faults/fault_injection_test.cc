@@ -6,12 +6,12 @@
 //
 // The random points come from a seed printed with every failure; TESSERA_FAULT_SEED=N replays
 // one. scripts/fault_soak.sh runs these cases in a loop with fresh seeds.
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstdio>
-#include <dirent.h>
 #include <random>
 #include <regex>
 #include <set>
@@ -100,20 +100,29 @@ class FaultInjectionTest : public TesseraHarness {
 
   std::vector<std::string> Program(App app) const {
     if (app == App::kMf) {
-      return {TESSERA_MF_BINARY, "--train", dir_ + "/ratings.txt", "--epochs", "100000000",
-              "-k", "8"};
+      return {
+          TESSERA_MF_BINARY, "--train", dir_ + "/ratings.txt", "--epochs", "100000000", "-k", "8"};
     }
-    return {TESSERA_LDA_BINARY, "--docword", dir_ + "/docword.txt", "--iterations", "100000000",
-            "--topics", "8", "--eval-every", "0"};
+    return {TESSERA_LDA_BINARY,
+            "--docword",
+            dir_ + "/docword.txt",
+            "--iterations",
+            "100000000",
+            "--topics",
+            "8",
+            "--eval-every",
+            "0"};
   }
   static std::string Progress(App app) { return app == App::kMf ? "epoch " : "iter "; }
 
   // Waits (bounded) until `ready` holds for the current run's output.
-  bool WaitForOutput(const std::function<bool(const std::string& out, const std::string& err)>& ready,
-                     Clock::duration timeout = seconds(30)) {
+  bool WaitForOutput(
+      const std::function<bool(const std::string& out, const std::string& err)>& ready,
+      Clock::duration timeout = seconds(30)) {
     const auto deadline = Clock::now() + timeout;
     while (Clock::now() < deadline) {
-      if (ready(Slurp("stdout." + std::to_string(runs_)), Slurp("stderr." + std::to_string(runs_)))) {
+      if (ready(Slurp("stdout." + std::to_string(runs_)),
+                Slurp("stderr." + std::to_string(runs_)))) {
         return true;
       }
       std::this_thread::sleep_for(milliseconds(20));
@@ -146,10 +155,18 @@ class FaultInjectionTest : public TesseraHarness {
   // "worker 0") with `sig` at a random point, and checks the outcome.
   void InjectUnderLauncher(App app, int servers, const std::string& target, int sig) {
     SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
-    std::vector<std::string> args = {"run", "-w", "2", "-s", std::to_string(servers),
-                                     "--log-level", "debug", "--heartbeat-timeout",
-                                     std::to_string(kHeartbeatSeconds), "--server-bin",
-                                     TESSERA_SERVER_BINARY, "--"};
+    std::vector<std::string> args = {"run",
+                                     "-w",
+                                     "2",
+                                     "-s",
+                                     std::to_string(servers),
+                                     "--log-level",
+                                     "debug",
+                                     "--heartbeat-timeout",
+                                     std::to_string(kHeartbeatSeconds),
+                                     "--server-bin",
+                                     TESSERA_SERVER_BINARY,
+                                     "--"};
     for (const std::string& a : Program(app)) args.push_back(a);
     const pid_t launcher = Start(args);
 
@@ -157,8 +174,8 @@ class FaultInjectionTest : public TesseraHarness {
     // loading), k > 0 = after worker 0 reported k epochs/iterations.
     const int point = static_cast<int>(rng_() % 4);
     SCOPED_TRACE("point " + std::to_string(point));
-    const std::string watched = target == "coordinator" ? "coordinator listens on"
-                                                          : "watching " + target + " (pid";
+    const std::string watched =
+        target == "coordinator" ? "coordinator listens on" : "watching " + target + " (pid";
     const std::string progress = "[worker 0] " + Progress(app);
     ASSERT_TRUE(WaitForOutput([&](const std::string& out, const std::string& err) {
       return Contains(err + out, watched) && Count(out, progress) >= static_cast<size_t>(point);
@@ -171,9 +188,9 @@ class FaultInjectionTest : public TesseraHarness {
     ASSERT_EQ(kill(victim, sig), 0);
     RunResult r = Wait(launcher, seconds(30));
     const auto took = Clock::now() - hit;
-    const std::string named = "tessera: " + (target == "coordinator" ? std::string("the coordinator")
-                                                                      : target) +
-                              " (pid " + std::to_string(victim);
+    const std::string named =
+        "tessera: " + (target == "coordinator" ? std::string("the coordinator") : target) +
+        " (pid " + std::to_string(victim);
     if (sig == SIGKILL) {
       EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
       EXPECT_TRUE(Contains(r.err, target + " (pid " + std::to_string(victim) +
@@ -206,10 +223,19 @@ class FaultInjectionTest : public TesseraHarness {
     std::map<int, pid_t> tasks;
     std::map<int, int> run_of;
     for (int rank : {0, 1, 2, 3}) {
-      std::vector<std::string> args = {"run", "-w", "2", "-s", "1", "--from-env",
-                                       "--coordinator", "127.0.0.1:" + std::to_string(port),
-                                       "--heartbeat-timeout", std::to_string(kHeartbeatSeconds),
-                                       "--server-bin", TESSERA_SERVER_BINARY, "--"};
+      std::vector<std::string> args = {"run",
+                                       "-w",
+                                       "2",
+                                       "-s",
+                                       "1",
+                                       "--from-env",
+                                       "--coordinator",
+                                       "127.0.0.1:" + std::to_string(port),
+                                       "--heartbeat-timeout",
+                                       std::to_string(kHeartbeatSeconds),
+                                       "--server-bin",
+                                       TESSERA_SERVER_BINARY,
+                                       "--"};
       for (const std::string& a : Program(App::kMf)) args.push_back(a);
       tasks[rank] = Start(args, {{"SLURM_PROCID", std::to_string(rank)},
                                  {"SLURM_NTASKS", "4"},
@@ -260,21 +286,47 @@ class FaultInjectionTest : public TesseraHarness {
 };
 
 // tessera run, mf, 1 server: every kind of process, both signals.
-TEST_F(FaultInjectionTest, MfCoordinatorKilled) { InjectUnderLauncher(App::kMf, 1, "coordinator", SIGKILL); }
-TEST_F(FaultInjectionTest, MfCoordinatorStopped) { InjectUnderLauncher(App::kMf, 1, "coordinator", SIGSTOP); }
-TEST_F(FaultInjectionTest, MfServerKilled) { InjectUnderLauncher(App::kMf, 1, "server 0", SIGKILL); }
-TEST_F(FaultInjectionTest, MfServerStopped) { InjectUnderLauncher(App::kMf, 1, "server 0", SIGSTOP); }
-TEST_F(FaultInjectionTest, MfWorker0Killed) { InjectUnderLauncher(App::kMf, 1, "worker 0", SIGKILL); }
-TEST_F(FaultInjectionTest, MfWorker0Stopped) { InjectUnderLauncher(App::kMf, 1, "worker 0", SIGSTOP); }
-TEST_F(FaultInjectionTest, MfWorker1Killed) { InjectUnderLauncher(App::kMf, 1, "worker 1", SIGKILL); }
-TEST_F(FaultInjectionTest, MfWorker1Stopped) { InjectUnderLauncher(App::kMf, 1, "worker 1", SIGSTOP); }
+TEST_F(FaultInjectionTest, MfCoordinatorKilled) {
+  InjectUnderLauncher(App::kMf, 1, "coordinator", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfCoordinatorStopped) {
+  InjectUnderLauncher(App::kMf, 1, "coordinator", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, MfServerKilled) {
+  InjectUnderLauncher(App::kMf, 1, "server 0", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfServerStopped) {
+  InjectUnderLauncher(App::kMf, 1, "server 0", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, MfWorker0Killed) {
+  InjectUnderLauncher(App::kMf, 1, "worker 0", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfWorker0Stopped) {
+  InjectUnderLauncher(App::kMf, 1, "worker 0", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, MfWorker1Killed) {
+  InjectUnderLauncher(App::kMf, 1, "worker 1", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfWorker1Stopped) {
+  InjectUnderLauncher(App::kMf, 1, "worker 1", SIGSTOP);
+}
 
 // tessera run, lda, 2 servers.
-TEST_F(FaultInjectionTest, LdaCoordinatorStopped) { InjectUnderLauncher(App::kLda, 2, "coordinator", SIGSTOP); }
-TEST_F(FaultInjectionTest, LdaServer1Killed) { InjectUnderLauncher(App::kLda, 2, "server 1", SIGKILL); }
-TEST_F(FaultInjectionTest, LdaServer1Stopped) { InjectUnderLauncher(App::kLda, 2, "server 1", SIGSTOP); }
-TEST_F(FaultInjectionTest, LdaWorker0Killed) { InjectUnderLauncher(App::kLda, 2, "worker 0", SIGKILL); }
-TEST_F(FaultInjectionTest, LdaWorker1Stopped) { InjectUnderLauncher(App::kLda, 2, "worker 1", SIGSTOP); }
+TEST_F(FaultInjectionTest, LdaCoordinatorStopped) {
+  InjectUnderLauncher(App::kLda, 2, "coordinator", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, LdaServer1Killed) {
+  InjectUnderLauncher(App::kLda, 2, "server 1", SIGKILL);
+}
+TEST_F(FaultInjectionTest, LdaServer1Stopped) {
+  InjectUnderLauncher(App::kLda, 2, "server 1", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, LdaWorker0Killed) {
+  InjectUnderLauncher(App::kLda, 2, "worker 0", SIGKILL);
+}
+TEST_F(FaultInjectionTest, LdaWorker1Stopped) {
+  InjectUnderLauncher(App::kLda, 2, "worker 1", SIGSTOP);
+}
 
 // --from-env (tasks as srun starts them): ranks 0 coordinator, 1 server 0, 2-3 workers 0-1.
 TEST_F(FaultInjectionTest, FromEnvCoordinatorKilled) { InjectUnderFromEnv(0, SIGKILL); }
@@ -305,8 +357,9 @@ TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   ASSERT_EQ(mkdir(stale.c_str(), 0700), 0);
   std::ofstream(stale + "/coordinator.endpoint") << "tcp://127.0.0.1:1\n";
 
-  std::vector<std::string> args = {"run", "-w", "2", "-s", "1", "--log-level", "debug",
-                                   "--server-bin", TESSERA_SERVER_BINARY, "--"};
+  std::vector<std::string> args = {
+      "run", "-w", "2", "-s", "1", "--log-level", "debug", "--server-bin", TESSERA_SERVER_BINARY,
+      "--"};
   for (const std::string& a : Program(App::kMf)) args.push_back(a);
   const pid_t launcher = Start(args);
   ASSERT_TRUE(WaitForOutput([](const std::string& out, const std::string&) {

@@ -1,6 +1,8 @@
 // The coordinator's liveness checks and the LivenessAgent, in one process: a peer that stops
 // heartbeating fails the job and is named; a peer that leaves does not; an agent that loses the
 // coordinator, or is rejected by it, reports it.
+#include "tessera/transport/liveness.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,7 +15,6 @@
 
 #include "tessera/server/coordinator.h"
 #include "tessera/transport/endpoint.h"
-#include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 
 namespace tessera {

@@ -169,8 +169,7 @@ class LivenessAgent::Impl {
   }
 
   void Loop() {
-    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                          waker_.poll_item()};
+    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, waker_.poll_item()};
     const Clock::time_point start = Clock::now();
     last_heard_ = start;
     Clock::time_point next_send = start;
