@@ -22,6 +22,7 @@
 // accumulators are summed across workers); only worker 0 prints progress, topics and --metrics.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <utility>
@@ -215,7 +217,92 @@ std::vector<double> LgammaTable(double a, int64_t size) {
   return t;
 }
 
+// Whether `ok` holds on every worker. A check that only worker 0 makes (its output files) must
+// stop every worker, or the others would wait for it forever; serially it is `ok` itself.
+bool AllWorkersOk(tessera::Context& ctx, bool ok) {
+  auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
+  if (ok && failed.ok() && *failed > 0)
+    fmt::print(stderr, "lda: another worker failed; stopping\n");
+  return failed.ok() && *failed == 0;
+}
+
+// The vocabulary, one word per line (wordID n on line n).
+tessera::Result<std::vector<std::string>> ReadVocabulary(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return tessera::Status::InvalidArgument(fmt::format("--vocab '{}' is a directory", path));
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return tessera::Status::NotFound(
+        fmt::format("cannot open the vocabulary --vocab '{}': {}", path, std::strerror(errno)));
+  }
+  std::vector<std::string> vocab;
+  for (std::string w; std::getline(in, w);) vocab.push_back(w);
+  return vocab;
+}
+
+// Bytes of physical memory (0 when unknown).
+double PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+// What the sampler will hold for this corpus, checked before anything that large is allocated:
+// a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
+tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, const std::string& path) {
+  // Per token: its key and topic in `tokens` (3 x 8 + 4 bytes, padded) and a log-gamma entry.
+  // Per document and per word: K counts, and as much again in the proposal tables' snapshots.
+  const double tokens = static_cast<double>(corpus.num_tokens);
+  const double rows = static_cast<double>(corpus.num_docs) + static_cast<double>(corpus.vocab_size);
+  const double need = tokens * 40 + rows * K * 4 * 2 + static_cast<double>(corpus.num_docs) * 8;
+  const double have = PhysicalMemoryBytes();
+  if (have > 0 && need > have) {
+    int64_t max_count = 0;
+    tessera::Key<2> where{{0, 0}};
+    for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
+      if (corpus.counts.value_at(p) > max_count) {
+        max_count = corpus.counts.value_at(p);
+        where = corpus.counts.key_at(p);
+      }
+    }
+    return tessera::Status::InvalidArgument(fmt::format(
+        "{}: sampling this corpus needs about {:.1f} GiB, more than this machine's {:.1f} GiB: "
+        "{} tokens (the sum of the counts; the largest, {}, is docID {} wordID {}) and {} "
+        "documents + {} words (D and W in the header) x {} topics",
+        path, need / (1 << 30), have / (1 << 30), corpus.num_tokens, max_count, where[0] + 1,
+        where[1] + 1, corpus.num_docs, corpus.vocab_size, K));
+  }
+  return tessera::Status::Ok();
+}
+
 int Run(tessera::Context& ctx, const LdaOptions& opt) {
+  // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
+  const bool report = ctx.job().rank == 0;
+  // The files worker 0 writes and reads at the end are checked before the corpus is even loaded.
+  std::optional<tessera::MetricsLog> metrics;
+  std::vector<std::string> vocab;
+  bool ready = true;
+  if (report && !opt.metrics_path.empty()) {
+    auto log = tessera::MetricsLog::Open(opt.metrics_path);
+    if (log.ok()) {
+      metrics.emplace(std::move(log).value());
+    } else {
+      fmt::print(stderr, "lda: --metrics: {}\n", log.status().ToString());
+      ready = false;
+    }
+  }
+  if (report && !opt.vocab_path.empty()) {
+    auto read_vocab = ReadVocabulary(opt.vocab_path);
+    if (read_vocab.ok()) {
+      vocab = std::move(read_vocab).value();
+    } else {
+      fmt::print(stderr, "lda: {}\n", read_vocab.status().ToString());
+      ready = false;
+    }
+  }
+  if (!AllWorkersOk(ctx, ready)) return 1;
+
   tessera::DocwordOptions read;
   read.max_docs = opt.max_docs;
   auto loaded = tessera::load_docword(ctx, opt.docword_path, read);
@@ -226,6 +313,18 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   tessera::Corpus& corpus = *loaded;
   const int64_t D = corpus.num_docs, V = corpus.vocab_size;
   const int K = opt.topics;
+  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.docword_path); !s.ok()) {
+    fmt::print(stderr, "lda: {}\n", s.ToString());
+    return 1;
+  }
+  if (report && !opt.vocab_path.empty() && static_cast<int64_t>(vocab.size()) < V) {
+    fmt::print(stderr,
+               "lda: --vocab '{}' has {} lines, but {} has W = {} words (wordID n is the "
+               "word on line n)\n",
+               opt.vocab_path, vocab.size(), opt.docword_path, V);
+    ready = false;
+  }
+  if (!AllWorkersOk(ctx, ready)) return 1;
   const float alpha = static_cast<float>(opt.alpha), beta = static_cast<float>(opt.beta);
   const float vbeta = static_cast<float>(V) * beta;
 
@@ -244,8 +343,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     for (int32_t o = 0; o < n; ++o) tokens.append_unchecked({{dw[0], dw[1], o}}, 0);
     doc_length[dw[0]] += n;
   }
-  // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
-  const bool report = ctx.job().rank == 0;
   const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
   const std::string workers =
       distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
@@ -280,16 +377,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     ll_const += std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
   }
   ll_const += K * std::lgamma(V * opt.beta);
-
-  std::optional<tessera::MetricsLog> metrics;
-  if (report && !opt.metrics_path.empty()) {
-    auto log = tessera::MetricsLog::Open(opt.metrics_path);
-    if (!log.ok()) {
-      fmt::print(stderr, "lda: {}\n", log.status().ToString());
-      return 1;
-    }
-    metrics.emplace(std::move(log).value());
-  }
 
   // Every token draws from its own generator, seeded by (seed, iteration, key): the body then has
   // no shared mutable state besides the arrays, whatever executor runs it.
@@ -420,6 +507,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
           iter, ll_per_token, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers);
       std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
     }
+    bool written = true;
     if (metrics) {
       tessera::MetricsRecord record;
       record.set("app", "lda")
@@ -434,23 +522,13 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
       tessera::Status s = metrics->Write(record);
       if (!s.ok()) {
-        fmt::print(stderr, "lda: {}\n", s.ToString());
-        return 1;
+        fmt::print(stderr, "lda: --metrics: {}\n", s.ToString());
+        written = false;
       }
     }
+    if (!AllWorkersOk(ctx, written)) return 1;
   }
   if (report && !opt.vocab_path.empty()) {
-    std::ifstream in(opt.vocab_path);
-    if (!in) {
-      fmt::print(stderr, "lda: cannot open vocabulary '{}'\n", opt.vocab_path);
-      return 1;
-    }
-    std::vector<std::string> vocab;
-    for (std::string w; std::getline(in, w);) vocab.push_back(w);
-    if (static_cast<int64_t>(vocab.size()) < V) {
-      fmt::print(stderr, "lda: '{}' has {} words, the corpus {}\n", opt.vocab_path, vocab.size(), V);
-      return 1;
-    }
     // The largest topics first, each with its most frequent words.
     std::vector<int> order(K);
     for (int k = 0; k < K; ++k) order[k] = k;

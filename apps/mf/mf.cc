@@ -64,6 +64,14 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// Whether `ok` holds on every worker. A check that only worker 0 makes (its --metrics file) must
+// stop every worker, or the others would wait for it forever; serially it is `ok` itself.
+bool AllWorkersOk(tessera::Context& ctx, bool ok) {
+  auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
+  if (ok && failed.ok() && *failed > 0) fmt::print(stderr, "mf: another worker failed; stopping\n");
+  return failed.ok() && *failed == 0;
+}
+
 int Run(tessera::Context& ctx, const MfOptions& opt) {
   using tessera::DistArray;
   using tessera::Key;
@@ -73,6 +81,21 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     fmt::print(stderr, "mf: {}\n", format.status().ToString());
     return 2;
   }
+  // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
+  const bool report = ctx.job().rank == 0;
+  // The file worker 0 writes is checked before the ratings are even loaded.
+  std::optional<tessera::MetricsLog> metrics;
+  bool ready = true;
+  if (report && !opt.metrics_path.empty()) {
+    auto log = tessera::MetricsLog::Open(opt.metrics_path);
+    if (log.ok()) {
+      metrics.emplace(std::move(log).value());
+    } else {
+      fmt::print(stderr, "mf: --metrics: {}\n", log.status().ToString());
+      ready = false;
+    }
+  }
+  if (!AllWorkersOk(ctx, ready)) return 1;
   tessera::TripleOptions read;
   read.format = *format;
   read.test_path = opt.test_path;
@@ -87,8 +110,6 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   DistArray<float, 2>& test = loaded->test;
   const int64_t users = ratings.extent(0), items = ratings.extent(1);
   const int k = opt.rank;
-  // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
-  const bool report = ctx.job().rank == 0;
   const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
   const std::string workers =
       distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
@@ -119,16 +140,6 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   auto H = DistArray<float, 2>::random(ctx, {items, k}, opt.seed + 2, 0.0f, opt.init_scale);
   auto user_bias = DistArray<float, 1>::dense(ctx, {users});
   auto item_bias = DistArray<float, 1>::dense(ctx, {items});
-
-  std::optional<tessera::MetricsLog> metrics;
-  if (report && !opt.metrics_path.empty()) {
-    auto log = tessera::MetricsLog::Open(opt.metrics_path);
-    if (!log.ok()) {
-      fmt::print(stderr, "mf: {}\n", log.status().ToString());
-      return 1;
-    }
-    metrics.emplace(std::move(log).value());
-  }
 
   float lr = opt.learning_rate;
   const float lambda = opt.lambda;
@@ -202,6 +213,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
           epoch, train_rmse, test_rmse, updates_per_s, updates_per_cpu_s, lr, elapsed, workers);
       std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
     }
+    bool written = true;
     if (metrics) {
       tessera::MetricsRecord record;
       record.set("app", "mf")
@@ -216,10 +228,11 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
       if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
       tessera::Status s = metrics->Write(record);
       if (!s.ok()) {
-        fmt::print(stderr, "mf: {}\n", s.ToString());
-        return 1;
+        fmt::print(stderr, "mf: --metrics: {}\n", s.ToString());
+        written = false;
       }
     }
+    if (!AllWorkersOk(ctx, written)) return 1;
     if (!std::isfinite(train_rmse)) {
       fmt::print(stderr, "mf: SGD diverged at epoch {} (non-finite training error); lower --lr\n", epoch);
       return 3;

@@ -12,6 +12,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/join.h"
+#include "tessera/transport/liveness.h"
 
 namespace tessera {
 
@@ -43,6 +44,14 @@ Status Client::Impl::Start() {
     return Status::InvalidArgument("client: no coordinator endpoint");
   if (options_.num_threads < 1) return Status::InvalidArgument("client: num_threads must be >= 1");
   TESSERA_RETURN_IF_ERROR(sockets_.ConnectCoordinator(options_.coordinator));
+  auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
+                                        .role = proto::Role::WORKER,
+                                        .rank = static_cast<uint32_t>(options_.rank),
+                                        .secret = options_.secret,
+                                        .timeout = options_.heartbeat_timeout},
+                                       context_);
+  if (!liveness.ok()) return liveness.status();
+  liveness_ = std::move(liveness).value();
   auto membership =
       JoinJob(sockets_.coordinator(),
               {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
@@ -209,6 +218,7 @@ Status Client::Impl::Leave() {
   msg.envelope().getBody().initLeave().setRank(options_.rank);
   msgs = {{kCoordinator, &msg}};
   Status coordinator = CallAll(msgs, "leaving the job");
+  if (liveness_) liveness_->Leave();  // done with the job: neither side watches the other now
   StopIo();
   Status async = TakeAsyncError();
   if (!async.ok()) return async;

@@ -40,6 +40,7 @@
 #include "server_channel.h"
 #include "sockets.h"
 #include "tessera/client/client.h"
+#include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/waker.h"
 
@@ -278,6 +279,7 @@ class Client::Impl final : public client_internal::IoHandler {
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<bool> started_{false};  // Start made the sockets and the I/O thread
   std::atomic<bool> left_{false};
+  std::unique_ptr<LivenessAgent> liveness_;  // null without heartbeats
 
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tessera/transport/liveness.h"
+
 namespace tessera {
 namespace {
 
@@ -53,6 +55,9 @@ Result<std::optional<JobEnvironment>> JobEnvironmentFromEnv() {
   auto comm = CommOptionsFromEnv(env.num_workers);
   if (!comm.ok()) return comm.status();
   env.client.comm = *comm;
+  auto heartbeat_timeout = HeartbeatTimeoutFromEnv();
+  if (!heartbeat_timeout.ok()) return heartbeat_timeout.status();
+  env.client.heartbeat_timeout = *heartbeat_timeout;
   if (std::getenv("TESSERA_CACHE_ROWS") != nullptr) {
     auto cache_rows = IntVar<uint64_t>("TESSERA_CACHE_ROWS", 0);
     if (!cache_rows.ok()) return cache_rows.status();

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "tessera/common/check.h"
 
 namespace tessera::launcher {
@@ -39,6 +41,8 @@ EnvList CommonEnv(const JobOptions& options, Role role, int rank, const std::str
   env.emplace_back(kEnvBindHost, bind_host);
   env.emplace_back(kEnvJobSecret, options.job_secret);
   env.emplace_back(kEnvLogLevel, options.log_level);
+  env.emplace_back(kEnvHeartbeatTimeout,
+                   fmt::format("{:g}", options.heartbeat_timeout.count() / 1000.0));
   return env;
 }
 

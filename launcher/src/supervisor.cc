@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "job_monitor.h"
 #include "tessera/launcher/subprocess.h"
 
 namespace tessera::launcher {
@@ -66,6 +68,10 @@ std::string ReadSmallFile(const std::string& path) {
   return text;
 }
 
+// The scratch directory's name carries the launcher's pid, so that a later launch can tell the
+// directory of a launcher that died without cleaning up (SIGKILL) from one still in use.
+constexpr char kScratchPrefix[] = "tessera-job-";
+
 void RemoveDirShallow(const std::string& dir) {
   if (DIR* d = ::opendir(dir.c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -76,6 +82,35 @@ void RemoveDirShallow(const std::string& dir) {
     ::closedir(d);
   }
   ::rmdir(dir.c_str());
+}
+
+// Removes the scratch directories under `tmp` of this user's launchers that no longer run.
+void SweepStaleScratchDirs(const std::string& tmp) {
+  DIR* d = ::opendir(tmp.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (!name.starts_with(kScratchPrefix)) continue;
+    name.remove_prefix(sizeof(kScratchPrefix) - 1);
+    const size_t dash = name.find('-');
+    if (dash == std::string_view::npos || dash == 0) continue;  // not ours (an older layout)
+    const std::string pid_text(name.substr(0, dash));
+    char* end = nullptr;
+    const long pid = std::strtol(pid_text.c_str(), &end, 10);
+    if (end == nullptr || *end != '\0' || pid <= 0) continue;
+    const std::string path = tmp + "/" + e->d_name;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
+    stale.push_back(path);
+  }
+  ::closedir(d);
+  for (const std::string& path : stale) {
+    spdlog::debug("removing {}, left by a launcher that no longer runs", path);
+    RemoveDirShallow(path);
+  }
 }
 
 class Job {
@@ -121,6 +156,7 @@ class Job {
   std::optional<int> cancel_signal_;
   std::optional<Clock::time_point> kill_deadline_;  // set once stopping; SIGKILL after it
   bool killed_ = false;
+  std::unique_ptr<JobMonitor> monitor_;  // null without liveness checks
 };
 
 Status Job::Start(const ProcessSpec& spec) {
@@ -290,9 +326,12 @@ void Job::Signal(const Child& child, int sig) {
 void Job::RequestStop() {
   if (kill_deadline_) return;
   kill_deadline_ = Clock::now() + options_.grace_period;
+  if (monitor_) monitor_->Leave();
   for (auto& c : children_) {
     CloseFd(&c->stdin_fd);  // a remote process's watchdog sees EOF
-    if (c->running) Signal(*c, SIGTERM);
+    if (!c->running) continue;
+    Signal(*c, SIGTERM);
+    Signal(*c, SIGCONT);  // a stopped process (SIGSTOP) handles its SIGTERM now, not when resumed
   }
 }
 
@@ -348,9 +387,10 @@ int Job::ExitCode() const {
 Result<int> Job::Run() {
   scratch_dir_ = options_.scratch_dir;
   if (scratch_dir_.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                          "/tessera-job-XXXXXX";
+    const char* tmp_env = std::getenv("TMPDIR");
+    const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
+    SweepStaleScratchDirs(tmp);
+    std::string pattern = tmp + "/" + kScratchPrefix + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       return Status::Internal("cannot create a scratch directory " + pattern + ": " +
                               std::strerror(errno));
@@ -393,6 +433,21 @@ Result<int> Job::Run() {
     }
   }
   spdlog::debug("coordinator listens on {}", endpoint);
+  // The directory held only the endpoint: gone now, nothing is left behind if the launcher is
+  // killed later (and a launcher killed before this point is swept by the next launch).
+  if (own_scratch_) {
+    RemoveDirShallow(scratch_dir_);
+    own_scratch_ = false;
+  }
+  if (options_.job.heartbeat_timeout.count() > 0) {
+    Result<std::unique_ptr<JobMonitor>> monitor =
+        JobMonitor::Connect(endpoint, options_.job.job_secret, options_.job.heartbeat_timeout);
+    if (!monitor.ok()) {
+      StopAndWait();
+      return monitor.status();
+    }
+    monitor_ = std::move(monitor).value();
+  }
 
   for (const ProcessSpec& spec : MemberSpecs(options_.job, endpoint)) {
     Status s = Start(spec);
@@ -403,12 +458,23 @@ Result<int> Job::Run() {
   }
   members_started_ = true;
 
+  const std::string coordinator_name =
+      "the coordinator (pid " + std::to_string(coordinator.pid) + ")";
   while (AnyRunning()) {
     if (kill_deadline_) {
       StopAndWait();
       break;
     }
     Pump(kTick);
+    // Once the coordinator has exited (it does when every worker has left), its silence means
+    // nothing more: its exit was handled like any process's.
+    if (monitor_ && !kill_deadline_ && coordinator.running) {
+      if (std::optional<JobFailure> failure = monitor_->Poll(Clock::now(), coordinator_name)) {
+        spdlog::error("{}; stopping the job", failure->reason);
+        failure_code_ = failure->exit_code;
+        RequestStop();
+      }
+    }
   }
   StopAndWait();
   return ExitCode();

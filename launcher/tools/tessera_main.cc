@@ -94,6 +94,7 @@ struct RunFlags {
   std::string coordinator;
   double startup_timeout_s = 30;
   double grace_period_s = 3;
+  double heartbeat_timeout_s = 10;
 };
 
 // Registers the `run` flags; their defaults are those of RunFlags.
@@ -130,6 +131,10 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
       ->capture_default_str();
   run->add_option("--grace-period", flags->grace_period_s,
                   "Seconds between SIGTERM and SIGKILL when stopping processes")
+      ->capture_default_str();
+  run->add_option("--heartbeat-timeout", flags->heartbeat_timeout_s,
+                  "Seconds within which a process that stops answering is reported and the job "
+                  "stopped (0: no liveness checks); passed as TESSERA_HEARTBEAT_TIMEOUT")
       ->capture_default_str();
 }
 
@@ -229,6 +234,12 @@ int main(int argc, char** argv) {
   if (flags.startup_timeout_s <= 0 || flags.grace_period_s < 0) {
     return Fail(kUsageError, "--startup-timeout must be > 0 and --grace-period >= 0");
   }
+  if (!(flags.heartbeat_timeout_s == 0 ||
+        (flags.heartbeat_timeout_s >= 0.1 && flags.heartbeat_timeout_s <= 86400))) {
+    return Fail(kUsageError,
+                "--heartbeat-timeout must be 0 (no checks) or between 0.1 and "
+                "86400 seconds");
+  }
 
   tl::JobOptions job;
   job.num_workers = flags.workers;
@@ -236,6 +247,8 @@ int main(int argc, char** argv) {
   job.program = program;
   job.bind_host = flags.bind;
   job.log_level = flags.log_level;
+  job.heartbeat_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(std::llround(flags.heartbeat_timeout_s * 1000)));
   job.ssh_command = tl::SplitCommand(flags.ssh);
   job.server_bin = flags.server_bin.empty() ? SelfDirectory() + "/tessera-server" : flags.server_bin;
   Result<tl::EnvList> env = ParseEnvFlags(flags.env);

@@ -238,6 +238,9 @@ Status InsertAll(const std::string& path, const std::vector<Rating>& ratings, co
   return Status::Ok();
 }
 
+// The shortest entry line: "1 1 1\n".
+constexpr int64_t kMinEntryBytes = 6;
+
 struct DocwordHeader {
   int64_t docs = 0;     // D
   int64_t vocab = 0;    // W
@@ -287,10 +290,13 @@ ReadRange EntryRange(const DocwordHeader& header, ReadRange range, bool whole,
 size_t EstimateEntries(const DocwordHeader& header, ReadRange range) {
   const int64_t entry_bytes = std::max<int64_t>(header.file_size - header.bytes, 1);
   const int64_t end = range.end < 0 ? header.file_size : std::min(range.end, header.file_size);
-  const double fraction =
-      static_cast<double>(std::max<int64_t>(end - range.begin, 0)) / static_cast<double>(entry_bytes);
+  const int64_t bytes = std::max<int64_t>(end - range.begin, 0);
+  const double fraction = static_cast<double>(bytes) / static_cast<double>(entry_bytes);
+  // Never more than the bytes can hold, so that a header claiming absurdly many entries is
+  // reported by the count check, not by bad_alloc.
   return static_cast<size_t>(
-      std::min(static_cast<double>(header.nnz), static_cast<double>(header.nnz) * fraction + 64));
+      std::min({static_cast<double>(header.nnz), static_cast<double>(header.nnz) * fraction + 64,
+                static_cast<double>(bytes / kMinEntryBytes + 64)}));
 }
 
 // Parses the entry lines of `range`, validating them against the header, and hands each entry to
@@ -347,8 +353,12 @@ class CorpusBuilder {
     corpus_.vocab_size = header.vocab;
     corpus_.counts = DistArray<int32_t, 2>::WithOrigin(ctx, {keep_docs_, header.vocab},
                                                        /*sparse=*/true, origin);
-    corpus_.counts.reserve(max_docs > 0 ? header.nnz * keep_docs_ / header.docs + 1 : header.nnz);
-    seen_.reserve(static_cast<size_t>(header.nnz));
+    // Sized by what the file can hold, not by what its header claims: a header claiming 1e11
+    // entries is reported by the count check after the read, not by bad_alloc here.
+    const int64_t plausible =
+        std::min(header.nnz, (header.file_size - header.bytes) / kMinEntryBytes + 1);
+    corpus_.counts.reserve(max_docs > 0 ? plausible * keep_docs_ / header.docs + 1 : plausible);
+    seen_.reserve(static_cast<size_t>(plausible));
   }
 
   void Add(const DocwordEntry& e) {

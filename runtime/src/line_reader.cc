@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -25,6 +26,11 @@ int64_t ReadAt(std::ifstream& in, int64_t offset, int64_t n, std::string* out) {
 }  // namespace
 
 Result<LineReader> LineReader::Open(const std::string& path, ReadRange range, int64_t first_line) {
+  // A directory opens as a stream whose "size" is absurd; say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(fmt::format("'{}' is a directory, not a data file", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Status::NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));

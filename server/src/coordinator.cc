@@ -1,19 +1,30 @@
 #include "tessera/server/coordinator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
 #include "tessera/transport/router.h"
 
 namespace tessera {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
 
 class Coordinator::Impl {
  public:
@@ -42,6 +53,12 @@ class Coordinator::Impl {
     server_ids_.resize(options_.num_servers);
     log_->info("listening on {} for {} servers and {} workers", endpoint_, options_.num_servers,
                options_.num_workers);
+    if (options_.heartbeat_timeout.count() > 0) {
+      started_at_ = Clock::now();
+      log_->info("a process unheard for {:.1f} s fails the job (heartbeat timeout {:.1f} s)",
+                 Seconds(LivenessTiming::For(options_.heartbeat_timeout).silence),
+                 Seconds(options_.heartbeat_timeout));
+    }
     loop_.Start([this] { Loop(); });
     return Status::Ok();
   }
@@ -49,14 +66,19 @@ class Coordinator::Impl {
   const std::string& endpoint() const { return endpoint_; }
   void WaitUntilDone() { loop_.WaitUntilDone(); }
   void Stop() { loop_.Stop(); }
+  int exit_code() const { return exit_code_; }
 
  private:
   void Loop() {
     std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
                                           loop_.waker().poll_item()};
+    const bool liveness = options_.heartbeat_timeout.count() > 0;
+    const auto tick = liveness ? LivenessTiming::For(options_.heartbeat_timeout).check
+                               : std::chrono::milliseconds(-1);
     while (!loop_.stopping() && !finished_) {
-      PollItems(items.data(), items.size(), std::chrono::milliseconds(-1));
+      PollItems(items.data(), items.size(), tick);
       if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
+      if (liveness) CheckLiveness(Clock::now());
       while (!loop_.stopping() && !finished_) {
         auto frame = TryReceiveRouted(socket_);
         if (!frame) break;
@@ -103,6 +125,9 @@ class Coordinator::Impl {
           break;
         case proto::Envelope::Body::ANNOUNCE_PEER:
           OnAnnouncePeer(identity, env.getRequestId(), body.getAnnouncePeer());
+          break;
+        case proto::Envelope::Body::HEARTBEAT:
+          OnHeartbeat(identity, body.getHeartbeat());
           break;
         default:
           SendError(identity, env.getRequestId(), proto::ErrorCode::INVALID_ARGUMENT,
@@ -151,6 +176,8 @@ class Coordinator::Impl {
       worker_ids_[rank] = identity;
       log_->info("worker {} registered", rank);
     }
+    // A process that joined without heartbeats (a client with liveness off) is not waited for.
+    if (!all_heard_) heard_.insert({static_cast<int>(reg.getRole()), rank});
     waiting_.push_back({identity, request_id});
     if (servers_registered_ == server_endpoints_.size()) {
       for (const auto& w : waiting_) SendMembership(w.identity, w.request_id);
@@ -244,9 +271,136 @@ class Coordinator::Impl {
     finished_ = true;
   }
 
+  // --- liveness (see coordinator.h) ---
+
+  void OnHeartbeat(const std::string& identity, proto::Heartbeat::Reader hb) {
+    if (hb.getSecret() != options_.secret) {
+      SendError(identity, 0, proto::ErrorCode::UNAUTHENTICATED,
+                "heartbeat with a wrong job secret");
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    const bool launcher = hb.getRole() == proto::Role::LAUNCHER;
+    if (hb.getLeaving()) {
+      if (launcher && monitor_ == identity) monitor_.reset();
+      if (watched_.erase(identity) > 0) {
+        log_->debug("{} is done with the job",
+                    DescribeProcess(hb.getRole(), hb.getRank(), hb.getPid(), hb.getHost().cStr()));
+      }
+      return;
+    }
+    if (launcher) {
+      if (monitor_ != identity) log_->debug("the launcher watches the job");
+      monitor_ = identity;
+      monitor_last_seen_ = now;
+    } else {
+      auto [it, fresh] = watched_.try_emplace(identity);
+      Watched& w = it->second;
+      if (fresh) {
+        w.what = DescribeProcess(hb.getRole(), hb.getRank(), hb.getPid(), hb.getHost().cStr());
+        log_->debug("watching {}", w.what);
+      }
+      w.last_seen = now;
+      if (!all_heard_) heard_.insert({static_cast<int>(hb.getRole()), hb.getRank()});
+    }
+    OutgoingMessage ack(0, 0);
+    ack.envelope().getBody().initHeartbeatAck().setSupervised(monitor_.has_value());
+    Send(identity, ack);
+    // A launcher that (re)appears after the failure still hears of it.
+    if (launcher && failure_ && !broadcast_) SendJobFailed(identity);
+  }
+
+  void CheckLiveness(Clock::time_point now) {
+    const LivenessTiming timing = LivenessTiming::For(options_.heartbeat_timeout);
+    if (failure_) {
+      // The launcher was told but has not stopped the job (it is stuck, or gone): tell everyone.
+      if (!broadcast_ && now - failed_at_ > options_.heartbeat_timeout) Broadcast();
+      return;
+    }
+    if (monitor_ && now - monitor_last_seen_ > timing.silence) {
+      log_->warn(
+          "the launcher stopped answering ({:.1f} s); on a failure the processes will be "
+          "told to stop by themselves",
+          Seconds(now - monitor_last_seen_));
+      monitor_.reset();
+    }
+    if (!all_heard_ &&
+        now - started_at_ > std::max(options_.first_heartbeat_grace, timing.silence)) {
+      CheckEveryoneHeard(now);
+      if (failure_) return;
+    }
+    for (const auto& [identity, w] : watched_) {
+      if (now - w.last_seen > timing.silence) {
+        Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s (heartbeat timeout "
+                         "{:.1f} s)",
+                         w.what, Seconds(now - w.last_seen), Seconds(options_.heartbeat_timeout)),
+             kExitUnresponsive, now);
+        return;
+      }
+    }
+  }
+
+  // A process that never heartbeats nor registers (it hangs before joining, or never started)
+  // fails the job too, once the start-up grace is over.
+  void CheckEveryoneHeard(Clock::time_point now) {
+    std::vector<std::string> missing;
+    for (int i = 0; i < options_.num_servers; ++i) {
+      if (!heard_.contains({static_cast<int>(proto::Role::SERVER), i})) {
+        missing.push_back(fmt::format("server {}", i));
+      }
+    }
+    for (int i = 0; i < options_.num_workers; ++i) {
+      if (!heard_.contains({static_cast<int>(proto::Role::WORKER), i})) {
+        missing.push_back(fmt::format("worker {}", i));
+      }
+    }
+    if (missing.empty()) {
+      all_heard_ = true;
+      heard_.clear();
+      return;
+    }
+    Fail(fmt::format("{} sent no heartbeat within {:.0f} s of the job's start (it hangs before "
+                     "joining the job, or never started)",
+                     fmt::join(missing, ", "), Seconds(now - started_at_)),
+         kExitUnresponsive, now);
+  }
+
+  void Fail(const std::string& reason, int exit_code, Clock::time_point now) {
+    failure_ = reason;
+    exit_code_ = exit_code;
+    failed_at_ = now;
+    log_->error("{}; the job failed", reason);
+    if (monitor_) {
+      SendJobFailed(*monitor_);  // the launcher reports it and stops every process
+    } else {
+      Broadcast();
+    }
+  }
+
+  void SendJobFailed(const std::string& identity) {
+    OutgoingMessage msg(0, 0);
+    auto f = msg.envelope().getBody().initJobFailed();
+    f.setReason(*failure_);
+    f.setExitCode(exit_code_);
+    Send(identity, msg);
+  }
+
+  // Without a launcher to stop them, every process is told to exit; so is the coordinator.
+  void Broadcast() {
+    for (const auto& [identity, w] : watched_) SendJobFailed(identity);
+    if (monitor_) SendJobFailed(*monitor_);
+    broadcast_ = true;
+    finished_ = true;
+  }
+
   struct Waiter {
     std::string identity;
     uint64_t request_id;
+  };
+
+  struct Watched {
+    std::string what;  // DescribeProcess
+    Clock::time_point last_seen;
   };
 
   CoordinatorOptions options_;
@@ -267,6 +421,17 @@ class Coordinator::Impl {
   std::vector<Waiter> waiting_;
   std::map<uint64_t, std::vector<Waiter>> barriers_;
   bool finished_ = false;
+  // Liveness: the processes heartbeating, by identity (not the launcher).
+  std::map<std::string, Watched> watched_;
+  Clock::time_point started_at_;
+  std::set<std::pair<int, uint32_t>> heard_;  // (role, rank) heard at least once
+  bool all_heard_ = false;
+  std::optional<std::string> monitor_;  // the launcher's identity, while it heartbeats
+  Clock::time_point monitor_last_seen_;
+  std::optional<std::string> failure_;  // why the job failed
+  Clock::time_point failed_at_;
+  bool broadcast_ = false;  // every process was told
+  std::atomic<int> exit_code_{0};
 
   NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away
 };
@@ -278,5 +443,6 @@ Status Coordinator::Start() { return impl_->Start(); }
 const std::string& Coordinator::endpoint() const { return impl_->endpoint(); }
 void Coordinator::WaitUntilDone() { impl_->WaitUntilDone(); }
 void Coordinator::Stop() { impl_->Stop(); }
+int Coordinator::exit_code() const { return impl_->exit_code(); }
 
 }  // namespace tessera

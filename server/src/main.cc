@@ -9,6 +9,8 @@
 // TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL, TESSERA_ENDPOINT_FILE), so `tessera run` may pass
 // either; for a coordinator TESSERA_COORDINATOR is the address to listen on. Managed
 // communication: TESSERA_COMM_POLICY and TESSERA_COMM_BYTES_PER_SECOND (the job's budget).
+// Liveness: TESSERA_HEARTBEAT_TIMEOUT (--heartbeat-timeout), see docs/operations.md. A coordinator
+// that failed the job itself (no launcher watching) exits with the failure's code.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +23,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/server/coordinator.h"
 #include "tessera/server/server.h"
+#include "tessera/transport/liveness.h"
 #include "tessera/version.h"
 
 namespace {
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
   int num_servers = std::atoi(EnvOr("TESSERA_NUM_SERVERS", "1").c_str());
   int num_workers = std::atoi(EnvOr("TESSERA_NUM_WORKERS", "1").c_str());
   std::string bind_host = EnvOr("TESSERA_BIND_HOST", "127.0.0.1");
+  std::string heartbeat_timeout = EnvOr(tessera::kEnvHeartbeatTimeout, "");
 
   app.add_option("--role", role, "coordinator or server (default: TESSERA_ROLE)")
       ->check(CLI::IsMember({"coordinator", "server"}))
@@ -86,7 +90,18 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error, critical or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
+  app.add_option("--heartbeat-timeout", heartbeat_timeout,
+                 "seconds a process may stay unheard before the job fails (0: no checks; "
+                 "default: TESSERA_HEARTBEAT_TIMEOUT, else 10)");
   CLI11_PARSE(app, argc, argv);
+  auto liveness_timeout =
+      heartbeat_timeout.empty()
+          ? tessera::Result<std::chrono::milliseconds>(tessera::kDefaultHeartbeatTimeout)
+          : tessera::ParseHeartbeatTimeout(heartbeat_timeout, "--heartbeat-timeout");
+  if (!liveness_timeout.ok()) {
+    spdlog::error("{}", liveness_timeout.status().message());
+    return 2;
+  }
 
   if (auto s = tessera::SetLogLevel(log_level); !s.ok()) {
     spdlog::error("{}", s.ToString());
@@ -105,6 +120,7 @@ int main(int argc, char** argv) {
     options.num_servers = num_servers;
     options.num_workers = num_workers;
     options.secret = secret;
+    options.heartbeat_timeout = *liveness_timeout;
     tessera::Coordinator node(options, context);
     if (auto s = node.Start(); !s.ok()) {
       spdlog::error("coordinator: {}", s.ToString());
@@ -117,7 +133,7 @@ int main(int argc, char** argv) {
       }
     }
     node.WaitUntilDone();
-    return 0;
+    return node.exit_code();
   }
   if (coordinator.empty()) {
     spdlog::error("server: no coordinator endpoint (--coordinator or TESSERA_COORDINATOR)");
@@ -128,6 +144,7 @@ int main(int argc, char** argv) {
   options.coordinator = coordinator;
   options.listen = listen;
   options.secret = secret;
+  options.heartbeat_timeout = *liveness_timeout;
   // Managed communication: the job's budget (TESSERA_COMM_*), shared by the servers.
   auto comm = tessera::CommOptionsFromEnv(num_servers);
   if (!comm.ok()) {

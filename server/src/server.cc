@@ -32,6 +32,7 @@ constexpr int kMaxRoundsPerPoll = 256;
 
 Server::Impl::Impl(ServerOptions options, zmq::context_t& context)
     : options_(std::move(options)),
+      context_(context),
       socket_(context, zmq::socket_type::router),
       coordinator_(context, zmq::socket_type::dealer),
       log_(MakeLogger(fmt::format("server-{}", options_.rank))) {}
@@ -52,6 +53,14 @@ Status Server::Impl::Start() {
     return Status::InvalidArgument(
         fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
   }
+  auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
+                                        .role = proto::Role::SERVER,
+                                        .rank = static_cast<uint32_t>(options_.rank),
+                                        .secret = options_.secret,
+                                        .timeout = options_.heartbeat_timeout},
+                                       context_);
+  if (!liveness.ok()) return liveness.status();
+  liveness_ = std::move(liveness).value();
   auto membership = JoinJob(
       coordinator_,
       {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},

@@ -22,6 +22,7 @@
 
 #include "shard_table.h"
 #include "tessera/server/server.h"
+#include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
 
@@ -112,8 +113,10 @@ class Server::Impl {
   bool HasChangedRows() const { return changed_rows_ > 0; }
 
   ServerOptions options_;
+  zmq::context_t& context_;
   zmq::socket_t socket_;
   zmq::socket_t coordinator_;
+  std::unique_ptr<LivenessAgent> liveness_;  // null without heartbeats
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
 

@@ -59,6 +59,18 @@ TEST(JobTest, CoordinatorCommandLineAndEnvironment) {
   EXPECT_EQ(env["TESSERA_JOB_SECRET"], "s3cret");
   EXPECT_EQ(env["TESSERA_LOG_LEVEL"], "debug");
   EXPECT_EQ(env["TESSERA_ENDPOINT_FILE"], "/tmp/x/coordinator.endpoint");
+  EXPECT_EQ(env["TESSERA_HEARTBEAT_TIMEOUT"], "10");  // the default
+}
+
+TEST(JobTest, EveryProcessGetsTheHeartbeatTimeout) {
+  JobOptions o = TwoByThree();
+  o.heartbeat_timeout = std::chrono::milliseconds(2500);
+  EXPECT_EQ(EnvOf(CoordinatorSpec(o, "/tmp/x/e"))["TESSERA_HEARTBEAT_TIMEOUT"], "2.5");
+  for (const ProcessSpec& s : MemberSpecs(o, "tcp://127.0.0.1:41233")) {
+    EXPECT_EQ(EnvOf(s)["TESSERA_HEARTBEAT_TIMEOUT"], "2.5") << s.Label();
+  }
+  o.heartbeat_timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(EnvOf(MemberSpecs(o, "tcp://127.0.0.1:41233")[0])["TESSERA_HEARTBEAT_TIMEOUT"], "0");
 }
 
 TEST(JobTest, LocalMembersAreServersThenWorkers) {

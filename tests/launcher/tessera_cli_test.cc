@@ -196,6 +196,17 @@ TEST_F(TesseraCliTest, ServerFailureStopsTheWorkers) {
   EXPECT_LT(r.elapsed, seconds(5));
 }
 
+// The fake coordinator runs but never answers heartbeats: a hung coordinator, to the launcher.
+TEST_F(TesseraCliTest, SilentCoordinatorIsNamedAndStopsTheJob) {
+  RunResult r = Run(RunArgs(2, 1, {"hang"}, {"--heartbeat-timeout", "1"}));
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: the coordinator (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "stopped answering")) << r.err;
+  EXPECT_LT(r.elapsed, seconds(5));
+  ExpectDead("hang-0.pid");
+  ExpectDead("hang-1.pid");
+}
+
 TEST_F(TesseraCliTest, SigintToTheLauncherStopsEverything) {
   pid_t pid = Start(RunArgs(2, 1, {"hang"}));
   ASSERT_TRUE(WaitForFiles({"hang-0.pid", "hang-1.pid"}, seconds(10)));
@@ -255,8 +266,18 @@ TEST_F(TesseraCliTest, HelpListsTheOptions) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* flag : {"--workers", "--servers", "--log-level", "--bind", "--server-bin",
                            "--env", "--hostfile", "--ssh", "--from-env", "--coordinator",
-                           "--startup-timeout", "--grace-period"}) {
+                           "--startup-timeout", "--grace-period", "--heartbeat-timeout"}) {
     EXPECT_TRUE(Contains(r.out, flag)) << flag << "\n" << r.out;
+  }
+}
+
+TEST_F(TesseraCliTest, HeartbeatTimeoutMustBeZeroOrAPlausibleDuration) {
+  for (const char* bad : {"-1", "0.01", "100000", "soon"}) {
+    RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--heartbeat-timeout", bad}));
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_TRUE(Contains(r.err, "--heartbeat-timeout")) << bad << ": " << r.err;
+    // Nothing was started.
+    EXPECT_NE(access((dir_ + "/coordinator-0.args").c_str(), F_OK), 0) << bad;
   }
 }
 

@@ -5,7 +5,7 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("tessera::proto");
 
-const protocolVersion :UInt32 = 3;
+const protocolVersion :UInt32 = 4;
 
 enum ValueType {
   float32 @0;
@@ -17,6 +17,7 @@ enum ValueType {
 enum Role {
   server @0;
   worker @1;
+  launcher @2;              # `tessera run` itself (Heartbeat only)
 }
 
 enum ErrorCode {
@@ -77,6 +78,30 @@ struct Barrier {
 
 struct Leave {
   rank @0 :UInt32;
+}
+
+# --- liveness (docs/operations.md, "When something fails") ---
+# Every server and worker, and `tessera run` itself, sends one to the coordinator every tenth of
+# the heartbeat timeout, from a thread of its own (liveness is about answering, not progress).
+# The coordinator answers each with a HeartbeatAck.
+struct Heartbeat {
+  role @0 :Role;
+  rank @1 :UInt32;
+  pid @2 :UInt32;           # for the report that names a process that stopped answering
+  host @3 :Text;
+  secret @4 :Text;
+  leaving @5 :Bool;         # the process is done with the job: stop watching it
+}
+
+struct HeartbeatAck {
+  supervised @0 :Bool;      # a launcher watches the job and stops every process on a failure
+}
+
+# The job failed (a process stopped answering). Sent by the coordinator to the launcher when one
+# watches the job, else to every process, which then exits.
+struct JobFailed {
+  reason @0 :Text;          # names the process: "worker 1 (pid 4242 on node2) stopped answering ..."
+  exitCode @1 :Int32;       # the exit code the job should end with
 }
 
 # --- data (server shards) ---
@@ -230,5 +255,8 @@ struct Envelope {
     peer @17 :PeerMessage;
     unsubscribe @18 :Unsubscribe;
     updateAck @19 :UpdateAck;
+    heartbeat @20 :Heartbeat;
+    heartbeatAck @21 :HeartbeatAck;
+    jobFailed @22 :JobFailed;
   }
 }

@@ -53,6 +53,9 @@ struct ClientOptions {
   // a worker that reads more of a table than it revisits, and lets a stream of new rows reuse
   // the storage of dropped ones instead of faulting in fresh memory.
   uint64_t cache_rows = 0;
+  // Heartbeats to the coordinator from a thread of their own (tessera/transport/liveness.h);
+  // 0 = none. Default: 0 (a launched worker's comes from TESSERA_HEARTBEAT_TIMEOUT).
+  std::chrono::milliseconds heartbeat_timeout{0};
 };
 
 // Counters for tests and monitoring.

@@ -11,6 +11,7 @@
 #ifndef TESSERA_LAUNCHER_JOB_H_
 #define TESSERA_LAUNCHER_JOB_H_
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +31,7 @@ inline constexpr char kEnvCoordinator[] = "TESSERA_COORDINATOR";  // tcp://HOST:
 inline constexpr char kEnvBindHost[] = "TESSERA_BIND_HOST";
 inline constexpr char kEnvJobSecret[] = "TESSERA_JOB_SECRET";
 inline constexpr char kEnvLogLevel[] = "TESSERA_LOG_LEVEL";
+inline constexpr char kEnvHeartbeatTimeout[] = "TESSERA_HEARTBEAT_TIMEOUT";  // seconds; 0: off
 // Coordinator only: where it writes its endpoint once bound (same as --endpoint-file).
 inline constexpr char kEnvEndpointFile[] = "TESSERA_ENDPOINT_FILE";
 
@@ -81,6 +83,9 @@ struct JobOptions {
   // A remote process still running this long after its SIGTERM gets SIGKILL (the remote side of
   // the launcher's grace period). Default: 3.
   int remote_kill_after_seconds = 3;
+  // Liveness: a process unheard for this long fails the job (docs/operations.md). Passed to every
+  // process as TESSERA_HEARTBEAT_TIMEOUT (seconds); 0 turns the checks off. Default: 10 s.
+  std::chrono::milliseconds heartbeat_timeout{10000};
 };
 
 // Checks counts, program, hosts and bind address. Does not touch the file system.

@@ -4,11 +4,20 @@
 // registered it tells each registrant the server endpoints and the number of workers. It also
 // runs job-wide barriers and, when every worker has left, tells the servers the job is over.
 //
+// Liveness (heartbeat_timeout > 0): every server and worker, and the launcher, heartbeats to the
+// coordinator (LivenessAgent, tessera/transport/liveness.h). A server or worker unheard for
+// LivenessTiming::silence fails the job: the coordinator sends JobFailed naming it to the
+// launcher when one heartbeats, else to every process and finishes with exit_code()
+// kExitUnresponsive (--from-env has no launcher to stop the processes). So does a server or worker
+// that neither heartbeats nor registers within first_heartbeat_grace. A process that registers
+// without heartbeating (a Client with heartbeat_timeout 0) is not watched.
+//
 // Thread safety: Start/Stop/WaitUntilDone may be called from any thread; the coordinator's work
 // runs on its own event-loop thread.
 #ifndef TESSERA_SERVER_COORDINATOR_H_
 #define TESSERA_SERVER_COORDINATOR_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <zmq.hpp>
@@ -25,6 +34,12 @@ struct CoordinatorOptions {
   int num_workers = 1;
   // Registrations must carry this secret. Default: empty (any registrant is accepted).
   std::string secret;
+  // How long a process may stay silent before the job fails (see above). Default: 0, no checks
+  // (tessera-server sets it from TESSERA_HEARTBEAT_TIMEOUT).
+  std::chrono::milliseconds heartbeat_timeout{0};
+  // With heartbeats: a server or worker still unheard this long after Start() fails the job.
+  // Default: kFirstHeartbeatGrace (60 s).
+  std::chrono::milliseconds first_heartbeat_grace{60000};
 };
 
 class Coordinator {
@@ -42,6 +57,9 @@ class Coordinator {
   // Blocks until every worker has left and the servers were told to finish, or Stop().
   void WaitUntilDone();
   void Stop();
+  // 0 while the job is running or when it finished normally; the failure's exit code once the
+  // coordinator failed the job. REQUIRES: WaitUntilDone() returned.
+  int exit_code() const;
 
  private:
   class Impl;

@@ -34,6 +34,9 @@ struct ServerOptions {
   // Managed communication: between clock advances, spare budget pushes the rows that changed
   // most to the clients holding them. Default: off (rows are pushed at clock advances only).
   CommOptions comm;
+  // Heartbeats to the coordinator (tessera/transport/liveness.h); 0 = none. Default: 0
+  // (tessera-server sets it from TESSERA_HEARTBEAT_TIMEOUT).
+  std::chrono::milliseconds heartbeat_timeout{0};
 };
 
 // Counters for tests and monitoring; read with Server::stats().

@@ -1,0 +1,380 @@
+// Fault injection on real jobs: `tessera run -w 2` of mf and lda (small generated data sets) with
+// 1 or 2 servers, and the same under --from-env as srun would start it. Each case sends SIGKILL or
+// SIGSTOP to one process (the coordinator, a server or a worker) at a random point -- while it
+// joins and loads, or after a random number of epochs -- and checks who is named, how soon, the
+// exit code, and that no process and no scratch directory is left behind.
+//
+// The random points come from a seed printed with every failure; TESSERA_FAULT_SEED=N replays
+// one. scripts/fault_soak.sh runs these cases in a loop with fresh seeds.
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "tests/launcher/tessera_harness.h"
+
+namespace tessera::launcher::testing {
+namespace {
+
+// Short, to keep the suite fast; the detection bounds below scale with it.
+constexpr int kHeartbeatSeconds = 3;
+constexpr auto kHeartbeat = seconds(kHeartbeatSeconds);
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+uint64_t SeedFromEnvOrRandom() {
+  if (const char* s = std::getenv("TESSERA_FAULT_SEED")) return std::strtoull(s, nullptr, 10);
+  return std::random_device{}();
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The largest "for X s" in `text` (the silence a report measured), or -1.
+double ReportedSilence(const std::string& text) {
+  static const std::regex kFor("for ([0-9.]+) s");
+  double worst = -1;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kFor); it != std::sregex_iterator();
+       ++it) {
+    worst = std::max(worst, std::stod((*it)[1]));
+  }
+  return worst;
+}
+
+enum class App { kMf, kLda };
+
+class FaultInjectionTest : public TesseraHarness {
+ protected:
+  FaultInjectionTest() : TesseraHarness(TESSERA_LAUNCHER_BINARY) {}
+
+  void SetUp() override {
+    TesseraHarness::SetUp();
+    seed_ = SeedFromEnvOrRandom();
+    rng_.seed(seed_);
+    RecordProperty("seed", std::to_string(seed_));
+    WriteData();
+  }
+
+  // Ratings of 400 users x 300 items and a corpus of 300 documents over 500 words: an epoch
+  // takes milliseconds, so a job runs as long as its (huge) epoch count lets it: until a fault.
+  void WriteData() {
+    std::mt19937_64 gen(7);
+    std::ofstream ratings(dir_ + "/ratings.txt");
+    std::set<std::pair<int, int>> seen;
+    while (seen.size() < 20000) {
+      const int u = static_cast<int>(gen() % 400) + 1, i = static_cast<int>(gen() % 300) + 1;
+      if (seen.insert({u, i}).second) ratings << u << '\t' << i << '\t' << gen() % 5 + 1 << '\n';
+    }
+    std::ofstream docword(dir_ + "/docword.txt");
+    std::vector<std::pair<int, int>> entries;
+    for (int d = 1; d <= 300; ++d) {
+      std::set<int> words;
+      while (words.size() < 20) words.insert(static_cast<int>(gen() % 500) + 1);
+      for (int w : words) entries.emplace_back(d, w);
+    }
+    docword << 300 << '\n' << 500 << '\n' << entries.size() << '\n';
+    for (auto [d, w] : entries) docword << d << ' ' << w << ' ' << gen() % 3 + 1 << '\n';
+  }
+
+  std::vector<std::string> Program(App app) const {
+    if (app == App::kMf) {
+      return {
+          TESSERA_MF_BINARY, "--train", dir_ + "/ratings.txt", "--epochs", "100000000", "-k", "8"};
+    }
+    return {TESSERA_LDA_BINARY,
+            "--docword",
+            dir_ + "/docword.txt",
+            "--iterations",
+            "100000000",
+            "--topics",
+            "8",
+            "--eval-every",
+            "0"};
+  }
+  static std::string Progress(App app) { return app == App::kMf ? "epoch " : "iter "; }
+
+  // Waits (bounded) until `ready` holds for the current run's output.
+  bool WaitForOutput(
+      const std::function<bool(const std::string& out, const std::string& err)>& ready,
+      Clock::duration timeout = seconds(30)) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (ready(Slurp("stdout." + std::to_string(runs_)),
+                Slurp("stderr." + std::to_string(runs_)))) {
+        return true;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  // Every "started LABEL (pid N)" the launcher logged (at debug level).
+  static std::map<std::string, pid_t> StartedPids(const std::string& err) {
+    static const std::regex kStarted("started ([a-z]+(?: [0-9]+)?) \\(pid ([0-9]+)\\)");
+    std::map<std::string, pid_t> pids;
+    for (auto it = std::sregex_iterator(err.begin(), err.end(), kStarted);
+         it != std::sregex_iterator(); ++it) {
+      pids[(*it)[1]] = static_cast<pid_t>(std::stoi((*it)[2]));
+    }
+    return pids;
+  }
+
+  void ExpectNoScratchDirectory() {
+    DIR* d = opendir(dir_.c_str());
+    ASSERT_NE(d, nullptr);
+    while (dirent* e = readdir(d)) {
+      EXPECT_NE(std::string(e->d_name).rfind("tessera-job-", 0), 0u)
+          << "left behind: " << dir_ << "/" << e->d_name;
+    }
+    closedir(d);
+  }
+
+  // Runs a job of `app` with `servers` servers, hits `target` ("coordinator", "server 1",
+  // "worker 0") with `sig` at a random point, and checks the outcome.
+  void InjectUnderLauncher(App app, int servers, const std::string& target, int sig) {
+    SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
+    std::vector<std::string> args = {"run",
+                                     "-w",
+                                     "2",
+                                     "-s",
+                                     std::to_string(servers),
+                                     "--log-level",
+                                     "debug",
+                                     "--heartbeat-timeout",
+                                     std::to_string(kHeartbeatSeconds),
+                                     "--server-bin",
+                                     TESSERA_SERVER_BINARY,
+                                     "--"};
+    for (const std::string& a : Program(app)) args.push_back(a);
+    const pid_t launcher = Start(args);
+
+    // The random point: 0 = as soon as the coordinator watches the target (it is joining or
+    // loading), k > 0 = after worker 0 reported k epochs/iterations.
+    const int point = static_cast<int>(rng_() % 4);
+    SCOPED_TRACE("point " + std::to_string(point));
+    const std::string watched =
+        target == "coordinator" ? "coordinator listens on" : "watching " + target + " (pid";
+    const std::string progress = "[worker 0] " + Progress(app);
+    ASSERT_TRUE(WaitForOutput([&](const std::string& out, const std::string& err) {
+      return Contains(err + out, watched) && Count(out, progress) >= static_cast<size_t>(point);
+    })) << Slurp("stderr." + std::to_string(runs_));
+    const std::map<std::string, pid_t> pids = StartedPids(Slurp("stderr." + std::to_string(runs_)));
+    ASSERT_TRUE(pids.contains(target)) << target;
+    const pid_t victim = pids.at(target);
+
+    const auto hit = Clock::now();
+    ASSERT_EQ(kill(victim, sig), 0);
+    RunResult r = Wait(launcher, seconds(30));
+    const auto took = Clock::now() - hit;
+    const std::string named =
+        "tessera: " + (target == "coordinator" ? std::string("the coordinator") : target) +
+        " (pid " + std::to_string(victim);
+    if (sig == SIGKILL) {
+      EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
+      EXPECT_TRUE(Contains(r.err, target + " (pid " + std::to_string(victim) +
+                                      ") was killed by signal 9 (Killed); stopping the job"))
+          << r.err;
+      EXPECT_LT(took, seconds(2));
+    } else {
+      EXPECT_EQ(r.exit_code, 124) << r.err;
+      EXPECT_TRUE(Contains(r.err, named)) << named << "\n" << r.err;
+      EXPECT_TRUE(Contains(r.err, "stopped answering")) << r.err;
+      // Reported within the configured timeout, and the job gone shortly after.
+      const double silence = ReportedSilence(LinesOf(r.err, "tessera: "));
+      EXPECT_GT(silence, 0) << r.err;
+      EXPECT_LT(silence, kHeartbeatSeconds) << r.err;
+      EXPECT_LT(took, kHeartbeat + seconds(2));
+    }
+    for (const auto& [label, pid] : pids) {
+      EXPECT_FALSE(IsAlive(pid)) << label << " (pid " << pid << ") outlived the job";
+      if (IsAlive(pid)) kill(pid, SIGKILL);
+    }
+    ExpectNoScratchDirectory();
+  }
+
+  // srun -n 4 tessera run -w 2 -s 1 --from-env: hits the task of `hit_rank` with `sig` after a
+  // random number of epochs, and checks that every other task exits nonzero within the timeout.
+  void InjectUnderFromEnv(int hit_rank, int sig) {
+    SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
+    const int port = FreePort();
+    ASSERT_GT(port, 0);
+    std::map<int, pid_t> tasks;
+    std::map<int, int> run_of;
+    for (int rank : {0, 1, 2, 3}) {
+      std::vector<std::string> args = {"run",
+                                       "-w",
+                                       "2",
+                                       "-s",
+                                       "1",
+                                       "--from-env",
+                                       "--coordinator",
+                                       "127.0.0.1:" + std::to_string(port),
+                                       "--heartbeat-timeout",
+                                       std::to_string(kHeartbeatSeconds),
+                                       "--server-bin",
+                                       TESSERA_SERVER_BINARY,
+                                       "--"};
+      for (const std::string& a : Program(App::kMf)) args.push_back(a);
+      tasks[rank] = Start(args, {{"SLURM_PROCID", std::to_string(rank)},
+                                 {"SLURM_NTASKS", "4"},
+                                 {"TESSERA_JOB_SECRET", "fault-secret"}});
+      run_of[rank] = runs_;
+    }
+    const int point = 1 + static_cast<int>(rng_() % 3);
+    SCOPED_TRACE("point " + std::to_string(point));
+    const auto deadline = Clock::now() + seconds(30);
+    while (Count(Slurp("stdout." + std::to_string(run_of[2])), "epoch ") <
+               static_cast<size_t>(point) &&
+           Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    ASSERT_GE(Count(Slurp("stdout." + std::to_string(run_of[2])), "epoch "),
+              static_cast<size_t>(point))
+        << Slurp("stderr." + std::to_string(run_of[2]));
+
+    const auto hit = Clock::now();
+    ASSERT_EQ(kill(tasks[hit_rank], sig), 0);
+    for (int rank : {0, 1, 2, 3}) {
+      if (rank == hit_rank) continue;
+      RunResult r = Wait(tasks[rank], seconds(30));
+      const auto took = Clock::now() - hit;
+      SCOPED_TRACE("task " + std::to_string(rank));
+      // The coordinator fails the job (124); every other process stops because it did (75).
+      EXPECT_EQ(r.exit_code, rank == 0 ? 124 : 75) << r.out << r.err;
+      EXPECT_LT(took, kHeartbeat + seconds(2));
+      const std::string said = r.out + r.err;
+      if (hit_rank == 0) {
+        EXPECT_TRUE(Contains(said, "lost the coordinator")) << said;
+      } else {
+        EXPECT_TRUE(Contains(said, "stopped answering")) << said;
+      }
+    }
+    if (sig == SIGSTOP) {
+      // Resumed after the job is over, the stopped process finds no coordinator and exits too.
+      kill(tasks[hit_rank], SIGCONT);
+      RunResult r = Wait(tasks[hit_rank], seconds(30));
+      EXPECT_EQ(r.exit_code, hit_rank == 0 ? 124 : 75) << r.out << r.err;
+    } else {
+      EXPECT_EQ(Wait(tasks[hit_rank], seconds(5)).exit_code, 128 + SIGKILL);
+    }
+  }
+
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+// tessera run, mf, 1 server: every kind of process, both signals.
+TEST_F(FaultInjectionTest, MfCoordinatorKilled) {
+  InjectUnderLauncher(App::kMf, 1, "coordinator", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfCoordinatorStopped) {
+  InjectUnderLauncher(App::kMf, 1, "coordinator", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, MfServerKilled) {
+  InjectUnderLauncher(App::kMf, 1, "server 0", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfServerStopped) {
+  InjectUnderLauncher(App::kMf, 1, "server 0", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, MfWorker0Killed) {
+  InjectUnderLauncher(App::kMf, 1, "worker 0", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfWorker0Stopped) {
+  InjectUnderLauncher(App::kMf, 1, "worker 0", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, MfWorker1Killed) {
+  InjectUnderLauncher(App::kMf, 1, "worker 1", SIGKILL);
+}
+TEST_F(FaultInjectionTest, MfWorker1Stopped) {
+  InjectUnderLauncher(App::kMf, 1, "worker 1", SIGSTOP);
+}
+
+// tessera run, lda, 2 servers.
+TEST_F(FaultInjectionTest, LdaCoordinatorStopped) {
+  InjectUnderLauncher(App::kLda, 2, "coordinator", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, LdaServer1Killed) {
+  InjectUnderLauncher(App::kLda, 2, "server 1", SIGKILL);
+}
+TEST_F(FaultInjectionTest, LdaServer1Stopped) {
+  InjectUnderLauncher(App::kLda, 2, "server 1", SIGSTOP);
+}
+TEST_F(FaultInjectionTest, LdaWorker0Killed) {
+  InjectUnderLauncher(App::kLda, 2, "worker 0", SIGKILL);
+}
+TEST_F(FaultInjectionTest, LdaWorker1Stopped) {
+  InjectUnderLauncher(App::kLda, 2, "worker 1", SIGSTOP);
+}
+
+// --from-env (tasks as srun starts them): ranks 0 coordinator, 1 server 0, 2-3 workers 0-1.
+TEST_F(FaultInjectionTest, FromEnvCoordinatorKilled) { InjectUnderFromEnv(0, SIGKILL); }
+TEST_F(FaultInjectionTest, FromEnvServerStopped) { InjectUnderFromEnv(1, SIGSTOP); }
+TEST_F(FaultInjectionTest, FromEnvWorkerKilled) { InjectUnderFromEnv(3, SIGKILL); }
+TEST_F(FaultInjectionTest, FromEnvWorkerStopped) { InjectUnderFromEnv(2, SIGSTOP); }
+
+// Liveness is about answering, not progress: workers whose main thread spins or sleeps for
+// twice the heartbeat timeout (a long load, a long loop body) do not fail the job.
+TEST_F(FaultInjectionTest, BusyMainThreadsDoNotTripTheTimeout) {
+  RunResult r = Run({"run", "-w", "2", "-s", "1", "--heartbeat-timeout", "1", "--server-bin",
+                     TESSERA_SERVER_BINARY, "-x", "BUSY_MS=2000", "--", TESSERA_BUSY_WORKER});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "[worker 0] worker 0 done")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "[worker 1] worker 1 done")) << r.out;
+  EXPECT_FALSE(Contains(r.err, "stopped answering")) << r.err;
+}
+
+// Killing the launcher itself leaves no scratch directory behind: it is removed once the
+// coordinator's endpoint is read, and a directory of a launcher killed before that is swept by
+// the next launch.
+TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
+  // A directory as a launcher killed during start-up leaves it (its pid is long gone).
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const std::string stale = dir_ + "/tessera-job-" + std::to_string(gone) + "-abcdef";
+  ASSERT_EQ(mkdir(stale.c_str(), 0700), 0);
+  std::ofstream(stale + "/coordinator.endpoint") << "tcp://127.0.0.1:1\n";
+
+  std::vector<std::string> args = {
+      "run", "-w", "2", "-s", "1", "--log-level", "debug", "--server-bin", TESSERA_SERVER_BINARY,
+      "--"};
+  for (const std::string& a : Program(App::kMf)) args.push_back(a);
+  const pid_t launcher = Start(args);
+  ASSERT_TRUE(WaitForOutput([](const std::string& out, const std::string&) {
+    return Contains(out, "[worker 0] epoch ");
+  }));
+  const auto pids = StartedPids(Slurp("stderr." + std::to_string(runs_)));
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  Wait(launcher, seconds(10));
+  ExpectNoScratchDirectory();
+  for (const auto& [label, pid] : pids) {
+    const auto deadline = Clock::now() + seconds(5);  // the kernel's parent-death signal
+    while (IsAlive(pid) && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_FALSE(IsAlive(pid)) << label;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::launcher::testing
