@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
                  "trace, debug, info, warn, error, critical or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
   app.add_option("--heartbeat-timeout", heartbeat_timeout,
-                 "seconds a process may stay unheard before the job fails (0: no checks; "
-                 "default: TESSERA_HEARTBEAT_TIMEOUT, else 10)");
+                 "seconds a process may stay unheard before the job fails, 0: no checks "
+                 "(default: TESSERA_HEARTBEAT_TIMEOUT, else 10)");
   CLI11_PARSE(app, argc, argv);
   auto liveness_timeout =
       heartbeat_timeout.empty()

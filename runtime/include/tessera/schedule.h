@@ -13,7 +13,7 @@
 //      leading "../", since the directory it climbed out of is unknown at run time) and, for an
 //      absolute path that exists, the canonical path (symlinks resolved). They match when a
 //      spelling of one equals a spelling of the other or is a suffix of it that starts right
-//      after a '/' (so "apps/mf/mf.cc" and "../apps/mf/./mf.cc" match "/work/main/apps/mf/mf.cc":
+//      after a '/' (so "apps/mf/mf.cc" and "../apps/mf/./mf.cc" match "/home/ada/tessera/apps/mf/mf.cc":
 //      compilers and build systems disagree on how to spell a source path).
 // When several entries match, those whose column equals C are kept (column 0 in an entry means
 // "unknown" and never narrows); if more than one entry is still left the site is ambiguous and
