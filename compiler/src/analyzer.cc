@@ -116,6 +116,22 @@ class SiteConsumer : public ASTConsumer {
     r.model.prefer_data_parallel = sink_->prefer_data_parallel;
     r.decision = ChooseSchedule(r.model);
     const SiteModel& m = r.model;
+    if (!site.serial_reasons.empty() && r.decision.schedule) {
+      // Whatever schedule the arrays allow, the body reaches state tessc cannot model: the
+      // serial loop is the only safe execution. No schedule is emitted, so the runtime runs it
+      // serially (and says so).
+      unsigned id = diags.getCustomDiagID(
+          DiagnosticsEngine::Warning,
+          "parallel_for over '%0' will run serially: its body reaches state tessc cannot model "
+          "(%1)");
+      const size_t n = site.serial_reasons.size();
+      diags.Report(call_loc, id) << m.space_array
+                                 << (std::to_string(n) + " reason" + (n == 1 ? "" : "s") +
+                                     " below");
+      EmitSerialNotes(diags, site);
+      EmitConservativeNotes(diags, site);
+      return;
+    }
     if (r.decision.schedule) {
       unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Remark,
                                           "parallel_for over '%0' %1");
@@ -171,6 +187,7 @@ class SiteConsumer : public ASTConsumer {
         diags.Report(call_loc, alias) << array;
       }
     }
+    EmitSerialNotes(diags, site);
     EmitConservativeNotes(diags, site);
   }
 
@@ -193,6 +210,11 @@ class SiteConsumer : public ASTConsumer {
     unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note,
                                         "reached from the loop body through this call");
     diags.Report(via, id);
+  }
+
+  void EmitSerialNotes(DiagnosticsEngine& diags, const CollectedSite& site) {
+    unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note, "cannot see through: %0");
+    for (const auto& [loc, text] : site.serial_reasons) diags.Report(loc, id) << text;
   }
 
   void EmitConservativeNotes(DiagnosticsEngine& diags, const CollectedSite& site) {
