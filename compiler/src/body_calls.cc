@@ -141,7 +141,7 @@ void BodyWalker::VisitArrayMethod(const CXXMemberCallExpr* mc, TypeKind kind) {
           base.prefix.push_back(Affine::KeyComponent(model_.key_rank, i));
         }
       } else {
-        for (unsigned i = 0; i < n_index; ++i) base.prefix.push_back(EvalInt(mc->getArg(i)));
+        for (unsigned i = 0; i < n_index; ++i) base.prefix.push_back(EvalSubscript(mc->getArg(i)));
       }
       AddAccess(base.array, base.prefix, Use::kAdd, mc->getBeginLoc(), "");
     }

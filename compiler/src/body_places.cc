@@ -268,7 +268,7 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
       Value base = Eval(obj);
       if (base.kind == Value::Kind::kArray) {
         if (name == "sparse_row" && mc->getNumArgs() == 1) {
-          base.prefix.push_back(EvalInt(mc->getArg(0)));
+          base.prefix.push_back(EvalSubscript(mc->getArg(0)));
         } else if (name == "find" && mc->getNumArgs() == 1) {
           std::vector<Affine> key = EvalKeyArg(mc->getArg(0));
           base.prefix.insert(base.prefix.end(), key.begin(), key.end());
@@ -403,11 +403,20 @@ void BodyWalker::CheckIndirectRead(const Expr* e) {
     if (InTesseraNamespace(rd)) return;
   }
   const Place p = RootOf(e);
+  // The object read through the untraced pointer: for `e.count` it is the struct `e`, which
+  // cannot be an element of a DistArray of scalars (type-based aliasing).
+  QualType object = t;
+  for (const Expr* x = e->IgnoreParens(); const auto* me = dyn_cast<MemberExpr>(x);
+       x = me->getBase()->IgnoreParenImpCasts()) {
+    object = me->isArrow() ? me->getBase()->getType()->getPointeeType()
+                           : me->getBase()->getType();
+    if (me->isArrow() || me->getMemberDecl()->getType()->isReferenceType()) break;
+  }
   if (p.kind == Place::Kind::kArray) {
     AddAccess(p.array, p.prefix, Use::kRead, e->getBeginLoc(), "");
   } else if (p.kind == Place::Kind::kUnknown && (t->isArithmeticType() || t->isRecordType())) {
     untraced_reads_.emplace_back(e->getBeginLoc(),
-                                 TypeName(t.getNonReferenceType(), ctx_) + "|" + Text(e) + "|" +
+                                 TypeName(object.getNonReferenceType(), ctx_) + "|" + Text(e) + "|" +
                                      p.what);
   }
 }

@@ -48,7 +48,7 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
         return {};
       }
       if (base.kind == Value::Kind::kArray) {
-        base.prefix.push_back(EvalInt(op->getArg(1), depth + 1));
+        base.prefix.push_back(EvalSubscript(op->getArg(1), depth + 1));
         return base;
       }
       return {};
@@ -57,7 +57,7 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
       Value base = Eval(op->getArg(0), depth + 1);
       if (base.kind == Value::Kind::kArray && base.prefix.empty()) {
         for (unsigned i = 1; i < op->getNumArgs(); ++i) {
-          base.prefix.push_back(EvalInt(op->getArg(i), depth + 1));
+          base.prefix.push_back(EvalSubscript(op->getArg(i), depth + 1));
         }
         return base;
       }
@@ -73,7 +73,7 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
     if (name == "row" && mc->getNumArgs() == 1) {
       Value base = Eval(obj, depth + 1);
       if (base.kind != Value::Kind::kArray) return {};
-      base.prefix.push_back(EvalInt(mc->getArg(0), depth + 1));
+      base.prefix.push_back(EvalSubscript(mc->getArg(0), depth + 1));
       return base;
     }
     if ((name == "at" || name == "get") && mc->getNumArgs() == 1) {
@@ -117,24 +117,33 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
     // Strip() keeps these: a narrowing cast is the identity only while values fit.
     if (auto c = EvalConstInt(e, ctx_)) return Value::Int(Affine::Constant(n, *c));
     const Affine inner = EvalInt(cast->getSubExpr(), depth + 1);
+    Value why;
     if (inner.known() && inner.DependsOnKey()) {
       const QualType to = cast->getType();
-      Note(e->getBeginLoc(),
-           "'" + Text(e) + "' narrows a key-dependent value to " +
-               to.getAsString(ctx_.getPrintingPolicy()) + " (" +
-               std::to_string(ctx_.getIntWidth(to)) +
-               " bits): larger values wrap, so it is not an affine function of the key and the "
-               "subscript is unknown; index with int64_t, the key's type");
+      why.why = "'" + Text(e) + "' narrows a key-dependent value to " +
+                to.getAsString(ctx_.getPrintingPolicy()) + " (" +
+                std::to_string(ctx_.getIntWidth(to)) +
+                " bits): larger values wrap, so it is not an affine function of the key and the "
+                "subscript is unknown; index with int64_t, the key's type";
     }
-    return {};
+    return why;
   }
   if (const auto* bo = dyn_cast<BinaryOperator>(e)) {
     if (bo->getType()->isIntegerType()) {
       switch (bo->getOpcode()) {
         case BO_Add:
-          return Value::Int(EvalInt(bo->getLHS(), depth + 1) + EvalInt(bo->getRHS(), depth + 1));
-        case BO_Sub:
-          return Value::Int(EvalInt(bo->getLHS(), depth + 1) - EvalInt(bo->getRHS(), depth + 1));
+        case BO_Sub: {
+          const Value l = Eval(bo->getLHS(), depth + 1);
+          const Value r = Eval(bo->getRHS(), depth + 1);
+          if (!l.why.empty() || !r.why.empty()) {
+            Value why;
+            why.why = !l.why.empty() ? l.why : r.why;
+            return why;
+          }
+          const Affine a = EvalInt(bo->getLHS(), depth + 1);
+          const Affine b = EvalInt(bo->getRHS(), depth + 1);
+          return Value::Int(bo->getOpcode() == BO_Add ? a + b : a - b);
+        }
         case BO_Mul: {
           Affine l = EvalInt(bo->getLHS(), depth + 1);
           Affine r = EvalInt(bo->getRHS(), depth + 1);
@@ -154,12 +163,13 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
           if (auto c = EvalConstInt(e, ctx_)) return Value::Int(Affine::Constant(n, *c));
           const Affine l = EvalInt(bo->getLHS(), depth + 1);
           const Affine r = EvalInt(bo->getRHS(), depth + 1);
+          Value why;
           if ((l.known() && l.DependsOnKey()) || (r.known() && r.DependsOnKey())) {
-            Note(e->getBeginLoc(), "'" + Text(e) + "' is not an affine function of the key ('" +
-                                       bo->getOpcodeStr().str() +
-                                       "' is not + - or * by a constant): the subscript is unknown");
+            why.why = "'" + Text(e) + "' is not an affine function of the key ('" +
+                      bo->getOpcodeStr().str() +
+                      "' is not + - or * by a constant): the subscript is unknown";
           }
-          return {};
+          return why;
         }
         default:
           break;
@@ -213,6 +223,16 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
   // Never drop an array: whatever denotes one but could not be followed is a wildcard.
   if (IsArrayLike(Classify(e->getType()))) return WildcardExpr(e);
   return {};
+}
+
+Affine BodyWalker::EvalSubscript(const Expr* e, int depth) {
+  Value v = Eval(e, depth);
+  if (v.kind == Value::Kind::kInt) return v.affine;
+  if (e->getType()->isIntegralOrEnumerationType()) {
+    if (auto c = EvalConstInt(e, ctx_)) return Affine::Constant(model_.key_rank, *c);
+  }
+  if (!v.why.empty()) Note(e->getBeginLoc(), v.why);
+  return Affine::Unknown();
 }
 
 Affine BodyWalker::EvalInt(const Expr* e, int depth) {
@@ -442,7 +462,7 @@ std::vector<Affine> BodyWalker::EvalKeyArg(const Expr* e) {
       flatten(ce->getArg(0));
       return;
     }
-    out.push_back(EvalInt(x));
+    out.push_back(EvalSubscript(x));
   };
   flatten(s);
   return out;

@@ -123,7 +123,9 @@ void BodyWalker::VisitVarDecl(const VarDecl* vd) {
     return;
   }
   Visit(init, Use::kRead);
-  if (v.kind == Value::Kind::kInt && !IsMutatedInScope(vd)) frames_.back()[vd] = v;
+  if ((v.kind == Value::Kind::kInt || !v.why.empty()) && !IsMutatedInScope(vd)) {
+    frames_.back()[vd] = v;
+  }
 }
 
 void BodyWalker::VisitIndexArgumentsOf(const Expr* init) {

@@ -80,6 +80,8 @@ struct Value {
   const CXXMethodDecl* lambda_call = nullptr;  // kLambda
   // kPlace: a reference parameter's referent, or a pointer / view parameter's pointee.
   std::shared_ptr<Place> place;
+  // kUnknown: why an integer is not affine in the key, told when it is used as a subscript.
+  std::string why;
 
   static Value Int(Affine a) {
     Value v;
@@ -161,6 +163,8 @@ class BodyWalker {
   Value Eval(const Expr* e, int depth = 0);
 
   Affine EvalInt(const Expr* e, int depth = 0);
+  // EvalInt for an array subscript: when it is not affine, a note says why (Value::why).
+  Affine EvalSubscript(const Expr* e, int depth = 0);
 
   Value EvalDeclRef(const DeclRefExpr* dre, int depth);
 
