@@ -106,7 +106,24 @@ void BodyWalker::VisitCall(const CallExpr* call) {
                              ? Use::kUpdate
                              : Use::kRead;
   if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
-    Visit(mc->getImplicitObjectArgument(), object_use);
+    const Expr* obj = mc->getImplicitObjectArgument();
+    if (obj != nullptr && obj->getType()->isPointerType()) {
+      // p->f(): the object updated is the pointee.
+      Visit(obj, Use::kRead);
+      if (object_use == Use::kUpdate) {
+        const Place p = PointeeOf(obj);
+        if (p.kind == Place::Kind::kArray) {
+          AddAccess(p.array, p.prefix, Use::kUpdate, obj->getBeginLoc(), "");
+        } else if (p.kind != Place::Kind::kLocal) {
+          Opaque(obj->getBeginLoc(), "'" + fd->getQualifiedNameAsString() +
+                                         "' may change the object '" + Text(obj) +
+                                         "' points to, " + p.what +
+                                         ", which every iteration may share");
+        }
+      }
+    } else {
+      Visit(obj, object_use);
+    }
   } else if (first == 1) {
     Visit(call->getArg(0), object_use);
   }

@@ -233,6 +233,8 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
     const auto* vd = dyn_cast<VarDecl>(d);
     if (vd == nullptr) return Place::Local();  // a function: code, not data
     const std::string name = "'" + vd->getNameAsString() + "'";
+    // A reference to a pointer or view: where the referenced object points.
+    if (vd->getType()->isReferenceType() && vd->hasInit()) return PointeeOf(vd->getInit(), depth + 1);
     if (!vd->hasInit() || (isa<ParmVarDecl>(vd) && !Lookup(vd))) {
       return Place::Unknown(name + " (tessc cannot see what it was set to)");
     }
@@ -253,10 +255,12 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
       return Place::Unknown(name + " (it is re-pointed)");
     }
     Place p = PointeeOf(vd->getInit(), depth + 1);
-    if (IsStepped(vd, scope) || IsStepped(vd, lambda_body_)) {
+    // A sparse row's iterator steps inside its row; any other pointer may step anywhere.
+    if ((IsStepped(vd, scope) || IsStepped(vd, lambda_body_)) &&
+        Classify(vd->getType()) != TypeKind::kSparseRowView) {
       p.prefix.clear();
     }
-    if (p.kind == Place::Kind::kUnknown) p.what = name;
+    if (p.kind == Place::Kind::kUnknown && !vd->getName().empty()) p.what = name;
     return p;
   }
   if (const auto* mc = dyn_cast<CXXMemberCallExpr>(s)) {
