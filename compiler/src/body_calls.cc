@@ -203,6 +203,17 @@ void BodyWalker::VisitArrayMethod(const CXXMemberCallExpr* mc, TypeKind kind) {
   for (const Expr* a : mc->arguments()) Visit(a, Use::kRead);
 }
 
+bool BodyWalker::ReadsOnly(const FunctionDecl* fd) {
+  static const char* const kReaders[] = {
+      "accumulate", "inner_product", "reduce", "transform_reduce", "max_element", "min_element",
+      "minmax_element", "find", "find_if", "count", "count_if", "equal", "all_of", "any_of",
+      "none_of", "lower_bound", "upper_bound", "binary_search", "equal_range", "is_sorted",
+      "mismatch", "search", "lexicographical_compare", "max", "min", "distance", "size"};
+  const StringRef name = fd->getName();
+  return std::any_of(std::begin(kReaders), std::end(kReaders),
+                     [&](const char* n) { return name == n; });
+}
+
 void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, unsigned first) {
   const std::string fname = fd != nullptr ? fd->getQualifiedNameAsString() : "an indirect call";
   for (unsigned i = first; i < call->getNumArgs(); ++i) {
@@ -213,6 +224,24 @@ void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, 
     const bool mutable_param =
         !pt.isNull() && ((pt->isReferenceType() && !pt.getNonReferenceType().isConstQualified()) ||
                          (pt->isPointerType() && !pt->getPointeeType().isConstQualified()));
+    // A row view's begin()/end()/data() handed to the standard library (std::fill,
+    // std::inner_product, ...): an access to that row, read-only for algorithms that only read.
+    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(Strip(arg, ctx_));
+        mc != nullptr && fd != nullptr && InStdNamespace(fd) &&
+        sm_.isInSystemHeader(fd->getLocation())) {
+      const StringRef m = mc->getMethodDecl()->getName();
+      const Expr* obj = mc->getImplicitObjectArgument();
+      if ((m == "begin" || m == "end" || m == "data") && obj != nullptr &&
+          IsArrayLike(Classify(obj->getType()))) {
+        Value row = Eval(obj);
+        if (row.kind == Value::Kind::kArray && !row.prefix.empty()) {
+          AddAccess(row.array, row.prefix, ReadsOnly(fd) ? Use::kRead : Use::kUpdate,
+                    arg->getBeginLoc(), "");
+          VisitObjectChain(obj);
+          continue;
+        }
+      }
+    }
     Value v = Eval(arg);
     if (v.kind == Value::Kind::kLambda || isa<LambdaExpr>(Strip(arg, ctx_))) {
       // A callback handed to code tessc cannot see may run any number of times: walk its body

@@ -170,6 +170,14 @@ Place BodyWalker::RootOf(const Expr* e, int depth) {
     }
     return Place::Unknown(Text(s));
   }
+  if (const auto* call = dyn_cast<CallExpr>(s)) {
+    // std::get<I>(t), std::move(x), std::forward<T>(x): a part of, or the object itself.
+    const FunctionDecl* fd = call->getDirectCallee();
+    if (fd != nullptr && InStdNamespace(fd) && call->getNumArgs() == 1 &&
+        (fd->getName() == "get" || fd->getName() == "move" || fd->getName() == "forward")) {
+      return RootOf(call->getArg(0), depth + 1);
+    }
+  }
   if (isa<StringLiteral>(s) || isa<CompoundLiteralExpr>(s)) return Place::Local();
   return Place::Unknown(Text(s));
 }

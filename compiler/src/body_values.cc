@@ -64,6 +64,19 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
     }
     return {};
   }
+  if (const auto* call = dyn_cast<CallExpr>(e); call != nullptr && !isa<CXXMemberCallExpr>(e) &&
+                                               !isa<CXXOperatorCallExpr>(e)) {
+    const FunctionDecl* fd = call->getDirectCallee();
+    if (fd != nullptr && fd->getName() == "get" && InStdNamespace(fd) && call->getNumArgs() == 1) {
+      const TemplateArgumentList* targs = fd->getTemplateSpecializationArgs();
+      if (targs != nullptr && targs->size() >= 1 &&
+          targs->get(0).getKind() == TemplateArgument::Integral &&
+          Eval(call->getArg(0), depth + 1).kind == Value::Kind::kKey) {
+        const int64_t i = targs->get(0).getAsIntegral().getExtValue();
+        if (i >= 0 && i < n) return Value::Int(Affine::KeyComponent(n, static_cast<int>(i)));
+      }
+    }
+  }
   if (const auto* mc = dyn_cast<CXXMemberCallExpr>(e)) {
     const CXXMethodDecl* md = mc->getMethodDecl();
     if (md == nullptr) return {};
@@ -247,6 +260,32 @@ Affine BodyWalker::EvalInt(const Expr* e, int depth) {
 Value BodyWalker::EvalDeclRef(const DeclRefExpr* dre, int depth) {
   const ValueDecl* d = dre->getDecl();
   if (const Value* bound = Lookup(d)) return *bound;
+  // Structured bindings of a key: `auto [u, i] = key.idx;` binds u to key[0], i to key[1]
+  // (through std::get<I> of the hidden copy), unless the bindings are modified.
+  if (const auto* bd = dyn_cast<BindingDecl>(d)) {
+    const Expr* b = bd->getBinding();
+    const auto* decomp = dyn_cast_or_null<DecompositionDecl>(bd->getDecomposedDecl());
+    if (b == nullptr || decomp == nullptr || IsMutatedInScope(decomp)) return {};
+    for (const BindingDecl* each : decomp->bindings()) {
+      for (const Stmt* scope : mutation_scopes_) {
+        if (IsReassigned(each, scope)) return {};  // `u = ...`, `++u`, `&u`, bound by reference
+      }
+    }
+    return Eval(b, depth + 1);
+  }
+  if (const auto* decomp = dyn_cast<DecompositionDecl>(d)) {
+    if (decomp->hasInit() && !IsMutatedInScope(decomp)) {
+      Value v = Eval(decomp->getInit(), depth + 1);
+      if (v.kind == Value::Kind::kKey) return v;
+    }
+    return {};
+  }
+  if (const auto* holding = dyn_cast<VarDecl>(d);
+      holding != nullptr && holding->isImplicit() && holding->hasInit() &&
+      holding->getType()->isReferenceType() &&
+      holding->getType().getNonReferenceType()->isIntegralOrEnumerationType()) {
+    return Eval(holding->getInit(), depth + 1);  // a tuple-like binding's hidden reference
+  }
   const TypeKind kind = Classify(d->getType());
   const auto* vd = dyn_cast<VarDecl>(d);
   if (kind == TypeKind::kKey) {

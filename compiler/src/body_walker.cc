@@ -145,7 +145,7 @@ const Value* BodyWalker::Lookup(const Decl* d) const {
   return nullptr;
 }
 
-bool BodyWalker::IsReassigned(const VarDecl* vd, const Stmt* s, const Stmt* parent) {
+bool BodyWalker::IsReassigned(const ValueDecl* vd, const Stmt* s, const Stmt* parent) {
   if (s == nullptr) return false;
   if (const auto* dre = dyn_cast<DeclRefExpr>(s); dre != nullptr && dre->getDecl() == vd) {
     if (parent != nullptr && isa<LambdaExpr>(parent)) return false;

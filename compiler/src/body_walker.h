@@ -144,7 +144,7 @@ class BodyWalker {
   // True unless every use of the pointer `vd` in `s` only reads its value (an lvalue-to-rvalue
   // conversion, or a lambda capture whose body is checked too). Assignments, ++, &p, binding to a
   // reference or passing by reference all count as "may be re-pointed".
-  static bool IsReassigned(const VarDecl* vd, const Stmt* s, const Stmt* parent = nullptr);
+  static bool IsReassigned(const ValueDecl* vd, const Stmt* s, const Stmt* parent = nullptr);
 
   bool IsMutatedInScope(const VarDecl* vd);
 
@@ -226,6 +226,9 @@ class BodyWalker {
   // A function tessc cannot look into: elements passed by non-const reference are updated in
   // place; arrays and views passed are read (const) or read and written (otherwise) anywhere.
   void VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, unsigned first);
+
+  // Standard algorithms that only read the ranges they are given.
+  static bool ReadsOnly(const FunctionDecl* fd);
 
   void WalkCallback(const CXXMethodDecl* op);
 
