@@ -8,12 +8,14 @@ program=$1
 launcher=${2:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-run() {  # name, command...
+run() {  # name, command...: keeps the digest lines ("name value") of stdout in $dir/name.out
   local name=$1
   shift
-  if ! "$@" >"$dir/$name.out" 2>"$dir/$name.err"; then
-    echo "FAIL: $name exited with an error"; cat "$dir/$name.err"; exit 1
+  if ! "$@" >"$dir/$name.raw" 2>"$dir/$name.err"; then
+    echo "FAIL: $name exited with an error"; cat "$dir/$name.err" "$dir/$name.raw"; exit 1
   fi
+  # The runtime's log lines share stdout; a launcher prefixes worker output with "[worker N] ".
+  sed -E 's/^\[worker [0-9]+\] //' "$dir/$name.raw" | grep -E '^[A-Za-z_]+ -?[0-9]+$' >"$dir/$name.out"
 }
 run serial env -u TESSERA_RANK -u TESSERA_NUM_WORKERS TESSERA_THREADS=1 "$program"
 if [[ ! -s $dir/serial.out ]]; then echo "FAIL: the serial run printed nothing"; exit 1; fi
@@ -23,9 +25,6 @@ done
 names=(threads2 threads3)
 if [[ -n $launcher ]]; then
   run workers2 env -u TESSERA_THREADS "$launcher" run -w 2 -s 1 -- "$program"
-  # The launcher prefixes each line with the worker; worker 0 prints.
-  sed -E 's/^\[worker [0-9]+\] //' "$dir/workers2.out" >"$dir/workers2.tmp"
-  mv "$dir/workers2.tmp" "$dir/workers2.out"
   names+=(workers2)
 fi
 status=0
