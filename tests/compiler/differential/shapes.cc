@@ -35,6 +35,12 @@ int main(int argc, char** argv) {
     const int64_t left = key[1] > 0 ? G(key[0], key[1] - 1) : 1;
     g = (up + left) % 1000003;
   });
+  // A coupled subscript: iterations on one anti-diagonal meet in C, in key order (a wavefront
+  // along the dependence's ray).
+  auto C = tessera::DistArray<int64_t, 1>::dense(ctx, {70});
+  tessera::parallel_for(G, [&](const tessera::Key<2>& key, int64_t& g) {
+    C(key[0] + key[1]) = (C(key[0] + key[1]) * 5 + g + key[0]) % 1000003;
+  });
   // Rows scaled by their own sum (1D over key[0]), and an Accumulator.
   tessera::Accumulator<int64_t> total(ctx);
   auto sums = tessera::DistArray<float, 1>::dense(ctx, {kUsers});
@@ -46,6 +52,7 @@ int main(int argc, char** argv) {
   difftest::Print("H", H);
   difftest::Print("A", A);
   difftest::Print("G", G);
+  difftest::Print("C", C);
   difftest::Print("sums", sums);
   difftest::PrintValue(ctx, "total", static_cast<long double>(total.value()));
 }
