@@ -102,9 +102,19 @@ void BodyWalker::VisitCall(const CallExpr* call) {
   // The object of a member call: updated unless the method is const -- or, for a method tessc
   // walks, exactly what the walk finds written through `this`.
   const bool walked = body != nullptr && !trusted;
-  const Use object_use = method != nullptr && !method->isConst() && !method->isStatic() && !walked
-                             ? Use::kUpdate
-                             : Use::kRead;
+  Use object_use = method != nullptr && !method->isConst() && !method->isStatic() && !walked
+                       ? Use::kUpdate
+                       : Use::kRead;
+  if (object_use == Use::kUpdate && IsCommutingAtomicUpdate(call, fd)) {
+    const Expr* obj = isa<CXXMemberCallExpr>(call)
+                          ? cast<CXXMemberCallExpr>(call)->getImplicitObjectArgument()
+                          : call->getArg(0);
+    Note(call->getBeginLoc(),
+         "'" + Text(obj) + "' is a std::atomic updated by commuting operations whose results are "
+         "unused: race-free, with the serial final value in one process; under `tessera run` "
+         "each worker has its own (for a sum over the job use a tessera::Accumulator)");
+    object_use = Use::kRead;
+  }
   if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
     const Expr* obj = mc->getImplicitObjectArgument();
     if (obj != nullptr && obj->getType()->isPointerType()) {
@@ -201,6 +211,22 @@ void BodyWalker::VisitArrayMethod(const CXXMemberCallExpr* mc, TypeKind kind) {
   }
   VisitObjectChain(obj);
   for (const Expr* a : mc->arguments()) Visit(a, Use::kRead);
+}
+
+bool BodyWalker::IsCommutingAtomicUpdate(const CallExpr* call, const FunctionDecl* fd) const {
+  const auto* method = dyn_cast<CXXMethodDecl>(fd);
+  if (method == nullptr || !InStdNamespace(method->getParent())) return false;
+  const StringRef cls = method->getParent()->getName();
+  if (cls != "atomic" && cls != "atomic_ref" && cls != "__atomic_base" &&
+      cls != "__atomic_float") {
+    return false;
+  }
+  if (discarded_.count(Strip(call, ctx_)) == 0) return false;
+  const StringRef name = method->getName();
+  const OverloadedOperatorKind k = method->getOverloadedOperator();
+  return name == "fetch_add" || name == "fetch_sub" || name == "fetch_and" || name == "fetch_or" ||
+         name == "fetch_xor" || k == OO_PlusPlus || k == OO_MinusMinus || k == OO_PlusEqual ||
+         k == OO_MinusEqual || k == OO_AmpEqual || k == OO_PipeEqual || k == OO_CaretEqual;
 }
 
 bool BodyWalker::ReadsOnly(const FunctionDecl* fd) {

@@ -64,6 +64,14 @@ void BodyWalker::Visit(const Stmt* st, Use use) {
     VisitExpr(e, use);
     return;
   }
+  if (const auto* cs = dyn_cast<CompoundStmt>(st)) {
+    // Expression statements: their values are discarded (what an atomic counter needs).
+    for (const Stmt* child : cs->body()) {
+      if (const auto* e = dyn_cast<Expr>(child)) discarded_.insert(Strip(e, ctx_));
+      Visit(child, Use::kRead);
+    }
+    return;
+  }
   if (const auto* ds = dyn_cast<DeclStmt>(st)) {
     for (const Decl* d : ds->decls()) {
       if (const auto* vd = dyn_cast<VarDecl>(d)) VisitVarDecl(vd);

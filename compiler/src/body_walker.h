@@ -227,6 +227,10 @@ class BodyWalker {
   // place; arrays and views passed are read (const) or read and written (otherwise) anywhere.
   void VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, unsigned first);
 
+  // An update of a std::atomic that commutes and whose result is unused (`n.fetch_add(1);`,
+  // `++n;` as a statement): race-free, and its final value is the serial one.
+  bool IsCommutingAtomicUpdate(const CallExpr* call, const FunctionDecl* fd) const;
+
   // Standard algorithms that only read the ranges they are given.
   static bool ReadsOnly(const FunctionDecl* fd);
 
@@ -292,6 +296,7 @@ class BodyWalker {
   // `this` of the methods being walked (empty: the loop body's `this`, shared by all iterations).
   std::vector<Place> this_places_;
   std::vector<std::pair<SourceLocation, std::string>> untraced_reads_;  // (where, element type)
+  std::set<const Expr*> discarded_;  // expression statements (their values are unused)
 };
 
 }  // namespace tessera::compiler
