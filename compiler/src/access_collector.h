@@ -28,6 +28,9 @@ struct CollectedSite {
   std::vector<clang::SourceLocation> access_via;
   // Conservative notes with the place they refer to.
   std::vector<std::pair<clang::SourceLocation, std::string>> notes;
+  // What the body may reach that tessc cannot model (shared state it writes, code it cannot see):
+  // the site must run serially. Each names the expression, why, and what the user can do.
+  std::vector<std::pair<clang::SourceLocation, std::string>> serial_reasons;
 };
 
 // Collects the accesses of the parallel_for `call`, made inside `enclosing` (may be null).

@@ -1,5 +1,7 @@
 #include "tessera/compiler/analyzer.h"
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -45,8 +47,8 @@ class SiteFinder : public RecursiveASTVisitor<SiteFinder> {
   bool VisitCallExpr(CallExpr* call) {
     if (call->isTypeDependent() || call->isValueDependent()) return true;
     if (IsParallelForCall(call)) {
-      SourceLocation loc = sm_.getExpansionLoc(call->getBeginLoc());
-      if (seen_.insert(loc.getRawEncoding()).second) {
+      // Every instantiation of a call in a template is its own site; the consumer groups them.
+      if (seen_.insert(call).second) {
         sites.push_back(call);
         enclosing.push_back(functions_.empty() ? nullptr : functions_.back());
       }
@@ -65,7 +67,7 @@ class SiteFinder : public RecursiveASTVisitor<SiteFinder> {
  private:
   SourceManager& sm_;
   std::vector<const FunctionDecl*> functions_;
-  std::set<unsigned> seen_;
+  std::set<const CallExpr*> seen_;
 };
 
 class Sink {
@@ -94,9 +96,22 @@ class SiteConsumer : public ASTConsumer {
     if (diags.hasErrorOccurred()) return;  // Clang already explained; the AST may be partial
     SiteFinder finder(ctx);
     finder.TraverseDecl(ctx.getTranslationUnitDecl());
+    // Instantiations of one call (a template, a generic lambda) share a source location, and the
+    // runtime finds one schedule per location: they must agree.
+    std::vector<std::vector<size_t>> groups;
+    std::map<unsigned, size_t> group_of;
     for (size_t i = 0; i < finder.sites.size(); ++i) {
-      Report(ctx, CollectSite(ctx, finder.sites[i], finder.enclosing[i], finder.calls),
-             finder.sites[i]);
+      const unsigned loc = sm.getExpansionLoc(finder.sites[i]->getBeginLoc()).getRawEncoding();
+      auto [it, fresh] = group_of.emplace(loc, groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].push_back(i);
+    }
+    for (const std::vector<size_t>& group : groups) {
+      std::vector<CollectedSite> collected;
+      for (size_t i : group) {
+        collected.push_back(CollectSite(ctx, finder.sites[i], finder.enclosing[i], finder.calls));
+      }
+      ReportGroup(ctx, std::move(collected), finder.sites[group.front()]);
     }
   }
 
@@ -116,6 +131,22 @@ class SiteConsumer : public ASTConsumer {
     r.model.prefer_data_parallel = sink_->prefer_data_parallel;
     r.decision = ChooseSchedule(r.model);
     const SiteModel& m = r.model;
+    if (!site.serial_reasons.empty() && r.decision.schedule) {
+      // Whatever schedule the arrays allow, the body reaches state tessc cannot model: the
+      // serial loop is the only safe execution. No schedule is emitted, so the runtime runs it
+      // serially (and says so).
+      unsigned id = diags.getCustomDiagID(
+          DiagnosticsEngine::Warning,
+          "parallel_for over '%0' will run serially: its body reaches state tessc cannot model "
+          "(%1)");
+      const size_t n = site.serial_reasons.size();
+      diags.Report(call_loc, id) << m.space_array
+                                 << (std::to_string(n) + " reason" + (n == 1 ? "" : "s") +
+                                     " below");
+      EmitSerialNotes(diags, site);
+      EmitConservativeNotes(diags, site);
+      return;
+    }
     if (r.decision.schedule) {
       unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Remark,
                                           "parallel_for over '%0' %1");
@@ -171,7 +202,56 @@ class SiteConsumer : public ASTConsumer {
         diags.Report(call_loc, alias) << array;
       }
     }
+    EmitSerialNotes(diags, site);
     EmitConservativeNotes(diags, site);
+  }
+
+  // One call site with one or more instantiations.
+  void ReportGroup(ASTContext& ctx, std::vector<CollectedSite> sites, const CallExpr* call) {
+    if (sites.size() == 1) {
+      Report(ctx, std::move(sites.front()), call);
+      return;
+    }
+    // An instantiation that cannot run in parallel decides for all (serial, or its error).
+    std::vector<std::string> schedules;
+    for (CollectedSite& site : sites) {
+      if (!site.analyzable || !site.serial_reasons.empty()) {
+        Report(ctx, std::move(site), call);
+        return;
+      }
+      site.result.model.prefer_data_parallel = sink_->prefer_data_parallel;
+      site.result.decision = ChooseSchedule(site.result.model);
+      if (!site.result.decision.schedule) {
+        Report(ctx, std::move(site), call);
+        return;
+      }
+      nlohmann::ordered_json j = SiteToJson(site.result);
+      j.erase("function");
+      schedules.push_back(j.dump());
+    }
+    if (std::all_of(schedules.begin(), schedules.end(),
+                    [&](const std::string& s) { return s == schedules.front(); })) {
+      Report(ctx, std::move(sites.front()), call);
+      return;
+    }
+    ++sink_->sites_total;
+    sink_->site_error = true;
+    DiagnosticsEngine& diags = ctx.getDiagnostics();
+    unsigned id = diags.getCustomDiagID(
+        DiagnosticsEngine::Error,
+        "parallel_for over '%0' is instantiated %1 times with different accesses (its subscripts "
+        "depend on a template parameter), but a call site has one schedule");
+    diags.Report(call->getBeginLoc(), id)
+        << sites.front().result.model.space_array << static_cast<unsigned>(sites.size());
+    unsigned each = diags.getCustomDiagID(DiagnosticsEngine::Note, "in '%0': %1");
+    for (const CollectedSite& site : sites) {
+      diags.Report(call->getBeginLoc(), each) << site.result.function << Summary(site.result);
+    }
+    unsigned fix = diags.getCustomDiagID(
+        DiagnosticsEngine::Note,
+        "give each instantiation its own parallel_for call (for example one per value of the "
+        "template parameter, in an if constexpr), or make the subscript a function argument");
+    diags.Report(call->getBeginLoc(), fix);
   }
 
   void NoteConflict(DiagnosticsEngine& diags, const CollectedSite& site, int other, int first) {
@@ -193,6 +273,11 @@ class SiteConsumer : public ASTConsumer {
     unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note,
                                         "reached from the loop body through this call");
     diags.Report(via, id);
+  }
+
+  void EmitSerialNotes(DiagnosticsEngine& diags, const CollectedSite& site) {
+    unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note, "cannot see through: %0");
+    for (const auto& [loc, text] : site.serial_reasons) diags.Report(loc, id) << text;
   }
 
   void EmitConservativeNotes(DiagnosticsEngine& diags, const CollectedSite& site) {

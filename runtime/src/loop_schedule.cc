@@ -297,6 +297,15 @@ Result<LoopSchedule> ParseLoopSchedule(std::string_view text) {
         }
       }
       s.dependences.push_back(std::move(v));
+      std::vector<int64_t> ray;
+      if (auto r = d.find("ray"); r != d.end() && r->is_array() &&
+                                  r->size() == static_cast<size_t>(s.rank)) {
+        for (const Json& c : *r) {
+          if (!c.is_number_integer()) return Status::InvalidArgument("dependence ray " + r->dump() + " is not integers");
+          ray.push_back(c.get<int64_t>());
+        }
+      }
+      s.rays.push_back(std::move(ray));
     }
   }
 
@@ -363,7 +372,8 @@ Status CheckScheduleFitsSite(const LoopSchedule& s, const LoopSite& site, const 
 
   // Defence in depth: the schedule must preserve every dependence it records, so that a stale or
   // hand-edited schedule cannot make the executor silently reorder a recurrence.
-  for (const auto& v : s.dependences) {
+  for (size_t di = 0; di < s.dependences.size(); ++di) {
+    const auto& v = s.dependences[di];
     bool ok = true;
     switch (s.strategy) {
       case LoopStrategy::kIndependent:
@@ -374,7 +384,13 @@ Status CheckScheduleFitsSite(const LoopSchedule& s, const LoopSite& site, const 
         ok = Dep2DOk(v, s.space_dim, s.time_dim);
         break;
       case LoopStrategy::kUnimodular:
-        ok = CarriedByWavefront(v, s.skew[0]);
+        if (di < s.rays.size() && !s.rays[di].empty()) {
+          // The dependences are exactly t * ray: check the ray as a constant vector.
+          std::vector<std::optional<int64_t>> r(s.rays[di].begin(), s.rays[di].end());
+          ok = CarriedByWavefront(r, s.skew[0]);
+        } else {
+          ok = CarriedByWavefront(v, s.skew[0]);
+        }
         break;
       case LoopStrategy::kDataParallel:
         break;

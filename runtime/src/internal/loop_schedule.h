@@ -42,6 +42,10 @@ struct LoopSchedule {
   bool data_parallel_permitted = false;
   // Cross-iteration dependence vectors; nullopt components are tessc's "*" (any distance).
   std::vector<std::vector<std::optional<int64_t>>> dependences;
+  // Parallel to `dependences`: the dependence's "ray" r when tessc recorded one (the dependences
+  // are exactly t * r, e.g. a coupled subscript key[0] + 3 * key[1]), else empty. A wavefront
+  // carries such a dependence when it advances along r oriented forward in key order.
+  std::vector<std::vector<int64_t>> rays;
   // Names of non-relaxed arrays on the servers that the body writes: in shared memory these are
   // the plain DistArray writes a data-parallel site lets race (see docs/runtime.md).
   std::vector<std::string> shared_written_arrays;

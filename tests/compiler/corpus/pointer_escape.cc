@@ -11,6 +11,6 @@ int main(int argc, char** argv) {
   auto W = tessera::DistArray<float, 2>::dense(ctx, {100, 4});
   tessera::parallel_for(ratings, [&](const tessera::Key<2>& key, float& r) {  // expected-note {{make 'W' a tessera::RelaxedArray}}
     float* p = &W(key[0], 0);  // expected-error {{accesses to 'W' conflict across iterations with dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{conservative: a pointer into 'W' escapes (its address is taken); assuming any element of 'W' is read and written}}
-    Consume(p, 4);
+    Consume(p, 4);  // expected-note {{cannot see through: 'Consume' is not defined in this translation unit}}
   });
 }

@@ -10,6 +10,6 @@ int main(int argc, char** argv) {
   auto W = tessera::DistArray<float, 2>::dense(ctx, {100, 4});
   tessera::parallel_for(ratings, [&](const tessera::Key<2>& key, float& r) {  // expected-note {{make 'W' a tessera::RelaxedArray}}
     auto w = W.row(key[0]);
-    g_last_row = w.data();  // expected-error {{dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{conservative: a pointer into 'W' escapes ('data()' is called)}}
+    g_last_row = w.data();  // expected-error {{dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{conservative: a pointer into 'W' escapes ('data()' is called)}} expected-note {{cannot see through: 'g_last_row' writes 'g_last_row', state outside the loop body that every iteration shares}}
   });
 }

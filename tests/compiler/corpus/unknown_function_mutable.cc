@@ -9,6 +9,6 @@ int main(int argc, char** argv) {
   auto ratings = tessera::DistArray<float, 2>::sparse(ctx, {100, 100});
   auto W = tessera::DistArray<float, 2>::dense(ctx, {100, 4});
   tessera::parallel_for(ratings, [&](const tessera::Key<2>& key, float& r) {  // expected-note {{make 'W' a tessera::RelaxedArray}}
-    Regularize(W, key[0]);  // expected-error {{accesses to 'W' conflict across iterations with dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{conservative: 'W' is passed to Regularize, whose body tessc cannot see; assuming it reads and writes any element}}
+    Regularize(W, key[0]);  // expected-error {{accesses to 'W' conflict across iterations with dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{conservative: 'W' is passed to Regularize, whose body tessc cannot see; assuming it reads and writes any element}} expected-note {{cannot see through: 'Regularize' is not defined in this translation unit}}
   });
 }

@@ -1,0 +1,470 @@
+// BodyWalker's calls: DistArray members (each either modelled or conservative), helpers and
+// lambdas walked with their parameters bound, and functions tessc cannot look into.
+#include "body_walker.h"
+
+#include <algorithm>
+
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/StmtCXX.h"
+#include "clang/AST/StmtOpenMP.h"
+
+namespace tessera::compiler {
+
+using namespace clang;  // NOLINT(build/namespaces): the file is all Clang AST code
+
+void BodyWalker::VisitOperatorCall(const CXXOperatorCallExpr* op, Use use) {
+  const OverloadedOperatorKind k = op->getOperator();
+  const auto* md = dyn_cast_or_null<CXXMethodDecl>(op->getDirectCallee());
+  // A local lambda called as helper(...).
+  if (k == OO_Call && md != nullptr && md->getParent()->isLambda()) {
+    Value callee = Eval(op->getArg(0));
+    if (callee.kind == Value::Kind::kLambda || isa<LambdaExpr>(Strip(op->getArg(0), ctx_)) ||
+        isa<DeclRefExpr>(Strip(op->getArg(0), ctx_))) {
+      Inline(md, op, /*first_arg=*/1);
+      return;
+    }
+  }
+  // A callable object of a library type (std::function, std::reference_wrapper, a bind
+  // expression): which function it holds is decided at run time.
+  if (k == OO_Call && md != nullptr && (md->getBody() == nullptr || sm_.isInSystemHeader(md->getLocation()))) {
+    Opaque(op->getBeginLoc(),
+           "'" + Text(op->getArg(0)) + "' is called through a " +
+               md->getParent()->getQualifiedNameAsString() +
+               ": tessc cannot see which function it holds, so not what it reads and writes; "
+               "call a lambda or function defined in this file directly (auto f = [&](...) "
+               "{...}; f(...);)");
+    VisitUnknownCall(op, md, 1);
+    return;
+  }
+  // Overloaded assignment on an element of class type behaves like the builtin one.
+  if (op->getNumArgs() == 2 && (k == OO_Equal || k == OO_PlusEqual || k == OO_MinusEqual ||
+                                k == OO_StarEqual || k == OO_SlashEqual)) {
+    Value lhs = Eval(op->getArg(0));
+    if (lhs.kind == Value::Kind::kArray) {
+      Visit(op->getArg(0), k == OO_Equal ? Use::kWrite
+                           : (k == OO_PlusEqual || k == OO_MinusEqual) ? Use::kAdd
+                                                                       : Use::kUpdate);
+      Visit(op->getArg(1), Use::kRead);
+      return;
+    }
+  }
+  (void)use;
+  VisitCall(op);
+}
+
+void BodyWalker::VisitCall(const CallExpr* call) {
+  const FunctionDecl* fd = call->getDirectCallee();
+  if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
+    const Expr* obj = mc->getImplicitObjectArgument();
+    const TypeKind ok = obj != nullptr ? Classify(obj->getType()) : TypeKind::kOther;
+    if (IsArrayLike(ok) && fd != nullptr) {
+      VisitArrayMethod(mc, ok);
+      return;
+    }
+  }
+  if (fd == nullptr) {
+    // A function pointer, a pointer to member, or a dependent callee.
+    const Expr* callee = call->getCallee();
+    Opaque(call->getBeginLoc(),
+           "'" + Text(callee) +
+               "' is called through a pointer: tessc cannot see which function runs, so not what "
+               "it reads and writes; call a function or lambda defined in this file by name");
+    if (callee != nullptr) Visit(callee, Use::kRead);
+    VisitUnknownCall(call, nullptr, 0);
+    return;
+  }
+  const auto* method = dyn_cast<CXXMethodDecl>(fd);
+  // Virtual dispatch: the override that runs may be one tessc never sees.
+  if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call); mc != nullptr && method != nullptr &&
+                                                          method->isVirtual()) {
+    const auto* me = dyn_cast<MemberExpr>(mc->getCallee()->IgnoreParens());
+    const bool qualified = me != nullptr && me->hasQualifier();
+    const CXXMethodDecl* direct =
+        qualified ? method
+                  : method->getDevirtualizedMethod(mc->getImplicitObjectArgument(),
+                                                   /*IsAppleKext=*/false);
+    if (direct == nullptr) {
+      Opaque(call->getBeginLoc(),
+             "'" + method->getQualifiedNameAsString() +
+                 "' is virtual: an override tessc cannot see (in another class or translation "
+                 "unit) may run; mark the method or its class 'final', or call a non-virtual "
+                 "function");
+    } else {
+      fd = direct;
+      method = direct;
+    }
+  }
+  const FunctionDecl* def = nullptr;
+  const Stmt* body = fd->getBody(def);
+  const bool in_system = sm_.isInSystemHeader(fd->getLocation());
+  const bool trusted = in_system || InTesseraNamespace(fd) || fd->getBuiltinID() != 0;
+  const unsigned first = isa<CXXOperatorCallExpr>(call) && method != nullptr ? 1 : 0;
+  // The object of a member call: updated unless the method is const -- or, for a method tessc
+  // walks, exactly what the walk finds written through `this`.
+  const bool walked = body != nullptr && !trusted;
+  Use object_use = method != nullptr && !method->isConst() && !method->isStatic() && !walked
+                       ? Use::kUpdate
+                       : Use::kRead;
+  if (object_use == Use::kUpdate && IsCommutingAtomicUpdate(call, fd)) {
+    const Expr* obj = isa<CXXMemberCallExpr>(call)
+                          ? cast<CXXMemberCallExpr>(call)->getImplicitObjectArgument()
+                          : call->getArg(0);
+    Note(call->getBeginLoc(),
+         "'" + Text(obj) + "' is a std::atomic updated by commuting operations whose results are "
+         "unused: race-free, with the serial final value in one process; under `tessera run` "
+         "each worker has its own (for a sum over the job use a tessera::Accumulator)");
+    object_use = Use::kRead;
+  }
+  if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
+    const Expr* obj = mc->getImplicitObjectArgument();
+    if (obj != nullptr && obj->getType()->isPointerType()) {
+      // p->f(): the object updated is the pointee.
+      Visit(obj, Use::kRead);
+      if (object_use == Use::kUpdate) {
+        const Place p = PointeeOf(obj);
+        if (p.kind == Place::Kind::kArray) {
+          AddAccess(p.array, p.prefix, Use::kUpdate, obj->getBeginLoc(), "");
+        } else if (p.kind != Place::Kind::kLocal) {
+          Opaque(obj->getBeginLoc(), "'" + fd->getQualifiedNameAsString() +
+                                         "' may change the object '" + Text(obj) +
+                                         "' points to, " + p.what +
+                                         ", which every iteration may share");
+        }
+      }
+    } else {
+      Visit(obj, object_use);
+    }
+  } else if (first == 1) {
+    Visit(call->getArg(0), object_use);
+  }
+  // Functions and methods defined in this translation unit (outside system headers and the
+  // programming model itself) are walked with their parameters bound; members they reach
+  // through `this` resolve like any other member.
+  if (body != nullptr && !trusted) {
+    Inline(def, call, first);
+    return;
+  }
+  if (!trusted) {
+    Opaque(call->getBeginLoc(),
+           "'" + fd->getQualifiedNameAsString() +
+               "' is not defined in this translation unit: tessc cannot see what it reads and "
+               "writes (arrays or other state it reaches, including through the objects it is "
+               "called on); define it in this file or in a header the file includes");
+  }
+  VisitUnknownCall(call, fd, first);
+}
+
+void BodyWalker::VisitArrayMethod(const CXXMemberCallExpr* mc, TypeKind kind) {
+  const StringRef name = mc->getMethodDecl()->getName();
+  const Expr* obj = mc->getImplicitObjectArgument();
+  const bool on_const = obj->getType().getNonReferenceType().isConstQualified() ||
+                        mc->getMethodDecl()->isConst();
+  if (name == "add" && (kind == TypeKind::kRelaxedArray || kind == TypeKind::kRelaxedRowView)) {
+    Value base = Eval(obj);
+    const unsigned n_index = mc->getNumArgs() - 1;
+    if (base.kind == Value::Kind::kArray) {
+      if (n_index == 1 && Eval(mc->getArg(0)).kind == Value::Kind::kKey) {
+        for (int i = 0; i < model_.key_rank; ++i) {
+          base.prefix.push_back(Affine::KeyComponent(model_.key_rank, i));
+        }
+      } else {
+        for (unsigned i = 0; i < n_index; ++i) base.prefix.push_back(EvalSubscript(mc->getArg(i)));
+      }
+      AddAccess(base.array, base.prefix, Use::kAdd, mc->getBeginLoc(), "");
+    }
+    VisitObjectChain(obj);
+    for (const Expr* a : mc->arguments()) Visit(a, Use::kRead);
+    return;
+  }
+  if (name == "data" || name == "begin" || name == "end") {
+    VisitEscape(obj, mc->getBeginLoc(), "'" + name.str() + "()' is called");
+    return;
+  }
+  // Members that read only the shape, the stored keys or nothing: no element access. row()
+  // and sparse_row() give views whose element accesses are recorded where they are used; find()
+  // gives a pointer, followed the same way (body_places.cc).
+  static const char* const kNoElementAccess[] = {
+      "valid", "is_sparse", "shape", "extent", "rank", "size", "nnz", "context", "contains",
+      "key_at", "staleness", "row", "find", "sparse_row", "operator()", "at", "get", "value_at"};
+  const bool no_access = std::any_of(std::begin(kNoElementAccess), std::end(kNoElementAccess),
+                                     [&](const char* n) { return name == n; });
+  Value base = Eval(obj);
+  if (no_access || base.kind != Value::Kind::kArray) {
+    VisitObjectChain(obj);
+    for (const Expr* a : mc->arguments()) Visit(a, Use::kRead);
+    return;
+  }
+  const std::string array = model_.arrays[base.array].name;
+  if (name == "fill") {
+    AddAccess(base.array, base.prefix, Use::kWrite, mc->getBeginLoc(), "");
+  } else if (name == "clone") {
+    AddAccess(base.array, base.prefix, Use::kRead, mc->getBeginLoc(), "");
+  } else {
+    // insert, append_unchecked, reserve, shuffle, sort_keys, base(), ForEach...: they change or
+    // hand out the array's storage as a whole.
+    const std::string text = "'" + array + "." + name.str() + "()' " +
+                             (on_const ? "reads" : "may read and write (or reorder)") +
+                             " any element of '" + array +
+                             "'; tessc counts it as an access to every element";
+    Note(mc->getBeginLoc(), text);
+    AddAccess(base.array, {}, on_const ? Use::kRead : Use::kEscape, mc->getBeginLoc(), text);
+  }
+  VisitObjectChain(obj);
+  for (const Expr* a : mc->arguments()) Visit(a, Use::kRead);
+}
+
+bool BodyWalker::IsCommutingAtomicUpdate(const CallExpr* call, const FunctionDecl* fd) const {
+  const auto* method = dyn_cast<CXXMethodDecl>(fd);
+  if (method == nullptr || !InStdNamespace(method->getParent())) return false;
+  const StringRef cls = method->getParent()->getName();
+  if (cls != "atomic" && cls != "atomic_ref" && cls != "__atomic_base" &&
+      cls != "__atomic_float") {
+    return false;
+  }
+  if (discarded_.count(Strip(call, ctx_)) == 0) return false;
+  const StringRef name = method->getName();
+  const OverloadedOperatorKind k = method->getOverloadedOperator();
+  return name == "fetch_add" || name == "fetch_sub" || name == "fetch_and" || name == "fetch_or" ||
+         name == "fetch_xor" || k == OO_PlusPlus || k == OO_MinusMinus || k == OO_PlusEqual ||
+         k == OO_MinusEqual || k == OO_AmpEqual || k == OO_PipeEqual || k == OO_CaretEqual;
+}
+
+bool BodyWalker::ReadsOnly(const FunctionDecl* fd) {
+  static const char* const kReaders[] = {
+      "accumulate", "inner_product", "reduce", "transform_reduce", "max_element", "min_element",
+      "minmax_element", "find", "find_if", "count", "count_if", "equal", "all_of", "any_of",
+      "none_of", "lower_bound", "upper_bound", "binary_search", "equal_range", "is_sorted",
+      "mismatch", "search", "lexicographical_compare", "max", "min", "distance", "size"};
+  const StringRef name = fd->getName();
+  return std::any_of(std::begin(kReaders), std::end(kReaders),
+                     [&](const char* n) { return name == n; });
+}
+
+void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, unsigned first) {
+  const std::string fname = fd != nullptr ? fd->getQualifiedNameAsString() : "an indirect call";
+  for (unsigned i = first; i < call->getNumArgs(); ++i) {
+    const Expr* arg = call->getArg(i);
+    if (isa<CXXDefaultArgExpr>(arg)) continue;
+    QualType pt;
+    if (fd != nullptr && i - first < fd->getNumParams()) pt = fd->getParamDecl(i - first)->getType();
+    const bool mutable_param =
+        !pt.isNull() && ((pt->isReferenceType() && !pt.getNonReferenceType().isConstQualified()) ||
+                         (pt->isPointerType() && !pt->getPointeeType().isConstQualified()));
+    // A row view's begin()/end()/data() handed to the standard library (std::fill,
+    // std::inner_product, ...): an access to that row, read-only for algorithms that only read.
+    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(Strip(arg, ctx_));
+        mc != nullptr && fd != nullptr && InStdNamespace(fd) &&
+        sm_.isInSystemHeader(fd->getLocation())) {
+      const StringRef m = mc->getMethodDecl()->getName();
+      const Expr* obj = mc->getImplicitObjectArgument();
+      if ((m == "begin" || m == "end" || m == "data") && obj != nullptr &&
+          IsArrayLike(Classify(obj->getType()))) {
+        Value row = Eval(obj);
+        if (row.kind == Value::Kind::kArray && !row.prefix.empty()) {
+          AddAccess(row.array, row.prefix, ReadsOnly(fd) ? Use::kRead : Use::kUpdate,
+                    arg->getBeginLoc(), "");
+          VisitObjectChain(obj);
+          continue;
+        }
+      }
+    }
+    Value v = Eval(arg);
+    if (v.kind == Value::Kind::kLambda || isa<LambdaExpr>(Strip(arg, ctx_))) {
+      // A callback handed to code tessc cannot see may run any number of times: walk its body
+      // once with its parameters unbound.
+      const CXXMethodDecl* op = v.kind == Value::Kind::kLambda
+                                    ? v.lambda_call
+                                    : cast<LambdaExpr>(Strip(arg, ctx_))->getCallOperator();
+      WalkCallback(op);
+      continue;
+    }
+    if (v.kind == Value::Kind::kArray) {
+      const int rank = model_.arrays[v.array].rank;
+      if (static_cast<int>(v.prefix.size()) >= rank) {
+        VisitElement(arg, mutable_param ? Use::kUpdate : Use::kRead);
+        continue;
+      }
+      const std::string name = model_.arrays[v.array].name;
+      const std::string text = "'" + name + "' is passed to " + fname +
+                               ", whose body tessc cannot see; assuming it " +
+                               (mutable_param || pt.isNull() ? "reads and writes" : "reads") +
+                               " any element";
+      Note(arg->getBeginLoc(), text);
+      AddAccess(v.array, {}, mutable_param || pt.isNull() ? Use::kEscape : Use::kRead,
+                arg->getBeginLoc(), text);
+      if (!mutable_param && !pt.isNull()) {
+        // Reads anywhere: make every subscript unknown.
+        Access& a = model_.accesses.back();
+        for (Affine& s : a.subscripts) s = Affine::Unknown();
+      }
+      VisitIndexArgumentsOf(arg);
+      continue;
+    }
+    const QualType at = arg->getType();
+    // Anything callable that is not a lambda tessc walks: it does not know what runs.
+    if (at->isFunctionPointerType() || at->isMemberFunctionPointerType() ||
+        (at->isRecordType() && !at->getAsCXXRecordDecl()->isLambda() &&
+         at->getAsCXXRecordDecl()->hasDefinition() &&
+         std::any_of(at->getAsCXXRecordDecl()->method_begin(),
+                     at->getAsCXXRecordDecl()->method_end(), [](const CXXMethodDecl* m) {
+                       return m->getOverloadedOperator() == OO_Call;
+                     }) &&
+         !InTesseraNamespace(at->getAsCXXRecordDecl()))) {
+      Opaque(arg->getBeginLoc(), "'" + Text(arg) + "' is passed to " + fname +
+                                     ", which may call it: tessc cannot see which function it "
+                                     "holds; pass a lambda written in place");
+      Visit(arg, Use::kRead);
+      continue;
+    }
+    // What the callee may write through the argument: a non-const reference's referent, the
+    // pointee of a pointer or iterator to non-const.
+    const bool writes_referent = mutable_param && pt->isReferenceType();
+    const bool pointer_like =
+        at->isPointerType() || (at->isRecordType() && !IsOwningContainer(at) &&
+                                !InTesseraNamespace(at->getAsCXXRecordDecl()));
+    const bool pointee_const =
+        at->isPointerType() ? at->getPointeeType().isConstQualified() : IteratorToConst(at);
+    if (writes_referent && arg->isGLValue()) {
+      CheckWrite(arg, Use::kUpdate, arg->getBeginLoc());
+    } else if (pointer_like) {
+      const Place p = at->isPointerType() || at->isRecordType() ? PointeeOf(arg) : Place::Local();
+      if (p.kind == Place::Kind::kArray) {
+        AddAccess(p.array, {}, pointee_const ? Use::kRead : Use::kEscape, arg->getBeginLoc(), "");
+      } else if (!pointee_const && p.kind != Place::Kind::kLocal && at->isPointerType()) {
+        Opaque(arg->getBeginLoc(), "'" + Text(arg) + "' is passed to " + fname +
+                                       ", which may write through it into " + p.what +
+                                       "; tessc cannot see that state (shared by all "
+                                       "iterations, or untraceable)");
+      } else if (!pointee_const && p.kind != Place::Kind::kLocal && !pt.isNull() &&
+                 !pt->isReferenceType() && IsIteratorLike(at)) {
+        Opaque(arg->getBeginLoc(), "'" + Text(arg) + "' is passed to " + fname +
+                                       ", which may write through it into " + p.what +
+                                       "; tessc cannot see that state (shared by all "
+                                       "iterations, or untraceable)");
+      } else if (p.kind == Place::Kind::kUnknown) {
+        untraced_reads_.emplace_back(arg->getBeginLoc(),
+                                     TypeName(at->isPointerType() ? at->getPointeeType() : at,
+                                              ctx_) +
+                                         "|" + Text(arg) + "|" + p.what);
+      }
+    }
+    Visit(arg, Use::kRead);
+  }
+}
+
+void BodyWalker::WalkCallback(const CXXMethodDecl* op) {
+  if (op == nullptr) return;
+  if (const FunctionTemplateDecl* ft = op->getDescribedFunctionTemplate()) {
+    // A generic lambda: its instantiations are what runs.
+    for (const FunctionDecl* spec : ft->specializations()) {
+      if (const auto* m = dyn_cast<CXXMethodDecl>(spec)) WalkCallback(m);
+    }
+    return;
+  }
+  const Stmt* body = op->getBody();
+  if (body == nullptr || inline_stack_.count(op) != 0) return;
+  inline_stack_.insert(op);
+  walked_.push_back(op);
+  frames_.emplace_back();
+  // Parameters are unbound: whatever the library passes (elements of the range it was given).
+  for (const ParmVarDecl* p : op->parameters()) {
+    if (p->getType()->isReferenceType() || p->getType()->isPointerType()) {
+      frames_.back()[p] = Value::Of(Place::Unknown("'" + p->getNameAsString() + "'"));
+    }
+  }
+  mutation_scopes_.push_back(body);
+  Visit(body, Use::kNone);
+  mutation_scopes_.pop_back();
+  frames_.pop_back();
+  walked_.pop_back();
+  inline_stack_.erase(op);
+}
+
+void BodyWalker::Inline(const FunctionDecl* fd, const CallExpr* call, unsigned first) {
+  const Stmt* body = fd != nullptr ? fd->getBody() : nullptr;
+  if (body == nullptr || inline_stack_.count(fd) != 0 ||
+      static_cast<int>(inline_stack_.size()) >= kMaxInlineDepth) {
+    if (fd != nullptr && body != nullptr) {
+      Opaque(call->getBeginLoc(),
+             "'" + fd->getQualifiedNameAsString() + "' is called recursively (or more than " +
+                 std::to_string(kMaxInlineDepth) +
+                 " calls deep): tessc follows helpers only to a bounded depth; write the "
+                 "recursion as a loop");
+    }
+    VisitUnknownCall(call, fd, first);
+    return;
+  }
+  // `this` of a method (not of a lambda, whose `this` is the enclosing object's).
+  const auto* method = dyn_cast<CXXMethodDecl>(fd);
+  bool pushed_this = false;
+  if (method != nullptr && !method->isStatic() && !method->getParent()->isLambda()) {
+    Place self = Place::Unknown("the object '" + fd->getNameAsString() + "' is called on");
+    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
+      const Expr* obj = mc->getImplicitObjectArgument();
+      if (obj != nullptr) self = obj->getType()->isPointerType() ? PointeeOf(obj) : RootOf(obj);
+    } else if (first == 1 && call->getNumArgs() >= 1) {
+      self = RootOf(call->getArg(0));
+    }
+    this_places_.push_back(self);
+    pushed_this = true;
+  }
+  Frame frame;
+  for (unsigned i = first; i < call->getNumArgs(); ++i) {
+    if (i - first >= fd->getNumParams()) {
+      Visit(call->getArg(i), Use::kRead);
+      continue;
+    }
+    const ParmVarDecl* p = fd->getParamDecl(i - first);
+    const Expr* arg = call->getArg(i);
+    Value v = Eval(arg);
+    QualType pt = p->getType();
+    const TypeKind pk = Classify(pt);
+    if (v.kind == Value::Kind::kArray &&
+        (pt->isReferenceType() || pk == TypeKind::kRowView || pk == TypeKind::kRelaxedRowView)) {
+      frame[p] = v;  // the callee accesses through it
+      VisitIndexArgumentsOf(arg);
+      continue;
+    }
+    if (v.kind == Value::Kind::kKey) {
+      frame[p] = v;
+      continue;
+    }
+    if (v.kind == Value::Kind::kLambda) {
+      frame[p] = v;
+      continue;
+    }
+    Visit(arg, Use::kRead);
+    if (v.kind == Value::Kind::kInt &&
+        (!pt->isReferenceType() || pt.getNonReferenceType().isConstQualified())) {
+      frame[p] = v;
+      continue;
+    }
+    // Where the callee may read or write through the parameter.
+    if (pt->isReferenceType()) {
+      frame[p] = Value::Of(RootOf(arg));
+    } else if (pt->isPointerType() || pt->isRecordType()) {
+      Place target = PointeeOf(arg);
+      if (IsRepointed(p, body)) target = Place::Unknown("'" + p->getNameAsString() + "' (re-pointed)");
+      if (IsStepped(p, body)) target.prefix.clear();
+      frame[p] = Value::Of(std::move(target));
+    }
+  }
+  // Parameters the helper modifies are not stable values.
+  for (auto& [decl, value] : frame) {
+    if (value.kind == Value::Kind::kInt && MutatedIn(body, cast<VarDecl>(decl))) value = Value();
+  }
+  inline_stack_.insert(fd);
+  walked_.push_back(fd);
+  call_stack_.push_back(call->getBeginLoc());
+  frames_.push_back(std::move(frame));
+  mutation_scopes_.push_back(body);
+  Visit(body, Use::kNone);
+  mutation_scopes_.pop_back();
+  frames_.pop_back();
+  call_stack_.pop_back();
+  walked_.pop_back();
+  inline_stack_.erase(fd);
+  if (pushed_this) this_places_.pop_back();
+}
+
+}  // namespace tessera::compiler
