@@ -21,6 +21,7 @@
 
 #include "job_monitor.h"
 #include "tessera/launcher/subprocess.h"
+#include "tessera/transport/liveness.h"
 
 namespace tessera::launcher {
 namespace {
@@ -157,6 +158,11 @@ class Job {
   std::optional<Clock::time_point> kill_deadline_;  // set once stopping; SIGKILL after it
   bool killed_ = false;
   std::unique_ptr<JobMonitor> monitor_;  // null without liveness checks
+  // A process that exited because it lost the coordinator, while the launcher's own watch of the
+  // coordinator has not concluded yet: reported only if that watch does not name the coordinator
+  // within the heartbeat timeout (the coordinator is the cause to report, not the symptom).
+  std::optional<std::string> lost_coordinator_report_;
+  Clock::time_point lost_coordinator_since_;
 };
 
 Status Job::Start(const ProcessSpec& spec) {
@@ -301,6 +307,14 @@ void Job::OnExit(Child& child) {
   }
   if (!members_started_) return;  // the coordinator during start-up: Run() reports it
   if (!success) {
+    if (monitor_ && child.spec.role != Role::kCoordinator && WIFEXITED(status) &&
+        WEXITSTATUS(status) == kExitJobFailed) {
+      if (!lost_coordinator_report_) {
+        lost_coordinator_report_ = who;
+        lost_coordinator_since_ = Clock::now();
+      }
+      return;
+    }
     spdlog::error("{}; stopping the job", who);
     failure_code_ = ExitCodeOf(status);
     RequestStop();
@@ -474,6 +488,13 @@ Result<int> Job::Run() {
         failure_code_ = failure->exit_code;
         RequestStop();
       }
+    }
+    if (lost_coordinator_report_ && !kill_deadline_ &&
+        (!coordinator.running ||
+         Clock::now() - lost_coordinator_since_ > options_.job.heartbeat_timeout)) {
+      spdlog::error("{}; stopping the job", *lost_coordinator_report_);
+      failure_code_ = kExitJobFailed;
+      RequestStop();
     }
   }
   StopAndWait();

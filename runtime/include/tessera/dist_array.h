@@ -240,8 +240,11 @@ class DistArray {
   }
   // Sets every element (dense) or every stored element (sparse) to `value`.
   void fill(T value) {
-    auto& v = s_->sparse_ ? s_->values_ : s_->dense_;
-    std::fill(v.begin(), v.end(), value);
+    if (s_->sparse_) {
+      std::fill(s_->values_.begin(), s_->values_.end(), value);
+    } else {
+      std::fill(s_->dense_.begin(), s_->dense_.end(), value);
+    }
   }
 
   // --- Sparse arrays only (checked). ---
