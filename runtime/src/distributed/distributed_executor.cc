@@ -607,15 +607,19 @@ class DistributedExecutor::Impl {
         for (size_t r = 0; r < p.runs.size(); ++r) runs.set(static_cast<unsigned>(r), p.runs[r]);
         out.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.values.data()),
                                    p.values.size()));
-        stats_.patch_bytes_sent += p.values.size();
       }
       return msg.ToFrame();
     };
+    for (const PatchData& p : patches) {
+      stats_.patch_bytes_sent += p.values.size() * static_cast<uint64_t>(mesh_->size() - 1);
+    }
+    if (per_peer) {
+      for (const auto& own : *extra) {
+        for (const PatchData& p : own) stats_.patch_bytes_sent += p.values.size();
+      }
+    }
     if (!per_peer) {
       zmq::message_t frame = encode(nullptr);
-      for (const PatchData& p : patches) {
-        stats_.patch_bytes_sent += p.values.size() * static_cast<uint64_t>(mesh_->size() - 2);
-      }
       for (int r = 0; r < mesh_->size(); ++r) {
         if (r == options_.rank) continue;
         CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");

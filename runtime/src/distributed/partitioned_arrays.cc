@@ -88,8 +88,7 @@ class PartitionedArrays::Impl {
   }
 
   // What worker w needs at the start of the loop.
-  std::vector<RowRange> Needs(const LoopSchedule& s, const Blocks& b, Role role, int d,
-                              int w) const {
+  std::vector<RowRange> Needs(const Blocks& b, Role role, int d, int w) const {
     const int T = options_.threads;
     const int P = options_.num_workers * T;
     const int64_t tb = b.num_blocks() / P;
@@ -102,7 +101,6 @@ class PartitionedArrays::Impl {
         for (int r = 0; r < S && r < tb; ++r) out.push_back(Hull(b, (q * S + r) % tb, d));
       }
     }
-    (void)s;
     return Normalize(std::move(out));
   }
 
@@ -301,7 +299,7 @@ class PartitionedArrays::Impl {
         continue;
       }
       const int d = role == Role::kLocal ? s.space_dim : s.time_dim;
-      for (int w = 0; w < options_.num_workers; ++w) per_worker.push_back(Needs(s, b, role, d, w));
+      for (int w = 0; w < options_.num_workers; ++w) per_worker.push_back(Needs(b, role, d, w));
       loop_roles_[id] = role;
     }
     MoveRows(needs);
