@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,9 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/fatal.h"
 #include "distributed/partitioned_arrays.h"
 #include "distributed/patch.h"
 #include "distributed/peer_mesh.h"
+#include "distributed/server_arrays.h"
 #include "internal/array_binding.h"
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
@@ -31,16 +32,6 @@
 
 namespace tessera::internal {
 namespace {
-
-// Aborts with a message naming the problem: the workers can no longer agree on the program's
-// state, and going on would compute something silently wrong.
-[[noreturn]] void Fatal(const std::string& what) {
-  CheckFailed(__FILE__, __LINE__, "distributed executor:", what.c_str());
-}
-
-void CheckOk(const Status& s, const char* doing) {
-  if (!s.ok()) Fatal(fmt::format("{}: {}", doing, s.ToString()));
-}
 
 // Runs positions [from, to) of block `block` (indices into the block's own order).
 void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
@@ -52,29 +43,6 @@ void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, cons
     task.RunPositions(b.positions.data() + begin, static_cast<size_t>(to - from));
   }
 }
-
-// Calls f(typed pointer) for the four table value types.
-template <typename F>
-void WithTableType(int type, F&& f) {
-  switch (type) {
-    case 0:
-      f(static_cast<float*>(nullptr));
-      break;
-    case 1:
-      f(static_cast<double*>(nullptr));
-      break;
-    case 2:
-      f(static_cast<int32_t*>(nullptr));
-      break;
-    case 3:
-      f(static_cast<int64_t*>(nullptr));
-      break;
-    default:
-      Fatal("a RelaxedArray's element type has no parameter-server table type");
-  }
-}
-
-constexpr int64_t kFlatRowWidth = 64;  // row width of tables for arrays that are not 2-D
 
 // Byte equality of two elements; the common sizes compare as one load each instead of a call.
 inline bool SameElement(const char* a, const char* b, size_t e) {
@@ -131,6 +99,7 @@ class DistributedExecutor::Impl {
     Result<std::unique_ptr<PeerMesh>> mesh = PeerMesh::Connect(mo, zmq_);
     if (!mesh.ok()) return mesh.status();
     mesh_ = std::move(mesh).value();
+    servers_ = std::make_unique<ServerArrays>(options_.rank, ctx_, *client_);
     partitioned_ = std::make_unique<PartitionedArrays>(
         PartitionedArrays::Options{.rank = options_.rank,
                                    .num_workers = options_.num_workers,
@@ -152,7 +121,7 @@ class DistributedExecutor::Impl {
         "parameter servers: {} clocks, {} B of updates early and {} B at clock boundaries "
         "({} rows early), {} reads (staleness mean {:.2f}, max {})",
         stats_.loops, stats_.steps, stats_.patch_bytes_sent, mesh_ ? mesh_->bytes_sent() : 0,
-        stats_.server_clocks, c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
+        servers_->clocks(), c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
         c.staleness_max);
     partitioned_->Report(*logger_);
@@ -248,7 +217,9 @@ class DistributedExecutor::Impl {
         // in progress), as SSP allows.
         const int C = options_.data_parallel_clocks;
         const int F = options_.data_parallel_flushes;
-        BeginDataParallel(site.staleness);
+        for (int64_t id : servers_->BeginDataParallel(site.staleness, TrackedArrays())) {
+          tracked_.erase(id);  // on the servers, not patched over the mesh
+        }
         for (int c = 0; c < C; ++c) {
           AwaitThrough(c - 1 - site.staleness);
           // The mesh-patched arrays are compared once per clock: snapshot at the clock's start.
@@ -266,13 +237,13 @@ class DistributedExecutor::Impl {
               slice[t] = {first + t, n * piece / pieces, n * (piece + 1) / pieces};
             }
             RunParts(b, slice, task);
-            if (f + 1 < F) SyncServers(/*replicated=*/false, /*clock=*/false);
+            if (f + 1 < F) servers_->Sync(/*replicated=*/false, /*clock=*/false);
           }
           Publish(c, /*additive=*/true, false);
         }
         last_step = C - 1;
         AwaitThrough(last_step);
-        EndDataParallel(site.staleness);
+        servers_->EndDataParallel(site.staleness);
         break;
       }
     }
@@ -336,12 +307,6 @@ class DistributedExecutor::Impl {
     std::vector<std::pair<int64_t, int64_t>> regions;  // element ranges of the current step
     std::vector<char> snapshot;                        // their bytes before the step, back to back
   };
-  // A RelaxedArray's parameter-server table.
-  struct Mirror {
-    TableId table = 0;
-    std::vector<char> base;  // the values as last read from (or pushed to) the servers
-  };
-
   // A piece of a block: its positions [from, to) in block order.
   struct Part {
     int64_t block = 0;
@@ -379,7 +344,7 @@ class DistributedExecutor::Impl {
           "tessera_add_program, or the lookup was ambiguous); every worker runs all of it",
           site.location.file_name(), site.location.line());
     }
-    AdoptSerialRelaxedChanges();
+    servers_->AdoptSerialRelaxedChanges();
     task.RunRange(0, space.size());  // slot 0: replicated, like code outside loops
     Publish(0, false, /*replicated=*/true);
   }
@@ -452,7 +417,7 @@ class DistributedExecutor::Impl {
 
   void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding) {
     awaited_ = true;
-    AdoptSerialRelaxedChanges();
+    servers_->AdoptSerialRelaxedChanges();
     tracked_.clear();
     if (!s.writes_unknown && binding.complete(s)) {
       tracked_ = ExactTracking(s, binding, space);
@@ -535,6 +500,13 @@ class DistributedExecutor::Impl {
     awaited_ = false;
   }
 
+  // The arrays the running loop may write, by id.
+  std::vector<ArrayBase*> TrackedArrays() const {
+    std::vector<ArrayBase*> out;
+    for (const auto& [id, t] : tracked_) out.push_back(t.array);
+    return out;
+  }
+
   // The running loop's partitioned arrays are tracked by their role: a local one is written only
   // by its holder and sent nowhere; a rotating one travels only through PartitionedArrays::Rotate.
   void TrackPartitioned() {
@@ -577,7 +549,7 @@ class DistributedExecutor::Impl {
       SendToPeers(step, patches, &extra_patches_);
     }
     step_open_ = false;
-    SyncServers(replicated, /*clock=*/true);
+    servers_->Sync(replicated, /*clock=*/true);
   }
 
   // One PeerMessage of `step` to every peer, carrying `patches` and, when given, the patches
@@ -589,26 +561,9 @@ class DistributedExecutor::Impl {
     if (extra != nullptr) {
       for (const auto& e : *extra) per_peer |= !e.empty();
     }
+    const auto rank = static_cast<uint32_t>(options_.rank);
     auto encode = [&](const std::vector<PatchData>* own) {
-      OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0);
-      auto peer = msg.envelope().getBody().initPeer();
-      peer.setTag(tag_);
-      peer.setStep(step);
-      const size_t n = patches.size() + (own != nullptr ? own->size() : 0);
-      auto list = peer.initPatches(static_cast<unsigned>(n));
-      for (size_t i = 0; i < n; ++i) {
-        const PatchData& p = i < patches.size() ? patches[i] : (*own)[i - patches.size()];
-        auto out = list[static_cast<unsigned>(i)];
-        out.setArray(p.array);
-        out.setLayoutVersion(p.layout);
-        out.setAdditive(p.additive);
-        out.setElementBytes(static_cast<uint32_t>(p.element_bytes));
-        auto runs = out.initRuns(static_cast<unsigned>(p.runs.size()));
-        for (size_t r = 0; r < p.runs.size(); ++r) runs.set(static_cast<unsigned>(r), p.runs[r]);
-        out.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.values.data()),
-                                   p.values.size()));
-      }
-      return msg.ToFrame();
+      return EncodePatches(rank, tag_, step, patches, own);
     };
     for (const PatchData& p : patches) {
       stats_.patch_bytes_sent += p.values.size() * static_cast<uint64_t>(mesh_->size() - 1);
@@ -628,8 +583,8 @@ class DistributedExecutor::Impl {
     }
     for (int r = 0; r < mesh_->size(); ++r) {
       if (r == options_.rank) continue;
-      zmq::message_t frame = encode(&(*extra)[static_cast<size_t>(r)]);
-      CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
+      CheckOk(mesh_->SendFrame(r, encode(&(*extra)[static_cast<size_t>(r)])),
+              "sending a step's changes");
     }
     for (auto& e : *extra) e.clear();
   }
@@ -816,239 +771,6 @@ class DistributedExecutor::Impl {
     }
   }
 
-  // Rows x width of the table that holds array `a`: a 2-D array's rows, else runs of 64.
-  static std::pair<int64_t, int64_t> TableShape(const ArrayBase* a) {
-    if (a->rank() == 2 && a->extent(1) > 0) return {a->extent(0), a->extent(1)};
-    return {(a->value_count() + kFlatRowWidth - 1) / kFlatRowWidth, kFlatRowWidth};
-  }
-
-  void CreateArrayTable(const ArrayBase* a, TableId id, int staleness, const std::string& name) {
-    const auto [rows, width] = TableShape(a);
-    TableSpec spec;
-    spec.id = id;
-    spec.name = name;
-    spec.value_type = static_cast<ValueType>(a->table_value_type());
-    spec.num_rows = static_cast<uint64_t>(std::max<int64_t>(rows, 1));
-    spec.width = static_cast<uint32_t>(width);
-    spec.sparse = false;
-    spec.staleness = static_cast<uint32_t>(staleness);
-    CheckOk(client_->CreateTable(spec), "creating an array's parameter-server table");
-  }
-
-  // Adds cur - base to the table, skipping rows without change; the changed rows go to the
-  // client in batches (IncRows), so the per-call costs are paid per batch, not per row.
-  template <typename V>
-  void PushDeltas(TableId table, const ArrayBase* a, const V* cur, const V* base) {
-    constexpr size_t kBatchRows = 256;
-    const auto [rows, width] = TableShape(a);
-    const int64_t n = a->value_count();
-    const auto w = static_cast<size_t>(width);
-    std::vector<RowId> ids;
-    std::vector<V> deltas;
-    ids.reserve(kBatchRows);
-    deltas.reserve(kBatchRows * w);
-    auto send = [&] {
-      CheckOk(client_->IncRows<V>(table, ids, deltas), "sending updates to the parameter servers");
-      ids.clear();
-      deltas.clear();
-    };
-    for (int64_t r = 0; r < rows; ++r) {
-      const size_t at = deltas.size();
-      bool nonzero = false;
-      for (int64_t j = 0; j < width; ++j) {
-        const int64_t i = r * width + j;
-        const V d = i < n ? static_cast<V>(cur[i] - base[i]) : V{};
-        deltas.push_back(d);
-        nonzero |= d != V{};
-      }
-      if (!nonzero) {
-        deltas.resize(at);
-        continue;
-      }
-      ids.push_back(static_cast<RowId>(r));
-      if (ids.size() == kBatchRows) send();
-    }
-    if (!ids.empty()) send();
-  }
-
-  // The table as this worker may see it (within its staleness), into out[0, value_count).
-  template <typename V>
-  void ReadTable(TableId table, const ArrayBase* a, V* out) {
-    const auto [rows, width] = TableShape(a);
-    const int64_t n = a->value_count();
-    std::vector<RowId> ids(static_cast<size_t>(rows));
-    std::iota(ids.begin(), ids.end(), RowId{0});
-    // One batched read: a request per server for the rows not fresh enough, not a call per row.
-    if (n == rows * width) {
-      CheckOk(client_->GetRows<V>(0, table, ids, std::span<V>(out, static_cast<size_t>(n))),
-              "reading from the parameter servers");
-      return;
-    }
-    std::vector<V> all(static_cast<size_t>(rows * width));  // the last flat row is partial
-    CheckOk(client_->GetRows<V>(0, table, ids, all), "reading from the parameter servers");
-    std::copy(all.begin(), all.begin() + n, out);
-  }
-
-  // Relaxed arrays and data-parallel arrays on the servers: push what this worker changed since
-  // the last sync; at a clock boundary (`clock`), clock and read the tables back within their
-  // staleness; between boundaries, take what the servers have pushed already (no wait). That
-  // lets managed communication (ClientOptions::comm) send updates early and bring others' back.
-  // Replicated steps: only worker 0 pushes relaxed additions (everyone made the same).
-  void SyncServers(bool replicated, bool clock) {
-    bool any = !dp_.empty();
-    for (auto& [id, a] : ctx_.arrays()) {
-      if (!a->relaxed()) continue;
-      any = true;
-      Mirror& m = MirrorFor(a);
-      if (replicated && options_.rank != 0) continue;
-      WithTableType(a->table_value_type(), [&]<typename V>(V*) {
-        PushDeltas<V>(m.table, a, static_cast<const V*>(a->value_data()),
-                      reinterpret_cast<const V*>(m.base.data()));
-      });
-      // Sent: the next push starts from here (a clock below refreshes the base anyway).
-      std::memcpy(m.base.data(), a->value_data(), m.base.size());
-    }
-    for (auto& [id, d] : dp_) {
-      WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
-        PushDeltas<V>(d.table, d.array, static_cast<const V*>(d.array->value_data()),
-                      reinterpret_cast<const V*>(d.synced.data()));
-      });
-    }
-    if (!any) return;
-    if (clock) {
-      ++stats_.server_clocks;
-      CheckOk(client_->Clock(0), "clock");
-    }
-    for (auto& [id, a] : ctx_.arrays()) {
-      if (!a->relaxed() || !clock) continue;
-      Mirror& m = mirrors_.at(id);
-      WithTableType(a->table_value_type(), [&]<typename V>(V*) {
-        ReadTable<V>(m.table, a, static_cast<V*>(a->value_data()));
-      });
-      std::memcpy(m.base.data(), a->value_data(), m.base.size());
-    }
-    for (auto& [id, d] : dp_) RefreshDataParallel(d);
-  }
-
-  // Tables are numbered in creation order, which is the same on every worker (SPMD); small ids
-  // take the client's fast path.
-  TableId NextTableId() { return next_table_id_++; }
-
-  Mirror& MirrorFor(ArrayBase* a) {
-    auto it = mirrors_.find(a->id());
-    if (it != mirrors_.end()) return it->second;
-    Mirror m;
-    m.table = NextTableId();
-    CreateArrayTable(a, m.table, a->staleness(), fmt::format("relaxed-array-{}", a->id()));
-    // The table starts at zero; so does the base, so the first sync pushes whatever was added.
-    m.base.assign(static_cast<size_t>(a->value_count()) * a->element_bytes(), 0);
-    return mirrors_.emplace(a->id(), std::move(m)).first->second;
-  }
-
-  // --- Data-parallel loops: dense arithmetic arrays go through the parameter servers. ---
-  // A table per (array, staleness) holds the sum of every worker's updates to the array in
-  // data-parallel loops. During a loop a worker's copy is its own value plus what the table
-  // gained since its previous read (its own pushes come back through read-my-writes, so they
-  // are subtracted via `synced`). At the end every worker sets start + (final table - table at
-  // start), the same arithmetic on the same inputs, so the copies agree exactly.
-  struct DataParallelArray {
-    ArrayBase* array = nullptr;
-    TableId table = 0;
-    std::pair<int64_t, int> key;   // (array id, staleness): its entry in dp_tables_
-    std::vector<char> start;       // the array when the loop began
-    std::vector<char> synced;      // the array after the last sync
-    std::vector<char> table_prev;  // the table at the last read
-  };
-  struct DataParallelTable {
-    TableId table = 0;
-    std::vector<char> table_at_rest;  // the table when no loop is running (equal on every worker)
-  };
-
-  void BeginDataParallel(int staleness) {
-    dp_.clear();
-    for (auto it = tracked_.begin(); it != tracked_.end();) {
-      ArrayBase* a = it->second.array;
-      if (a->is_sparse() || !a->arithmetic() || a->table_value_type() < 0 ||
-          a->value_count() == 0) {
-        ++it;
-        continue;
-      }
-      const size_t bytes = static_cast<size_t>(a->value_count()) * a->element_bytes();
-      auto [rest, fresh] = dp_tables_.try_emplace({a->id(), staleness});
-      if (fresh) rest->second.table = NextTableId();
-      const TableId table = rest->second.table;
-      if (fresh) {
-        CreateArrayTable(a, table, staleness,
-                         fmt::format("data-parallel-array-{}-s{}", a->id(), staleness));
-        rest->second.table_at_rest.assign(bytes, 0);
-        // Cache every row now: the client applies a worker's own in-flight updates to cached
-        // rows only, and the refreshes below rely on seeing them.
-        std::vector<char> scratch(bytes);
-        WithTableType(a->table_value_type(), [&]<typename V>(V*) {
-          ReadTable<V>(table, a, reinterpret_cast<V*>(scratch.data()));
-        });
-      }
-      TESSERA_CHECK_MSG(rest->second.table_at_rest.size() == bytes,
-                        "array changed size between loops");
-      DataParallelArray d;
-      d.array = a;
-      d.table = table;
-      d.key = {a->id(), staleness};
-      d.start.assign(static_cast<const char*>(a->value_data()),
-                     static_cast<const char*>(a->value_data()) + bytes);
-      d.synced = d.start;
-      d.table_prev = rest->second.table_at_rest;
-      dp_.emplace(it->first, std::move(d));
-      it = tracked_.erase(it);  // not patched over the mesh
-    }
-  }
-
-  // Between boundaries (no clock) the rows are cached and fresh enough already, so Get does not
-  // wait; it returns what server pushes have brought.
-  void RefreshDataParallel(DataParallelArray& d) {
-    WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
-      const int64_t n = d.array->value_count();
-      std::vector<V> now(static_cast<size_t>(n));
-      ReadTable<V>(d.table, d.array, now.data());
-      V* cur = static_cast<V*>(d.array->value_data());
-      V* prev = reinterpret_cast<V*>(d.table_prev.data());
-      for (int64_t i = 0; i < n; ++i) {
-        // What the table gained since the last read, less this worker's own pushes (already in
-        // cur): synced + gain.
-        cur[i] =
-            static_cast<V>(reinterpret_cast<const V*>(d.synced.data())[i] + (now[i] - prev[i]));
-        prev[i] = now[i];
-      }
-      std::memcpy(d.synced.data(), cur, static_cast<size_t>(n) * sizeof(V));
-    });
-  }
-
-  // After the loop's last clock: `staleness` more clocks make a read wait for every worker's
-  // last updates; then every worker computes the same final values.
-  void EndDataParallel(int staleness) {
-    if (dp_.empty()) return;
-    for (int i = 0; i < staleness; ++i) {
-      ++stats_.server_clocks;
-      CheckOk(client_->Clock(0), "clock");
-    }
-    for (auto& [id, d] : dp_) {
-      auto& rest = dp_tables_.at(d.key).table_at_rest;
-      WithTableType(d.array->table_value_type(), [&]<typename V>(V*) {
-        const int64_t n = d.array->value_count();
-        std::vector<V> final_table(static_cast<size_t>(n));
-        ReadTable<V>(d.table, d.array, final_table.data());
-        V* cur = static_cast<V*>(d.array->value_data());
-        const V* start = reinterpret_cast<const V*>(d.start.data());
-        V* at_rest = reinterpret_cast<V*>(rest.data());
-        for (int64_t i = 0; i < n; ++i) {
-          cur[i] = static_cast<V>(start[i] + (final_table[i] - at_rest[i]));
-          at_rest[i] = final_table[i];
-        }
-      });
-    }
-    dp_.clear();
-  }
-
   // Sums the accumulators' loop contributions (executor slots 1..) over the workers. What
   // replicated code added (slot 0) is the same everywhere and stays local.
   void ReduceAccumulators() {
@@ -1072,16 +794,6 @@ class DistributedExecutor::Impl {
         acc->AddRemote(part.data() + at);
         at += len;
       }
-    }
-  }
-
-  // Additions to relaxed arrays made outside loops ran on every worker alike; only worker 0
-  // sends them, so they count once.
-  void AdoptSerialRelaxedChanges() {
-    for (auto& [id, a] : ctx_.arrays()) {
-      if (!a->relaxed()) continue;
-      Mirror& m = MirrorFor(a);
-      if (options_.rank != 0) std::memcpy(m.base.data(), a->value_data(), m.base.size());
     }
   }
 
@@ -1125,10 +837,7 @@ class DistributedExecutor::Impl {
   std::map<int64_t, Tracked> tracked_;
   std::unique_ptr<PartitionedArrays> partitioned_;
   std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish
-  std::map<int64_t, Mirror> mirrors_;
-  std::map<int64_t, DataParallelArray> dp_;  // by array id; during a data-parallel loop
-  std::map<std::pair<int64_t, int>, DataParallelTable> dp_tables_;  // by (array id, staleness)
-  TableId next_table_id_ = 0;
+  std::unique_ptr<ServerArrays> servers_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
   // What the final log line reports.
@@ -1136,7 +845,6 @@ class DistributedExecutor::Impl {
     uint64_t loops = 0;
     uint64_t steps = 0;
     uint64_t patch_bytes_sent = 0;  // element payload of patches sent to peers
-    uint64_t server_clocks = 0;     // clocks of the parameter-server client
   } stats_;
 };
 

@@ -10,24 +10,13 @@
 #include <string>
 #include <utility>
 
+#include "distributed/fatal.h"
 #include "distributed/row_layout.h"
 #include "tessera/common/check.h"
 #include "tessera/transport/message.h"
 
 namespace tessera::internal {
-namespace {
 
-// The workers can no longer agree on the program's state; going on would compute something
-// silently wrong.
-[[noreturn]] void Fatal(const std::string& what) {
-  CheckFailed(__FILE__, __LINE__, "partitioned arrays:", what.c_str());
-}
-
-void CheckOk(const Status& s, const char* doing) {
-  if (!s.ok()) Fatal(fmt::format("{}: {}", doing, s.ToString()));
-}
-
-}  // namespace
 
 class PartitionedArrays::Impl {
  public:
@@ -151,25 +140,9 @@ class PartitionedArrays::Impl {
     }
     for (int r = 0; r < mesh_->size(); ++r) {
       if (r == me) continue;
-      OutgoingMessage msg(static_cast<uint32_t>(me), 0);
-      auto peer = msg.envelope().getBody().initPeer();
-      peer.setTag(tag_);
-      peer.setStep(kExchangeStep);
-      const auto& mine = out[static_cast<size_t>(r)];
-      auto list = peer.initPatches(static_cast<unsigned>(mine.size()));
-      for (size_t i = 0; i < mine.size(); ++i) {
-        auto o = list[static_cast<unsigned>(i)];
-        o.setArray(mine[i].array);
-        o.setLayoutVersion(mine[i].layout);
-        o.setAdditive(false);
-        o.setElementBytes(static_cast<uint32_t>(mine[i].element_bytes));
-        auto runs = o.initRuns(2);
-        runs.set(0, mine[i].runs[0]);
-        runs.set(1, mine[i].runs[1]);
-        o.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(mine[i].values.data()),
-                                 mine[i].values.size()));
-      }
-      CheckOk(mesh_->Send(r, msg), "sending rows of a partitioned array");
+      CheckOk(mesh_->SendFrame(r, EncodePatches(static_cast<uint32_t>(me), tag_, kExchangeStep,
+                                                out[static_cast<size_t>(r)])),
+              "sending rows of a partitioned array");
     }
     for (int r = 0; r < mesh_->size(); ++r) {
       if (r == me) continue;

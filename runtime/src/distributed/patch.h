@@ -3,6 +3,8 @@
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_PATCH_H_
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_PATCH_H_
 
+#include <zmq.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -17,6 +19,12 @@ struct PatchData {
   std::vector<uint64_t> runs;  // begin, count pairs (element positions)
   std::vector<char> values;
 };
+
+// One PeerMessage from worker `rank` (tag, step) carrying `first` then `second` (may be null),
+// encoded as a frame for PeerMesh::SendCopy.
+zmq::message_t EncodePatches(uint32_t rank, uint64_t tag, int64_t step,
+                             const std::vector<PatchData>& first,
+                             const std::vector<PatchData>* second = nullptr);
 
 }  // namespace tessera::internal
 

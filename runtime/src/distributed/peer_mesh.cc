@@ -112,24 +112,17 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
   return mesh;
 }
 
-Status PeerMesh::Send(int to, OutgoingMessage& msg) {
+Status PeerMesh::Send(int to, OutgoingMessage& msg) { return SendFrame(to, msg.ToFrame()); }
+
+Status PeerMesh::SendCopy(int to, const zmq::message_t& frame) {
+  return SendFrame(to, zmq::message_t(frame.data(), frame.size()));
+}
+
+Status PeerMesh::SendFrame(int to, zmq::message_t frame) {
   TESSERA_CHECK(to != options_.rank && to >= 0 && to < options_.num_workers);
-  zmq::message_t frame = msg.ToFrame();
   bytes_sent_ += frame.size();
   try {
     outboxes_[to].send(std::move(frame), zmq::send_flags::none);
-  } catch (const zmq::error_t& e) {
-    return Status::Unavailable(fmt::format("peer mesh: send to worker {}: {}", to, e.what()));
-  }
-  return Status::Ok();
-}
-
-Status PeerMesh::SendCopy(int to, const zmq::message_t& frame) {
-  TESSERA_CHECK(to != options_.rank && to >= 0 && to < options_.num_workers);
-  zmq::message_t copy(frame.data(), frame.size());
-  bytes_sent_ += copy.size();
-  try {
-    outboxes_[to].send(std::move(copy), zmq::send_flags::none);
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(fmt::format("peer mesh: send to worker {}: {}", to, e.what()));
   }

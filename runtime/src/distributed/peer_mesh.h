@@ -56,6 +56,8 @@ class PeerMesh {
   Status Send(int to, OutgoingMessage& msg);
   // Sends a copy of an encoded envelope (to send one message to several peers).
   Status SendCopy(int to, const zmq::message_t& frame);
+  // Sends an encoded envelope (whose body must be a PeerMessage) to worker `to`.
+  Status SendFrame(int to, zmq::message_t frame);
   // The message from worker `from` with this tag and step; waits up to the timeout.
   // REQUIRES: from != rank().
   Result<std::unique_ptr<IncomingMessage>> Receive(int from, uint64_t tag, int64_t step);
