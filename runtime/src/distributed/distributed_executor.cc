@@ -44,6 +44,20 @@ void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, cons
   }
 }
 
+// Sorts element ranges and merges overlapping and touching ones.
+void MergeRanges(std::vector<std::pair<int64_t, int64_t>>* ranges) {
+  std::sort(ranges->begin(), ranges->end());
+  size_t kept = 0;
+  for (const auto& r : *ranges) {
+    if (kept > 0 && r.first <= (*ranges)[kept - 1].second) {
+      (*ranges)[kept - 1].second = std::max((*ranges)[kept - 1].second, r.second);
+    } else {
+      (*ranges)[kept++] = r;
+    }
+  }
+  ranges->resize(kept);
+}
+
 // Byte equality of two elements; the common sizes compare as one load each instead of a call.
 inline bool SameElement(const char* a, const char* b, size_t e) {
   switch (e) {
@@ -473,16 +487,7 @@ class DistributedExecutor::Impl {
           }
           break;
       }
-      std::sort(t.regions.begin(), t.regions.end());
-      size_t kept = 0;  // merge overlapping and touching ranges
-      for (const auto& r : t.regions) {
-        if (kept > 0 && r.first <= t.regions[kept - 1].second) {
-          t.regions[kept - 1].second = std::max(t.regions[kept - 1].second, r.second);
-        } else {
-          t.regions[kept++] = r;
-        }
-      }
-      t.regions.resize(kept);
+      MergeRanges(&t.regions);
       if (t.transfer == Tracked::Transfer::kRotate) continue;  // sent whole: no snapshot
       const size_t e = a->element_bytes();
       const char* cur = static_cast<const char*>(a->value_data());
@@ -632,16 +637,7 @@ class DistributedExecutor::Impl {
           if (lo < hi) t.regions.push_back({lo * stride, hi * stride});
         }
       }
-      std::sort(t.regions.begin(), t.regions.end());
-      size_t kept = 0;
-      for (const auto& r : t.regions) {
-        if (kept > 0 && r.first <= t.regions[kept - 1].second) {
-          t.regions[kept - 1].second = std::max(t.regions[kept - 1].second, r.second);
-        } else {
-          t.regions[kept++] = r;
-        }
-      }
-      t.regions.resize(kept);
+      MergeRanges(&t.regions);
       PatchData p = Whole(t);
       if (!p.runs.empty()) patches.push_back(std::move(p));
     }
