@@ -132,9 +132,11 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     blocks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(bytes / (512.0 * 1024))));
   }
   ratings.shuffle_blocks(opt.seed, {blocks, blocks}, opt.within_block == "sorted");
-  double sum = 0;
-  for (int64_t p = 0; p < ratings.nnz(); ++p) sum += ratings.value_at(p);
-  const float mu = static_cast<float>(sum / static_cast<double>(ratings.nnz()));
+  // A loop rather than serial code, so that only loops touch the ratings and a distributed job
+  // may keep them partitioned between its workers.
+  tessera::Accumulator<double> sum(ctx);
+  tessera::parallel_for(ratings, [&](const Key<2>&, float& rating) { sum += rating; });
+  const float mu = static_cast<float>(sum.value() / static_cast<double>(ratings.nnz()));
 
   auto W = DistArray<float, 2>::random(ctx, {users, k}, opt.seed + 1, 0.0f, opt.init_scale);
   auto H = DistArray<float, 2>::random(ctx, {items, k}, opt.seed + 2, 0.0f, opt.init_scale);

@@ -72,6 +72,58 @@ class OriginFinder {
  public:
   explicit OriginFinder(clang::ASTContext& ctx) : ctx_(ctx), sm_(ctx.getSourceManager()) {}
 
+  // `ref` is a local reference bound to a field of a loader's result, `auto& r = loaded->train;`
+  // where `loaded` is a local initialized by tessera::load_triples or load_docword.
+  OriginResult FindLoaderField(const clang::VarDecl* ref) {
+    OriginResult r;
+    r.why_not = "it is not a reference to a field of a local load_triples or load_docword result";
+    if (ref == nullptr || !ref->hasLocalStorage() || !ref->getType()->isReferenceType() ||
+        !ref->hasInit()) {
+      return r;
+    }
+    const auto* field = dyn_cast<clang::MemberExpr>(StripInit(ref->getInit()));
+    if (field == nullptr || !isa<clang::FieldDecl>(field->getMemberDecl())) return r;
+    const clang::VarDecl* result = ResultOf(field);
+    if (result == nullptr || !result->hasLocalStorage() || result->getType()->isReferenceType() ||
+        !result->hasInit()) {
+      return r;
+    }
+    const auto* call = dyn_cast<clang::CallExpr>(StripInit(result->getInit()));
+    const clang::FunctionDecl* callee = call != nullptr ? call->getDirectCallee() : nullptr;
+    if (!IsTesseraFunction(callee, "load_triples") && !IsTesseraFunction(callee, "load_docword")) {
+      return r;
+    }
+    const std::string member = field->getMemberDecl()->getNameAsString();
+    // The result must stay where it is, and so must the field wherever it is named.
+    std::vector<const clang::Expr*> field_uses;
+    if (std::string why = ResultStays(result, member, field, &field_uses); !why.empty()) {
+      r.why_not = why;
+      return r;
+    }
+    if (std::string why = StorageMoves(ref); !why.empty()) {
+      r.why_not = why;
+      return r;
+    }
+    r.serial_use = FirstSerialUse(ref);
+    for (const clang::Expr* use : field_uses) {
+      if (!r.serial_use.empty()) break;
+      if (!InLoop(use) && !MetadataUse(use)) r.serial_use = LineOf(use);
+    }
+    r.loop_only = r.serial_use.empty();
+    const clang::PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(call->getBeginLoc()));
+    if (p.isInvalid()) {
+      r.why_not = "its loader call has no source location";
+      return r;
+    }
+    r.found = true;
+    r.why_not.clear();
+    r.origin.file = p.getFilename();
+    r.origin.line = p.getLine();
+    r.origin.column = p.getColumn();
+    r.origin.member = member;
+    return r;
+  }
+
   OriginResult Find(const clang::ValueDecl* decl) {
     OriginResult r;
     const auto* var = dyn_cast_or_null<clang::VarDecl>(decl);
@@ -139,23 +191,125 @@ class OriginFinder {
     return "";
   }
 
-  // Empty when every use of `var` is inside a parallel_for body or is a parallel_for's space;
-  // otherwise "line N", the first use outside.
+  // Empty when every use of `var` is inside a parallel_for body, is a parallel_for's space or
+  // asks only what the runtime answers for a partitioned array too (MetadataUse); otherwise
+  // "line N", the first other use.
   std::string FirstSerialUse(const clang::VarDecl* var) {
     const auto* fn = dyn_cast_or_null<clang::FunctionDecl>(var->getParentFunctionOrMethod());
     UseCollector uses(var);
     uses.TraverseStmt(fn->getBody());
     for (const clang::DeclRefExpr* use : uses.uses) {
-      if (InLoop(use)) continue;
-      const clang::PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(use->getBeginLoc()));
-      return "line " + std::to_string(p.isValid() ? p.getLine() : 0);
+      if (InLoop(use) || MetadataUse(use)) continue;
+      return LineOf(use);
+    }
+    return "";
+  }
+
+  std::string LineOf(const clang::Expr* use) {
+    const clang::PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(use->getBeginLoc()));
+    return "line " + std::to_string(p.isValid() ? p.getLine() : 0);
+  }
+
+  // `use.m(...)` for a method that reads no element (shape, counts) or that reorders the
+  // elements inside the runtime (which gathers a partitioned array first when it must): code
+  // outside loops calling only these never sees where the elements are.
+  bool MetadataUse(const clang::Expr* use) {
+    const clang::Decl* decl_parent = nullptr;
+    const clang::Stmt* parent = ParentOf(use, &decl_parent);
+    while (parent != nullptr &&
+           (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
+      parent = ParentOf(parent, &decl_parent);
+    }
+    const auto* member = dyn_cast_or_null<clang::MemberExpr>(parent);
+    if (member == nullptr) return false;
+    const auto* method = dyn_cast<clang::CXXMethodDecl>(member->getMemberDecl());
+    if (method == nullptr || !IsTesseraArrayClass(method->getParent())) return false;
+    static constexpr const char* kMethods[] = {"nnz",   "size",      "extent",         "shape",
+                                               "rank",  "is_sparse", "valid",          "context",
+                                               "shuffle", "sort_keys", "shuffle_blocks"};
+    for (const char* m : kMethods) {
+      if (method->getName() == m) return true;
+    }
+    return false;
+  }
+
+  // The local variable a loader field is read from: `loaded->f`, `(*loaded).f`,
+  // `loaded.value().f`; null otherwise.
+  const clang::VarDecl* ResultOf(const clang::MemberExpr* field) {
+    const clang::Expr* base = field->getBase()->IgnoreParenImpCasts();
+    if (const auto* op = dyn_cast<clang::CXXOperatorCallExpr>(base)) {
+      if ((op->getOperator() == clang::OO_Arrow || op->getOperator() == clang::OO_Star) &&
+          op->getNumArgs() == 1) {
+        base = op->getArg(0)->IgnoreParenImpCasts();
+      } else {
+        return nullptr;
+      }
+    } else if (const auto* call = dyn_cast<clang::CXXMemberCallExpr>(base)) {
+      const clang::CXXMethodDecl* m = call->getMethodDecl();
+      if (m == nullptr || m->getName() != "value") return nullptr;
+      base = call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    } else {
+      return nullptr;
+    }
+    const auto* ref = dyn_cast<clang::DeclRefExpr>(base);
+    return ref != nullptr ? dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
+  }
+
+  // Empty when every use of the loader result `result` is ok()/status(), or names a field
+  // (`result->g`); then the uses naming `member` (which count as uses of the array) are in
+  // `field_uses` and each must keep the field's storage. Otherwise why not.
+  // `bound` is the field expression the analysed reference is initialized with.
+  std::string ResultStays(const clang::VarDecl* result, const std::string& member,
+                          const clang::MemberExpr* bound,
+                          std::vector<const clang::Expr*>* field_uses) {
+    const auto* fn = dyn_cast_or_null<clang::FunctionDecl>(result->getParentFunctionOrMethod());
+    if (fn == nullptr || fn->getBody() == nullptr) return "tessc cannot see the function declaring it";
+    UseCollector uses(result);
+    uses.TraverseStmt(fn->getBody());
+    for (const clang::DeclRefExpr* use : uses.uses) {
+      const clang::Decl* d = nullptr;
+      const clang::Stmt* parent = ParentOf(use, &d);
+      while (parent != nullptr &&
+             (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
+        parent = ParentOf(parent, &d);
+      }
+      const clang::MemberExpr* field = nullptr;
+      if (const auto* m = dyn_cast_or_null<clang::MemberExpr>(parent)) {
+        const auto* method = dyn_cast<clang::CXXMethodDecl>(m->getMemberDecl());
+        if (method != nullptr && (method->getName() == "ok" || method->getName() == "status")) {
+          continue;
+        }
+        if (method != nullptr && method->getName() == "value") {
+          field = dyn_cast_or_null<clang::MemberExpr>(ParentOf(ParentOf(m, &d), &d));
+        }
+      } else if (const auto* op = dyn_cast_or_null<clang::CXXOperatorCallExpr>(parent)) {
+        if (op->getOperator() == clang::OO_Arrow || op->getOperator() == clang::OO_Star) {
+          const clang::Stmt* up = ParentOf(op, &d);
+          while (up != nullptr && (isa<clang::ParenExpr>(up) || isa<clang::ImplicitCastExpr>(up))) {
+            up = ParentOf(up, &d);
+          }
+          field = dyn_cast_or_null<clang::MemberExpr>(up);
+        }
+      }
+      if (field == nullptr || !isa<clang::FieldDecl>(field->getMemberDecl()) ||
+          ResultOf(field) != result) {
+        return "the loader's result is used at " + LineOf(use) +
+               " in a way tessc does not follow (only ok(), status() and its fields are)";
+      }
+      if (field->getMemberDecl()->getName() != member || field == bound) continue;
+      if (!KeepsStorage(field)) {
+        return "it is used at " + LineOf(field) +
+               " in a way that may move its storage to another variable (an assignment, "
+               "std::move or swap, a non-const reference or pointer passed on)";
+      }
+      field_uses->push_back(field);
     }
     return "";
   }
 
   // The nearest enclosing lambda must be a parallel_for body; outside any lambda, the use must be
   // a parallel_for's first argument.
-  bool InLoop(const clang::DeclRefExpr* use) {
+  bool InLoop(const clang::Expr* use) {
     clang::DynTypedNode node = clang::DynTypedNode::create(*use);
     const void* previous = use;
     for (int depth = 0; depth < 512; ++depth) {
@@ -248,7 +402,7 @@ class OriginFinder {
     return parents[0].get<clang::Stmt>();
   }
 
-  bool KeepsStorage(const clang::DeclRefExpr* use) {
+  bool KeepsStorage(const clang::Expr* use) {
     const clang::Stmt* child = use;
     const clang::Decl* decl_parent = nullptr;
     const clang::Stmt* parent = ParentOf(child, &decl_parent);
@@ -304,6 +458,10 @@ class OriginFinder {
 
 OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ctx) {
   return OriginFinder(ctx).Find(decl);
+}
+
+OriginResult FindLoaderFieldOrigin(const clang::VarDecl* ref, clang::ASTContext& ctx) {
+  return OriginFinder(ctx).FindLoaderField(ref);
 }
 
 }  // namespace tessera::compiler

@@ -4,12 +4,13 @@
 // std::source_location), not by name. For a name a parallel_for body uses, FindArrayOrigin returns
 // that call's location when it can prove the name still denotes the array created there when the
 // loop runs; otherwise the reason it cannot. Conservative by construction: only a variable that
-// is initialized by a DistArray/RelaxedArray factory call (dense, filled, random, sparse, clone)
+// is initialized by a DistArray/RelaxedArray factory call (dense, filled, random, sparse, clone),
+// or a reference to a field of a loader's result (FindLoaderFieldOrigin),
 // and whose every use keeps its storage in place (member calls, element access, const references,
 // by-reference lambda captures, parallel_for) gets an origin; an assignment, std::move/swap, a
 // non-const reference passed to any other function, a taken address or a use tessc does not
-// recognize gives none. It also says whether code outside parallel_for bodies uses the array at
-// all (`loop_only`). Without an origin the runtime treats the name as possibly any array of
+// recognize gives none. It also says whether code outside parallel_for bodies uses the array
+// other than by asking its shape and counts or reordering it (`loop_only`). Without an origin the runtime treats the name as possibly any array of
 // its type (docs/runtime.md, "Binding arrays").
 //
 // Private to tessera_compiler (compiled with -fno-rtti like Clang itself).
@@ -38,6 +39,12 @@ struct OriginResult {
 };
 
 OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ctx);
+
+// The same for a reference bound to a field of a loader's result (`auto& ratings =
+// loaded->train;` with `auto loaded = tessera::load_triples(...)`): the loader's call with the
+// field as `member`, when every use of the result is ok(), status() or a field, and every use of
+// the field keeps its storage. Uses of the field outside loops count like uses of the reference.
+OriginResult FindLoaderFieldOrigin(const clang::VarDecl* ref, clang::ASTContext& ctx);
 
 }  // namespace tessera::compiler
 

@@ -1,6 +1,7 @@
 // BodyWalker's symbolic evaluation: integers as affine functions of the key, Keys, arrays, row
 // views and elements; names tessc cannot resolve become wildcards that alias every array of their
 // type, and reference parameters that may be one array are counted against each other.
+#include "array_origin.h"
 #include "body_walker.h"
 
 #include <algorithm>
@@ -35,6 +36,15 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
       Value v;
       v.kind = Value::Kind::kArray;
       v.array = ArrayId(me->getMemberDecl());
+      if (auto it = loader_fields_.find(v.array); it != loader_fields_.end() && it->second != me) {
+        ArrayInfo& info = model_.arrays[v.array];
+        info.origin.reset();
+        info.loop_only = false;
+        info.serial_use.clear();
+        info.origin_unknown = "its field is also named through another expression, which may be "
+                              "another loader result's";
+        loader_fields_.erase(it);
+      }
       return v;
     }
     return {};
@@ -323,7 +333,17 @@ Value BodyWalker::EvalDeclRef(const DeclRefExpr* dre, int depth) {
         // `auto& ratings = loaded->train;`: the program calls it `ratings`, so does tessc.
         if (v.kind == Value::Kind::kArray && isa<MemberExpr>(Strip(vd->getInit(), ctx_)) &&
             model_.arrays.size() == before + 1 && v.array == static_cast<int>(before)) {
-          model_.arrays[v.array].name = vd->getNameAsString();
+          ArrayInfo& info = model_.arrays[v.array];
+          info.name = vd->getNameAsString();
+          if (OriginResult o = FindLoaderFieldOrigin(vd, ctx_); o.found) {
+            loader_fields_[v.array] = Strip(vd->getInit(), ctx_);
+            info.origin = o.origin;
+            info.origin_unknown.clear();
+            info.loop_only = o.loop_only;
+            info.serial_use = o.serial_use;
+          } else {
+            info.origin_unknown = o.why_not;
+          }
         }
         if (v.kind == Value::Kind::kArray) return v;
       }

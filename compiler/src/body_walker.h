@@ -287,6 +287,9 @@ class BodyWalker {
   std::set<const FunctionDecl*> inline_stack_;
   std::vector<SourceLocation> call_stack_;  // calls being walked, outermost first
   std::map<const ValueDecl*, int> array_ids_;
+  // Arrays given a loader field's origin, and the one field expression (`loaded->train`) that
+  // may name each: another expression naming the same field may be another result's array.
+  std::map<int, const Expr*> loader_fields_;
   std::vector<std::string> array_sigs_;
   std::map<const void*, int> wildcard_ids_;
   std::map<int, std::vector<int>> wildcard_candidates_;

@@ -184,5 +184,88 @@ TEST(ArrayOriginTest, ABodyKeptInAVariableCountsAsALoopBody) {
   EXPECT_FALSE(e->loop_only);  // `other` is also called outside a loop, and E.data() is serial
 }
 
+// A reference to a loader result's field has the loader's call as origin, with the field.
+constexpr const char* kLoaderPrologue =
+    "#include <tessera/tessera.h>\n"                                                     // 1
+    "#include <utility>\n"                                                               // 2
+    "int main(int argc, char** argv) {\n"                                                // 3
+    "  tessera::Context ctx(argc, argv);\n"                                              // 4
+    "  auto loaded = tessera::load_triples<float>(ctx, argv[1]);\n"                      // 5
+    "  if (!loaded.ok()) return 1;\n"                                                   // 6
+    "  auto W = tessera::DistArray<float, 1>::dense(ctx, {10});\n";                     // 7
+
+std::string LoaderProgram(const std::string& between) {
+  return std::string(kLoaderPrologue) +
+      "  auto& ratings = loaded->train;\n" + between +
+      "  tessera::parallel_for(ratings, [&](const tessera::Key<2>& k, float& v) {\n"
+      "    W(k[0]) += v;\n"
+      "  });\n"
+      "  return 0;\n"
+      "}\n";
+}
+
+TEST(ArrayOriginTest, ALoaderFieldHasTheLoaderCallAsOrigin) {
+  const auto arrays = SiteArrays(LoaderProgram(
+      "  int64_t n = ratings.nnz() + ratings.extent(0);\n"
+      "  ratings.shuffle_blocks(1, {2, 2}, true);\n"
+      "  (void)n; (void)loaded->users.size();\n"));
+  const ArrayInfo* r = Named(arrays, "ratings");
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->origin.has_value()) << r->origin_unknown;
+  EXPECT_EQ(r->origin->line, 5u);
+  EXPECT_EQ(r->origin->member, "train");
+  // Counts, extents and reordering are answered by the runtime: still only loops see elements.
+  EXPECT_TRUE(r->loop_only) << r->serial_use;
+}
+
+TEST(ArrayOriginTest, ALoaderFieldReadOutsideLoopsIsNotLoopOnly) {
+  const char* kUses[] = {
+      "  float f = ratings.value_at(0); (void)f;\n",
+      "  float g = loaded->train.value_at(0); (void)g;\n",
+  };
+  for (const char* use : kUses) {
+    const auto arrays = SiteArrays(LoaderProgram(use));
+    const ArrayInfo* r = Named(arrays, "ratings");
+    ASSERT_NE(r, nullptr) << use;
+    ASSERT_TRUE(r->origin.has_value()) << use << ": " << r->origin_unknown;
+    EXPECT_FALSE(r->loop_only) << use;
+    EXPECT_EQ(r->serial_use, "line 9") << use;
+  }
+}
+
+TEST(ArrayOriginTest, ALoaderFieldThatMayMoveHasNoOrigin) {
+  const char* kUses[] = {
+      "  auto moved = std::move(loaded->train);\n",
+      "  auto whole = std::move(*loaded);\n",
+      "  auto& again = loaded->train; (void)again;\n",
+  };
+  for (const char* use : kUses) {
+    const auto arrays = SiteArrays(LoaderProgram(use));
+    const ArrayInfo* r = Named(arrays, "ratings");
+    ASSERT_NE(r, nullptr) << use;
+    EXPECT_FALSE(r->origin.has_value()) << use;
+  }
+}
+
+// One field of two results: tessc knows arrays in a body by declaration, so both names are one
+// array to it, which must then be bound to neither result.
+TEST(ArrayOriginTest, OneFieldOfTwoLoaderResultsInABodyHasNoOrigin) {
+  const std::string program = std::string(kLoaderPrologue) +
+      "  auto other = tessera::load_triples<float>(ctx, argv[2]);\n"
+      "  auto& ratings = loaded->train;\n"
+      "  auto& second = other->train;\n"
+      "  tessera::parallel_for(ratings, [&](const tessera::Key<2>& k, float& v) {\n"
+      "    W(k[0]) += v + second.get(k);\n"
+      "  });\n"
+      "  return 0;\n"
+      "}\n";
+  const auto arrays = SiteArrays(program);
+  for (const ArrayInfo& a : arrays) {
+    if (a.name == "ratings" || a.name == "second") {
+      EXPECT_FALSE(a.origin.has_value()) << a.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::compiler
