@@ -2,8 +2,10 @@
 # Peak resident memory and peer traffic of MF, serial vs `tessera run -w W -s 1`, for one or more
 # builds side by side (docs/runtime.md, "Partitioned arrays"). Needs GNU time (/usr/bin/time).
 #
-#   bench/apps/memory.sh RATINGS BUILD_DIR [BUILD_DIR...]
+#   bench/apps/memory.sh RATINGS BUILD_DIR[:VAR=VALUE] [BUILD_DIR[:VAR=VALUE]...]
 #   env: WORKERS=2 K=64 EPOCHS=2 TEST_FRACTION=0.1
+# A BUILD_DIR may name one environment variable for its runs, e.g. build:TESSERA_PARTITIONED_DATA=0
+# (every record on every worker) to compare with the same build's default.
 # RATINGS: a `user item rating` file, e.g. from bench/apps/gen_lowrank.py.
 set -euo pipefail
 ratings=$1
@@ -15,13 +17,16 @@ TEST_FRACTION=${TEST_FRACTION:-0.1}
 args=(--train "$ratings" --test-fraction "$TEST_FRACTION" -k "$K" --epochs "$EPOCHS")
 echo "| build | run | peak RSS per process (KB) | final test RMSE | patch bytes sent per worker |"
 echo "|---|---|---|---|---|"
-for build in "$@"; do
-  serial=$(/usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
-  echo "| $build | serial | $(grep -o 'peak [0-9]*' <<<"$serial" | cut -d' ' -f2) |" \
+for spec in "$@"; do
+  build=${spec%%:*}
+  setting=()
+  [[ $spec == *:* ]] && setting=("${spec#*:}")
+  serial=$(env "${setting[@]}" /usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
+  echo "| $spec | serial | $(grep -o 'peak [0-9]*' <<<"$serial" | cut -d' ' -f2) |" \
        "$(grep -o 'test_rmse [0-9.]*' <<<"$serial" | tail -n 1 | cut -d' ' -f2) | |"
-  dist=$("$build/bin/tessera" run -w "$WORKERS" -s 1 --log-level info -- \
+  dist=$(env "${setting[@]}" "$build/bin/tessera" run -w "$WORKERS" -s 1 --log-level info -- \
          /usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
-  echo "| $build | -w $WORKERS | $(grep -o 'peak [0-9]*' <<<"$dist" | cut -d' ' -f2 | paste -sd/) |" \
+  echo "| $spec | -w $WORKERS | $(grep -o 'peak [0-9]*' <<<"$dist" | cut -d' ' -f2 | paste -sd/) |" \
        "$(grep -o 'test_rmse [0-9.]*' <<<"$dist" | tail -n 1 | cut -d' ' -f2) |" \
        "$(grep -o '[0-9]* B of patches' <<<"$dist" | cut -d' ' -f1 | paste -sd/) |"
 done

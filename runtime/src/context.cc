@@ -92,6 +92,7 @@ struct Context::Impl {
     unsigned line = 0;
     std::string member;
     bool loop_only = false;
+    bool space = false;  // the loop's iteration space (its first entry)
   };
   std::optional<std::vector<DescribedArray>> described;
   // Declared last: destroyed first, while the registries it may look at still exist.
@@ -238,6 +239,18 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
 int64_t Context::NextArrayId() { return impl_->next_array_id++; }
 
 bool Context::DefersInitialization(const internal::ArrayOrigin& origin) {
+  return OnlyLoopsTouch(origin, /*space_too=*/false);
+}
+
+bool Context::PartitionsLoadedArray(const internal::ArrayOrigin& origin) {
+  // TESSERA_PARTITIONED_DATA=0 loads every record on every worker, as a reference to compare
+  // with (memory benchmarks, tests).
+  const char* env = std::getenv("TESSERA_PARTITIONED_DATA");
+  if (env != nullptr && std::string_view(env) == "0") return false;
+  return OnlyLoopsTouch(origin, /*space_too=*/true);
+}
+
+bool Context::OnlyLoopsTouch(const internal::ArrayOrigin& origin, bool space_too) {
   // Only the distributed executor partitions arrays, and only in jobs it can lay out.
   if (impl_->distributed == nullptr || impl_->job.num_workers < 2 ||
       impl_->job.num_workers > internal::kMaxLayoutWorkers) {
@@ -251,9 +264,8 @@ bool Context::DefersInitialization(const internal::ArrayOrigin& origin) {
       for (size_t i = 0; i < s->arrays.size(); ++i) {
         const internal::LoopSchedule::Array& a = s->arrays[i];
         if (!a.origin) continue;
-        // An iteration space (the first entry) is iterated whole: never left uncomputed.
         impl_->described->push_back(
-            {a.origin->file, a.origin->line, a.origin->member, a.loop_only && i > 0});
+            {a.origin->file, a.origin->line, a.origin->member, a.loop_only, i == 0});
       }
     }
   }
@@ -264,7 +276,8 @@ bool Context::DefersInitialization(const internal::ArrayOrigin& origin) {
         !internal::SameSourceFile(d.file, origin.file)) {
       continue;
     }
-    if (!d.loop_only) return false;
+    // A dense iteration space is iterated whole: never left uncomputed.
+    if (!d.loop_only || (d.space && !space_too)) return false;
     seen = true;
   }
   return seen;
@@ -301,6 +314,19 @@ const std::vector<internal::AccumulatorBase*>& Context::accumulators() const {
 Result<std::vector<std::string>> Context::AllGather(std::string bytes) {
   if (impl_->distributed == nullptr) return std::vector<std::string>{std::move(bytes)};
   return impl_->distributed->AllGather(std::move(bytes));
+}
+
+Result<std::vector<std::string>> Context::AllToAll(std::vector<std::string> to_each) {
+  if (impl_->distributed == nullptr) {
+    TESSERA_CHECK_MSG(to_each.size() == 1, "AllToAll outside a job takes one message");
+    return to_each;
+  }
+  return impl_->distributed->AllToAll(std::move(to_each));
+}
+
+void Context::GatherWhole(internal::ArrayBase& array) {
+  TESSERA_CHECK_MSG(impl_->distributed != nullptr, "a partitioned array outside a job");
+  impl_->distributed->GatherWhole(array);
 }
 
 }  // namespace tessera

@@ -214,6 +214,29 @@ bool HeldOut(const Rating& r, double fraction, uint64_t seed) {
   return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
 }
 
+// Moves the held-out fraction of `train` to `test`.
+void HoldOut(const TripleOptions& options, std::vector<Rating>* train, std::vector<Rating>* test) {
+  std::vector<Rating> kept;
+  kept.reserve(train->size());
+  for (const Rating& r : *train) {
+    (HeldOut(r, options.test_fraction, options.split_seed) ? *test : kept).push_back(r);
+  }
+  train->swap(kept);
+}
+
+// Whether the job keeps both arrays of a split load partitioned (internal/load_share.h): tessc
+// proved only loops touch them (an empty held-out array needs no proof).
+bool KeepsPartitioned(const LoadSplit& split, const TripleOptions& options,
+                      const std::source_location& loc) {
+  if (!split.exchange || !split.keeps_partitioned) return false;
+  internal::ArrayOrigin origin = internal::OriginOf(loc);
+  origin.member = "train";
+  if (!split.keeps_partitioned(origin)) return false;
+  origin.member = "test";
+  return split.keeps_partitioned(origin) ||
+         (options.test_path.empty() && options.test_fraction == 0);
+}
+
 template <typename T>
 Status InsertAll(const std::string& path, const std::vector<Rating>& ratings, const IdMap& users,
                  const IdMap& items, DistArray<T, 2>& into) {
@@ -445,6 +468,13 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
                       : ReadRatingsShare(options.test_path, options.format, *split, &share.test);
     share.error_in_test = true;
   }
+  if (split != nullptr && KeepsPartitioned(*split, options, loc)) {
+    if (share.error.ok() && options.test_path.empty() && options.test_fraction > 0) {
+      HoldOut(options, &share.train, &share.test);
+    }
+    return internal::LoadTriplesPartitioned<T>(ctx, path, options, *split, std::move(share),
+                                               OriginOf(loc));
+  }
   if (split != nullptr) {
     const size_t parsed = share.train.size() + share.test.size();
     const double parse_seconds = SecondsSince(start);
@@ -464,14 +494,7 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   const bool whole_file = split != nullptr || (options.range.begin == 0 && options.range.end < 0);
   if (train.empty() && whole_file) return Status::InvalidArgument(fmt::format("{}: no ratings", path));
   TESSERA_RETURN_IF_ERROR(share.error);
-  if (options.test_path.empty() && options.test_fraction > 0) {
-    std::vector<Rating> kept;
-    kept.reserve(train.size());
-    for (const Rating& r : train) {
-      (HeldOut(r, options.test_fraction, options.split_seed) ? test : kept).push_back(r);
-    }
-    train.swap(kept);
-  }
+  if (options.test_path.empty() && options.test_fraction > 0) HoldOut(options, &train, &test);
 
   std::vector<int64_t> user_ids, item_ids;
   user_ids.reserve(train.size() + test.size());
@@ -594,6 +617,12 @@ bool SplitLoad(Context& ctx, const ReadRange& range, LoadSplit* split) {
   split->rank = ctx.job().rank;
   split->num_workers = ctx.job().num_workers;
   split->gather = [&ctx](std::string bytes) { return ctx.AllGather(std::move(bytes)); };
+  split->exchange = [&ctx](std::vector<std::string> to_each) {
+    return ctx.AllToAll(std::move(to_each));
+  };
+  split->keeps_partitioned = [&ctx](const internal::ArrayOrigin& origin) {
+    return ctx.PartitionsLoadedArray(origin);
+  };
   return true;
 }
 

@@ -30,14 +30,23 @@ std::vector<int64_t> EqualCountCuts(const std::vector<int64_t>& values, int64_t 
     for (int k = 1; k < parts; ++k) cuts.push_back(sorted[n * static_cast<size_t>(k) / parts]);
     return cuts;
   }
-  std::vector<int64_t> count(static_cast<size_t>(extent), 0);
+  std::vector<uint64_t> count(static_cast<size_t>(extent), 0);
   for (int64_t v : values) ++count[v];
+  return CutsFromCounts(count, parts);
+}
+
+std::vector<int64_t> CutsFromCounts(const std::vector<uint64_t>& count, int parts) {
+  std::vector<int64_t> cuts;
+  uint64_t n = 0;
+  for (uint64_t c : count) n += c;
+  if (n == 0) return cuts;
   // The k-th cut is the key holding the element of rank n*k/P in sorted order (as with a sort).
-  size_t below = 0;  // elements with key < v
+  uint64_t below = 0;  // elements with key < v
   int k = 1;
+  const auto extent = static_cast<int64_t>(count.size());
   for (int64_t v = 0; v < extent && k < parts; ++v) {
-    below += count[v];
-    while (k < parts && n * static_cast<size_t>(k) / parts < below) {
+    below += count[static_cast<size_t>(v)];
+    while (k < parts && n * static_cast<uint64_t>(k) / static_cast<uint64_t>(parts) < below) {
       cuts.push_back(v);
       ++k;
     }
@@ -83,7 +92,8 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
     case LoopStrategy::kDataParallel: {
       const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
       const std::vector<int64_t> cuts =
-          EqualCountCuts(keys, space.extent(s.space_dim), grid.space_parts);
+          grid.space_cuts != nullptr ? *grid.space_cuts
+                                     : EqualCountCuts(keys, space.extent(s.space_dim), grid.space_parts);
       std::vector<int> block_of(n);
       for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
       FillBlocks(block_of, grid.space_parts, &b);
@@ -93,9 +103,11 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
       const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
       const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
       const std::vector<int64_t> scuts =
-          EqualCountCuts(sk, space.extent(s.space_dim), grid.space_parts);
+          grid.space_cuts != nullptr ? *grid.space_cuts
+                                     : EqualCountCuts(sk, space.extent(s.space_dim), grid.space_parts);
       const std::vector<int64_t> tcuts =
-          EqualCountCuts(tk, space.extent(s.time_dim), grid.time_parts);
+          grid.time_cuts != nullptr ? *grid.time_cuts
+                                    : EqualCountCuts(tk, space.extent(s.time_dim), grid.time_parts);
       std::vector<int> block_of(n);
       for (size_t p = 0; p < n; ++p) {
         block_of[p] = BlockOf(scuts, sk[p]) * grid.time_parts + BlockOf(tcuts, tk[p]);

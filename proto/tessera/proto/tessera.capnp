@@ -233,6 +233,40 @@ struct LoadedShare {
   }
 }
 
+# --- partitioned sparse arrays (runtime/src/record_exchange.cc) ---
+# Stored elements of sparse arrays moving between workers (PeerMessage.payload of an all-to-all
+# or all-gather): one SparseRecords per array, in an order both sides know.
+struct SparseRecords {
+  keys @0 :List(Int64);       # key components, rank per element
+  values @1 :Data;            # raw values, element size per element
+  orderHigh @2 :List(UInt64); # the element's place in its array's serial order (high, low)
+  orderLow @3 :List(UInt64);
+}
+
+struct RecordShipment {
+  arrays @0 :List(SparseRecords);
+  error @1 :Text;             # a loader's error that every worker must return; empty when none
+  errorCode @2 :ErrorCode;
+}
+
+# One worker's count of stored elements per key value along one dimension, all-gathered and
+# summed to cut a partitioned array into equal-count key ranges.
+struct KeyCounts {
+  counts @0 :List(UInt64);
+}
+
+# A partitioned load_triples: what each worker all-gathers after parsing its byte ranges, instead
+# of its records -- its first error, or its distinct ids and record counts.
+struct LoadedIds {
+  error @0 :Text;
+  errorCode @1 :ErrorCode;
+  errorInTest @2 :Bool;
+  users @3 :List(Int64);      # distinct external ids, increasing
+  items @4 :List(Int64);
+  trainCount @5 :UInt64;
+  testCount @6 :UInt64;
+}
+
 struct Envelope {
   version @0 :UInt32;
   sender @1 :UInt32;        # worker rank, or server rank for server-originated messages

@@ -98,6 +98,13 @@ class Context {
   // when tessc recorded that only loop bodies touch the array created there (docs/runtime.md,
   // "Partitioned arrays"), so that each worker computes only the rows it holds.
   bool DefersInitialization(const internal::ArrayOrigin& origin);
+  // Whether a loader may keep the array it creates at `origin` partitioned between the workers
+  // (docs/runtime.md, "Partitioned data"): as above, where the array may also be an iteration
+  // space.
+  bool PartitionsLoadedArray(const internal::ArrayOrigin& origin);
+  // Makes a partitioned sparse array whole on every worker (collective: every worker calls it at
+  // the same point, as SPMD serial code does); aborts naming the cause when a peer is gone.
+  void GatherWhole(internal::ArrayBase& array);
   // Guards against parallel_for inside a parallel_for body (not part of the model).
   bool EnterLoop();
   void ExitLoop();
@@ -115,8 +122,14 @@ class Context {
   // All-gather of one byte string per worker, in rank order: every worker calls it at the same
   // point of the program. Alone (serial mode) it returns {bytes}. Used by the data loaders.
   Result<std::vector<std::string>> AllGather(std::string bytes);
+  // All-to-all: to_each[w] goes to worker w; returns what each worker sent this one, in rank
+  // order (this worker's own entry is to_each[rank]). Collective like AllGather. Alone it takes
+  // and returns one message.
+  Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
 
  private:
+  bool OnlyLoopsTouch(const internal::ArrayOrigin& origin, bool space_too);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -163,6 +163,7 @@ class DistArray {
 
   // A deep copy (a new array with its own id, created here).
   DistArray clone(std::source_location loc = std::source_location::current()) const {
+    Whole();
     DistArray c(*s_->ctx_, s_->shape_, s_->sparse_, internal::OriginOf(loc));
     c.s_->dense_ = s_->dense_;
     c.s_->keys_ = s_->keys_;
@@ -176,10 +177,11 @@ class DistArray {
   const Shape& shape() const { return s_->shape_; }
   int64_t extent(int dim) const { return s_->shape_[dim]; }
   static constexpr int rank() { return N; }
-  // Positions a parallel_for visits: stored elements (sparse) or all elements (dense).
-  int64_t size() const { return s_->size(); }
+  // Positions a parallel_for visits: stored elements (sparse) or all elements (dense). For an
+  // array a distributed job keeps partitioned, those of every worker together.
+  int64_t size() const { return s_->partition_ ? s_->partition_->global_size : s_->size(); }
   // Stored elements; the element count for dense arrays.
-  int64_t nnz() const { return s_->size(); }
+  int64_t nnz() const { return size(); }
   Context& context() const { return *s_->ctx_; }
 
   // Element access; sparse arrays insert a zero element when the key is not stored yet.
@@ -197,12 +199,14 @@ class DistArray {
   T& at(const Key<N>& k) {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
     if (!s_->sparse_) return data_[s_->Linear(k)];
+    Whole();
     return s_->SparseFindOrInsert(k);
   }
   // REQUIRES (sparse): k is stored.
   const T& at(const Key<N>& k) const {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
     if (!s_->sparse_) return data_[s_->Linear(k)];
+    Whole();
     const T* v = s_->SparseFind(k);
     TESSERA_CHECK_MSG(v != nullptr, "const access to an element a sparse DistArray does not store");
     return *v;
@@ -211,6 +215,7 @@ class DistArray {
   T get(const Key<N>& k) const {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
     if (!s_->sparse_) return data_[s_->Linear(k)];
+    Whole();
     const T* v = s_->SparseFind(k);
     return v == nullptr ? T{} : *v;
   }
@@ -240,6 +245,7 @@ class DistArray {
   }
   // Sets every element (dense) or every stored element (sparse) to `value`.
   void fill(T value) {
+    Whole();
     if (s_->sparse_) {
       std::fill(s_->values_.begin(), s_->values_.end(), value);
     } else {
@@ -255,6 +261,7 @@ class DistArray {
   {
     CheckSparse();
     TESSERA_CHECK_MSG(i >= 0 && i < s_->shape_[0], "DistArray::sparse_row index out of range");
+    Whole();
     s_->EnsureRows();
     const int64_t b = s_->row_start_[i];
     return SparseRowView<T>(s_->row_pos_.data() + b, s_->row_start_[i + 1] - b, s_->keys_.data(),
@@ -264,6 +271,7 @@ class DistArray {
   // Stores (k, v); returns false and leaves the stored value alone when k is already stored.
   bool insert(const Key<N>& k, T v) {
     CheckSparse();
+    Whole();
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray::insert key out of range");
     return s_->SparseInsert(k, v);
   }
@@ -271,13 +279,18 @@ class DistArray {
   // REQUIRES: k is in range and not stored yet (a duplicate aborts on the next keyed lookup).
   void append_unchecked(const Key<N>& k, T v) {
     CheckSparse();
+    Whole();
     s_->SparseAppendUnchecked(k, v);
   }
   T* find(const Key<N>& k) {
     CheckSparse();
+    Whole();
     return s_->InBounds(k) ? s_->SparseFind(k) : nullptr;
   }
-  bool contains(const Key<N>& k) const { return s_->InBounds(k) && s_->SparseFind(k) != nullptr; }
+  bool contains(const Key<N>& k) const {
+    Whole();
+    return s_->InBounds(k) && s_->SparseFind(k) != nullptr;
+  }
   void reserve(int64_t n) {
     CheckSparse();
     s_->keys_.reserve(static_cast<size_t>(n));
@@ -286,19 +299,23 @@ class DistArray {
   // Key and value at iteration position p. REQUIRES: 0 <= p < size().
   const Key<N>& key_at(int64_t p) const {
     CheckSparse();
+    Whole();
     return s_->keys_[p];
   }
   T& value_at(int64_t p) {
     CheckSparse();
+    Whole();
     return s_->values_[p];
   }
   const T& value_at(int64_t p) const {
     CheckSparse();
+    Whole();
     return s_->values_[p];
   }
   // Reorders the stored elements (and so the serial iteration order) by a seeded shuffle.
   void shuffle(uint64_t seed) {
     CheckSparse();
+    Whole();
     std::vector<int64_t> order(s_->keys_.size());
     std::iota(order.begin(), order.end(), 0);
     uint64_t state = seed;
@@ -313,6 +330,7 @@ class DistArray {
   // consecutive elements reuse the rows of the arrays they index). REQUIRES: blocks[d] >= 1.
   void shuffle_blocks(uint64_t seed, std::array<int64_t, N> blocks, bool sort_within = false) {
     CheckSparse();
+    if (!sort_within) Whole();
     int64_t num_blocks = 1;
     for (int d = 0; d < N; ++d) {
       TESSERA_CHECK_MSG(blocks[d] >= 1, "shuffle_blocks needs at least one block per dimension");
@@ -330,6 +348,15 @@ class DistArray {
     std::vector<int64_t> visit(num_blocks);  // visit[b]: when block b comes
     std::iota(visit.begin(), visit.end(), 0);
     for (size_t i = visit.size(); i > 1; --i) std::swap(visit[i - 1], visit[internal::SplitMix64(state) % i]);
+    if (s_->partition_ && sort_within) {
+      // Partitioned: each worker orders what it holds by (block's turn, key), the serial order.
+      std::vector<internal::RecordOrder> order(keys.size());
+      for (size_t p = 0; p < keys.size(); ++p) {
+        order[p] = {static_cast<uint64_t>(visit[block_of[p]]), static_cast<uint64_t>(s_->Linear(keys[p]))};
+      }
+      s_->Reorder(std::move(order));
+      return;
+    }
     std::vector<int64_t> start(num_blocks + 1, 0);  // counting sort by visit order
     for (int64_t b : block_of) ++start[visit[b] + 1];
     for (int64_t i = 0; i < num_blocks; ++i) start[i + 1] += start[i];
@@ -351,6 +378,12 @@ class DistArray {
   // Reorders the stored elements by key, row-major (key[0] slowest).
   void sort_keys() {
     CheckSparse();
+    if (s_->partition_) {
+      std::vector<internal::RecordOrder> order(s_->keys_.size());
+      for (size_t p = 0; p < order.size(); ++p) order[p] = {0, static_cast<uint64_t>(s_->Linear(s_->keys_[p]))};
+      s_->Reorder(std::move(order));
+      return;
+    }
     std::vector<int64_t> order(s_->keys_.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [this](int64_t a, int64_t b) {
@@ -419,6 +452,14 @@ class DistArray {
       static_assert(std::is_invocable_v<Body&, const Key<N>&>,
                     "parallel_for body must be callable as body(const Key<N>&, T&) or body(const Key<N>&)");
       body(k);
+    }
+  }
+  // Code outside loops may touch any element: an array a distributed job keeps partitioned is
+  // first made whole on every worker (collective, as SPMD serial code is). Inside a loop body the
+  // executor has already placed the elements the body may touch.
+  void Whole() const {
+    if (s_->partition_) [[unlikely]] {
+      if (internal::CurrentExecutorSlot() == 0) s_->ctx_->GatherWhole(*s_);
     }
   }
   void CheckSparse() const { TESSERA_CHECK_MSG(s_->sparse_, "sparse-only DistArray operation on a dense array"); }

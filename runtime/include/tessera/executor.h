@@ -16,7 +16,9 @@
 #define TESSERA_EXECUTOR_H_
 
 #include <cstddef>
+#include <compare>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <source_location>
 #include <string_view>
@@ -39,6 +41,33 @@ struct ArrayOrigin {
   unsigned line = 0;
   unsigned column = 0;
   const char* member = "";
+};
+
+// A stored element's place in the serial order of its sparse array, compared (high, low): how
+// workers holding parts of one array agree on the order of the elements (RecordPartition).
+struct RecordOrder {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  auto operator<=>(const RecordOrder&) const = default;
+};
+
+// Which stored elements of a sparse array this worker holds when a distributed job keeps the array
+// partitioned (docs/runtime.md, "Partitioned data"): those whose key[dim] is in [lo, hi). The
+// workers' ranges are disjoint and cover the extent; each holds its elements in serial order.
+struct RecordPartition {
+  int dim = 0;
+  int64_t lo = 0;
+  int64_t hi = 0;
+  int64_t global_size = 0;  // elements held by all workers together
+};
+
+// Stored elements of a sparse array on their way between workers: key components (rank() per
+// element), values (element_bytes() per element, raw) and places in the serial order.
+struct RecordBatch {
+  std::vector<int64_t> keys;
+  std::vector<char> values;
+  std::vector<RecordOrder> order;
+  size_t size() const { return order.size(); }
 };
 
 // The element-type-independent face of a DistArray's storage, so that executors can inspect an
@@ -88,6 +117,18 @@ class ArrayBase {
   // The table's element type, when it is one a parameter-server table can hold: 0 float,
   // 1 double, 2 int32, 3 int64; -1 otherwise.
   virtual int table_value_type() const = 0;
+
+  // --- Partitioned sparse arrays (distributed executor and loaders). ---
+  // Null unless this worker holds only part of a sparse array's elements.
+  virtual const RecordPartition* record_partition() const = 0;
+  // Moves every stored element into out[dest(key)] (out holds one batch per destination),
+  // leaving the array empty. REQUIRES: sparse.
+  virtual void ExportRecords(const std::function<size_t(const int64_t* key)>& dest,
+                             std::vector<RecordBatch>* out) = 0;
+  // Replaces the stored elements with those of `in`, in RecordOrder order; the array is then
+  // partitioned as `partition` says, or whole when it is null. REQUIRES: sparse, keys in range
+  // and unique.
+  virtual void ImportRecords(std::vector<RecordBatch> in, const RecordPartition* partition) = 0;
 };
 
 // A sum that loop bodies add to (tessera::Accumulator): what a distributed executor reduces

@@ -20,6 +20,7 @@
 
 #include "distributed/fatal.h"
 #include "distributed/partitioned_arrays.h"
+#include "distributed/partitioned_records.h"
 #include "distributed/patch.h"
 #include "distributed/peer_mesh.h"
 #include "distributed/server_arrays.h"
@@ -120,6 +121,13 @@ class DistributedExecutor::Impl {
                                    .threads = options_.threads,
                                    .pipeline_depth = options_.pipeline_depth},
         ctx_, *mesh_);
+    records_ = std::make_unique<PartitionedRecords>(
+        PartitionedRecords::Options{.rank = options_.rank,
+                                    .num_workers = options_.num_workers,
+                                    .threads = options_.threads,
+                                    .pipeline_depth = options_.pipeline_depth},
+        ctx_, [this](std::string bytes) { return AllGather(std::move(bytes)); },
+        [this](std::vector<std::string> to_each) { return AllToAll(std::move(to_each)); });
     logger_->info("distributed executor: worker {} of {}, {} thread(s) each, pipeline depth {}",
                   options_.rank, options_.num_workers, options_.threads, options_.pipeline_depth);
     return Status::Ok();
@@ -139,6 +147,7 @@ class DistributedExecutor::Impl {
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
         c.staleness_max);
     partitioned_->Report(*logger_);
+    records_->Report(*logger_);
     // Everyone finishes together: a worker that left early would make the others' last clocks
     // wait on a peer that is gone.
     if (Status s = client_->Barrier(); !s.ok()) logger_->warn("final barrier: {}", s.ToString());
@@ -150,23 +159,33 @@ class DistributedExecutor::Impl {
   Result<std::vector<std::string>> AllGather(std::string bytes) {
     return mesh_->AllGather(++tag_, std::move(bytes));
   }
+  Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each) {
+    return mesh_->AllToAll(++tag_, std::move(to_each));
+  }
+  void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
 
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
     ++stats_.loops;
-    ++tag_;
-    applied_step_ = -1;
     if (site.schedule == nullptr) {
-      partitioned_->MaterializeAll(tag_);  // the body may touch any array
+      records_->GatherAll();  // the body may touch any array
+      ++tag_;
+      applied_step_ = -1;
+      partitioned_->MaterializeAll(tag_);
       RunReplicated(site, space, task);
       return;
     }
     SiteState& state = StateFor(site, space);
-    const Blocks& b = BlocksFor(&state, space);
     const LoopSchedule& s = state.schedule;
     const int T = options_.threads;
     const int P = options_.num_workers * T;  // partitions; this worker's are rank*T .. rank*T+T-1
     const SiteBinding binding = BindArrays(s, space, ctx_.arrays());
     ReportBinding(site, s, binding, &state);
+    // Collectives with tags of their own, before the loop's tag: a peer's step messages carry
+    // the loop's tag, and two messages of one sender with one tag and step would be confused.
+    const bool split_space = records_->Place(s, space, binding);
+    const Blocks& b = BlocksFor(&state, space, split_space);
+    ++tag_;
+    applied_step_ = -1;
     BeginLoop(s, space, binding);
     partitioned_->Place(s, b, binding, tag_);
     TrackPartitioned();
@@ -435,12 +454,15 @@ class DistributedExecutor::Impl {
     tracked_.clear();
     if (!s.writes_unknown && binding.complete(s)) {
       tracked_ = ExactTracking(s, binding, space);
-      return;
+    } else {
+      for (auto& [id, a] : ctx_.arrays()) {
+        if (a->relaxed()) continue;
+        if (std::optional<Tracked> t = TrackingFor(s, space, a)) tracked_.emplace(id, std::move(*t));
+      }
     }
-    for (auto& [id, a] : ctx_.arrays()) {
-      if (a->relaxed()) continue;
-      if (std::optional<Tracked> t = TrackingFor(s, space, a)) tracked_.emplace(id, std::move(*t));
-    }
+    // A partitioned sparse array here is the space, each element held by the one worker that
+    // runs it: its writes stay where they are.
+    std::erase_if(tracked_, [](const auto& e) { return e.second.array->record_partition() != nullptr; });
   }
 
   // Before a step: the element ranges each tracked array may change in `parts`, and a copy of
@@ -805,15 +827,19 @@ class DistributedExecutor::Impl {
     return sites_.emplace(site.schedule, std::move(state)).first->second;
   }
 
-  const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
+  // `split_space`: the space is partitioned (PartitionedRecords::Place), so its cuts and key
+  // bounds come from every worker's elements.
+  const Blocks& BlocksFor(SiteState* state, const ArrayBase& space, bool split_space) {
     return CachedBlocks(&state->blocks, space, [&] {
       const int parts = options_.num_workers * options_.threads;
-      Blocks fresh = MakeBlocks(state->schedule, space,
-                                {.space_parts = parts,
-                                 .time_parts = parts * options_.pipeline_depth,
-                                 .wave_parts = parts,
-                                 .exact_wave_parts = true});
+      BlockGrid grid{.space_parts = parts,
+                     .time_parts = parts * options_.pipeline_depth,
+                     .wave_parts = parts,
+                     .exact_wave_parts = true};
+      if (split_space) records_->FillGrid(&grid);
+      Blocks fresh = MakeBlocks(state->schedule, space, grid);
       ComputeKeyBounds(space, &fresh);
+      if (split_space) records_->CombineKeyBounds(&fresh);
       return fresh;
     });
   }
@@ -832,6 +858,7 @@ class DistributedExecutor::Impl {
   bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
   std::map<int64_t, Tracked> tracked_;
   std::unique_ptr<PartitionedArrays> partitioned_;
+  std::unique_ptr<PartitionedRecords> records_;
   std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish
   std::unique_ptr<ServerArrays> servers_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
@@ -863,5 +890,9 @@ void DistributedExecutor::Run(const LoopSite& site, const ArrayBase& space, cons
 Result<std::vector<std::string>> DistributedExecutor::AllGather(std::string bytes) {
   return impl_->AllGather(std::move(bytes));
 }
+Result<std::vector<std::string>> DistributedExecutor::AllToAll(std::vector<std::string> to_each) {
+  return impl_->AllToAll(std::move(to_each));
+}
+void DistributedExecutor::GatherWhole(ArrayBase& array) { impl_->GatherWhole(array); }
 
 }  // namespace tessera::internal

@@ -84,8 +84,10 @@ class DistributedExecutor final : public Executor {
   int concurrency() const override;
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) override;
 
-  // See Context::AllGather.
+  // See Context::AllGather, AllToAll and GatherWhole.
   Result<std::vector<std::string>> AllGather(std::string bytes);
+  Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
+  void GatherWhole(ArrayBase& array);
 
   class Impl;
 

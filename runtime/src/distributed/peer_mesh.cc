@@ -201,4 +201,34 @@ Result<std::vector<std::string>> PeerMesh::AllGather(uint64_t tag, std::string b
   return all;
 }
 
+Result<std::vector<std::string>> PeerMesh::AllToAll(uint64_t tag, std::vector<std::string> to_each) {
+  std::vector<std::string> got(static_cast<size_t>(options_.num_workers));
+  for (int r = 0; r < options_.num_workers; ++r) {
+    if (r == options_.rank) continue;
+    std::string& bytes = to_each[static_cast<size_t>(r)];
+    OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0,
+                        static_cast<unsigned>(bytes.size() / sizeof(capnp::word) + 16));
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(tag);
+    peer.setStep(0);
+    peer.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size()));
+    std::string().swap(bytes);
+    if (Status s = Send(r, msg); !s.ok()) return s;
+  }
+  for (int r = 0; r < options_.num_workers; ++r) {
+    if (r == options_.rank) continue;
+    auto msg = Receive(r, tag, 0);
+    if (!msg.ok()) return msg.status();
+    try {
+      auto payload = (*msg)->envelope().getBody().getPeer().getPayload();
+      got[r].assign(reinterpret_cast<const char*>(payload.begin()), payload.size());
+    } catch (const kj::Exception& e) {
+      return Status::DataLoss(fmt::format("peer mesh: malformed all-to-all part from worker {}: {}",
+                                          r, e.getDescription().cStr()));
+    }
+  }
+  got[options_.rank] = std::move(to_each[options_.rank]);
+  return got;
+}
+
 }  // namespace tessera::internal

@@ -64,6 +64,9 @@ class PeerMesh {
 
   // All-gather of one byte string per worker (rank order), tagged `tag`.
   Result<std::vector<std::string>> AllGather(uint64_t tag, std::string bytes);
+  // All-to-all, tagged `tag`: to_each[w] goes to worker w (to_each[rank()] stays here); returns
+  // what each worker sent this one, by rank.
+  Result<std::vector<std::string>> AllToAll(uint64_t tag, std::vector<std::string> to_each);
 
   uint64_t bytes_sent() const { return bytes_sent_; }
 

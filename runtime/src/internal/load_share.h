@@ -70,7 +70,21 @@ struct LoadSplit {
   int rank = 0;
   int num_workers = 1;
   std::function<Result<std::vector<std::string>>(std::string)> gather;
+  // Context::AllToAll, and whether the job may keep the array created at an origin partitioned
+  // (Context::PartitionsLoadedArray); either may be empty (then every worker gets every record).
+  std::function<Result<std::vector<std::string>>(std::vector<std::string>)> exchange;
+  std::function<bool(const ArrayOrigin&)> keeps_partitioned;
 };
+
+// A split load_triples whose `train` and `test` the job keeps partitioned: `share` holds this
+// worker's parsed records (the held-out split already made) or its first error. Only ids, counts
+// and errors go to every worker; each record goes to the worker holding its user's key range
+// (equal-count ranges of key[0]), so each worker ends with the elements of its range, in file
+// order, and the same ids, shapes and errors as a whole-file read.
+template <typename T>
+Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& path,
+                                             const TripleOptions& options, const LoadSplit& split,
+                                             RatingShare share, ArrayOrigin origin);
 
 // The loaders behind load_triples and load_docword: `split` null reads `options.range` alone
 // (serial); otherwise this worker reads WorkerRange of each file and the shares are merged

@@ -47,6 +47,9 @@ std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim);
 // what makes blocks of different key ranges independent).
 std::vector<int64_t> EqualCountCuts(const std::vector<int64_t>& values, int64_t extent, int parts);
 
+// The same cuts from the count of elements per key value (count[v] for 0 <= v < extent).
+std::vector<int64_t> CutsFromCounts(const std::vector<uint64_t>& count, int parts);
+
 // The block of key value `v` under `cuts`.
 int BlockOf(const std::vector<int64_t>& cuts, int64_t v);
 
@@ -65,6 +68,10 @@ struct BlockGrid {
   // Unimodular: every wavefront gets exactly wave_parts blocks (some may be empty), so block
   // w * wave_parts + q is part q of wavefront w; otherwise up to min(size, wave_parts).
   bool exact_wave_parts = false;
+  // Cuts to use instead of those of the space's own elements (a partitioned space, whose cuts
+  // come from every worker's elements); null: computed from the space.
+  const std::vector<int64_t>* space_cuts = nullptr;
+  const std::vector<int64_t>* time_cuts = nullptr;
 };
 
 // The blocks of `space` under schedule `s`: equal-count key ranges along the partitioned dims, or

@@ -9,7 +9,9 @@
 #include <new>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <type_traits>
@@ -200,6 +202,68 @@ class ArrayStorage final : public ArrayBase {
     return k;
   }
 
+  const RecordPartition* record_partition() const override {
+    return partition_ ? &*partition_ : nullptr;
+  }
+  void ExportRecords(const std::function<size_t(const int64_t* key)>& dest,
+                     std::vector<RecordBatch>* out) override {
+    TESSERA_CHECK_MSG(sparse_, "ExportRecords of a dense array");
+    for (size_t p = 0; p < keys_.size(); ++p) {
+      RecordBatch& b = (*out)[dest(keys_[p].idx.data())];
+      b.keys.insert(b.keys.end(), keys_[p].idx.begin(), keys_[p].idx.end());
+      const char* v = reinterpret_cast<const char*>(&values_[p]);
+      b.values.insert(b.values.end(), v, v + sizeof(T));
+      b.order.push_back(partition_ ? order_[p] : RecordOrder{0, p});
+    }
+    std::vector<Key<N>>().swap(keys_);
+    std::vector<T>().swap(values_);
+    std::vector<RecordOrder>().swap(order_);
+    Relaid();
+  }
+  void ImportRecords(std::vector<RecordBatch> in, const RecordPartition* partition) override {
+    TESSERA_CHECK_MSG(sparse_, "ImportRecords into a dense array");
+    size_t n = 0;
+    for (const RecordBatch& b : in) n += b.size();
+    std::vector<std::pair<RecordOrder, std::pair<uint32_t, uint32_t>>> all;  // (order, (batch, i))
+    all.reserve(n);
+    for (size_t b = 0; b < in.size(); ++b) {
+      for (size_t i = 0; i < in[b].size(); ++i) {
+        all.push_back({in[b].order[i], {static_cast<uint32_t>(b), static_cast<uint32_t>(i)}});
+      }
+    }
+    std::sort(all.begin(), all.end());
+    std::vector<Key<N>>().swap(keys_);
+    std::vector<T>().swap(values_);
+    keys_.resize(n);
+    values_.resize(n);
+    order_.clear();
+    if (partition != nullptr) order_.resize(n);
+    for (size_t p = 0; p < n; ++p) {
+      const RecordBatch& b = in[all[p].second.first];
+      const size_t i = all[p].second.second;
+      for (int d = 0; d < N; ++d) keys_[p].idx[d] = b.keys[i * N + d];
+      std::memcpy(&values_[p], b.values.data() + i * sizeof(T), sizeof(T));
+      if (partition != nullptr) order_[p] = all[p].first;
+    }
+    if (partition != nullptr) {
+      partition_ = *partition;
+    } else {
+      partition_.reset();
+    }
+    Relaid();
+  }
+  // Partitioned: gives every held element a new place in the serial order (order[p] for
+  // position p) and sorts the held elements by it.
+  void Reorder(std::vector<RecordOrder> order) {
+    std::vector<int64_t> perm(order.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::sort(perm.begin(), perm.end(), [&order](int64_t a, int64_t b) { return order[a] < order[b]; });
+    order_.clear();  // so that Permute leaves the places alone
+    Permute(perm);
+    std::sort(order.begin(), order.end());
+    order_ = std::move(order);
+  }
+
   // Sparse element lookup; the hash index is built on first use because loops only need the
   // key/value vectors, and loading is faster without maintaining it.
   T* SparseFind(const Key<N>& k) {
@@ -229,6 +293,9 @@ class ArrayStorage final : public ArrayBase {
     EnsureIndex();
     auto [it, inserted] = index_.try_emplace(Linear(k), static_cast<int64_t>(keys_.size()));
     if (inserted) {
+      TESSERA_CHECK_MSG(!partition_,
+                        "a loop body inserted an element into a sparse DistArray the job keeps "
+                        "partitioned; only stored elements may be written in a loop");
       ++layout_version_;
       keys_.push_back(k);
       values_.push_back(T{});
@@ -244,9 +311,12 @@ class ArrayStorage final : public ArrayBase {
     }
     keys_.swap(keys);
     values_.swap(values);
-    ++layout_version_;
-    index_valid_ = false;
-    index_.clear();
+    if (!order_.empty()) {
+      std::vector<RecordOrder> places(order_.size());
+      for (size_t i = 0; i < order.size(); ++i) places[i] = order_[order[i]];
+      order_.swap(places);
+    }
+    Relaid();
   }
 
   // Positions of the stored elements grouped by key[0] (stable: storage order within a row), for
@@ -275,6 +345,10 @@ class ArrayStorage final : public ArrayBase {
   std::function<void(T* out, int64_t first, int64_t count)> deferred_init_;
   std::vector<Key<N>> keys_;
   std::vector<T> values_;
+  // Partitioned (see RecordPartition): what this worker holds, and each held element's place in
+  // the serial order (order_[p] for position p, increasing).
+  std::optional<RecordPartition> partition_;
+  std::vector<RecordOrder> order_;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
   bool relaxed_ = false;  // set by RelaxedArray right after construction
@@ -290,6 +364,13 @@ class ArrayStorage final : public ArrayBase {
       TESSERA_CHECK_MSG(inserted, "sparse DistArray holds a key twice (SparseAppendUnchecked misuse)");
     }
     index_valid_ = true;
+  }
+
+  // Positions changed meaning.
+  void Relaid() {
+    ++layout_version_;
+    index_valid_ = false;
+    index_.clear();
   }
 
   std::unordered_map<int64_t, int64_t> index_;
