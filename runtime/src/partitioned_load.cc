@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <kj/io.h>
 #include <spdlog/spdlog.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -249,6 +250,9 @@ Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& pa
     if (!w.error.ok() && (dup == nullptr || (dup->error_in_test && !w.error_in_test))) dup = &w;
   }
   if (dup != nullptr) return dup->error;
+  // The exchange's buffers are freed by now, but glibc keeps much of them in the heap (its mmap
+  // threshold rises after large frees); give them back, or they count in every worker's peak.
+  malloc_trim(0);
   ctx.logger().info(
       "loaded {}: {} of {} training and {} of {} held-out ratings held by this worker, users "
       "[{}, {}) (partitioned; parse {:.3f} s, exchange {:.3f} s)",
