@@ -147,6 +147,19 @@ class DistributedExecutor::Impl {
 
   int concurrency() const { return options_.threads; }
 
+  // Relaxed arrays: this worker's serial additions counted once, then enough clocks that a read
+  // sees every worker's updates (as at the end of a data-parallel loop).
+  void SettleForCheckpoint() {
+    int staleness = -1;
+    for (const auto& [id, a] : ctx_.arrays()) {
+      if (a->relaxed()) staleness = std::max(staleness, a->staleness());
+    }
+    if (staleness < 0) return;
+    servers_->AdoptSerialRelaxedChanges();
+    for (int i = 0; i <= staleness; ++i) servers_->Sync(/*replicated=*/false, /*clock=*/true);
+  }
+  PartitionedArrays& partitioned() { return *partitioned_; }
+
   Result<std::vector<std::string>> AllGather(std::string bytes) {
     return mesh_->AllGather(++tag_, std::move(bytes));
   }
@@ -862,6 +875,14 @@ void DistributedExecutor::Run(const LoopSite& site, const ArrayBase& space, cons
 }
 Result<std::vector<std::string>> DistributedExecutor::AllGather(std::string bytes) {
   return impl_->AllGather(std::move(bytes));
+}
+void DistributedExecutor::SettleForCheckpoint() { impl_->SettleForCheckpoint(); }
+bool DistributedExecutor::HeldRows(const ArrayBase& a,
+                                   const std::function<void(int64_t, int64_t, uint64_t)>& f) {
+  return impl_->partitioned().HeldRows(a, f);
+}
+void DistributedExecutor::RestoredWhole(const ArrayBase& a) {
+  impl_->partitioned().RestoredWhole(a);
 }
 
 }  // namespace tessera::internal

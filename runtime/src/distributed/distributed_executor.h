@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,13 @@ class DistributedExecutor final : public Executor {
 
   // See Context::AllGather.
   Result<std::vector<std::string>> AllGather(std::string bytes);
+
+  // Checkpoints (checkpoint/checkpoint_host.h), between loops. Collective: relaxed arrays read
+  // back from the servers with every worker's updates in.
+  void SettleForCheckpoint();
+  // See PartitionedArrays::HeldRows and RestoredWhole.
+  bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f);
+  void RestoredWhole(const ArrayBase& a);
 
   class Impl;
 
