@@ -359,8 +359,9 @@ void Prune(const std::string& dir, int keep) {
   bool seen_complete = false;
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
     const std::string path = CheckpointPath(dir, *it);
-    struct stat st;
-    const bool complete = ::stat((path + "/" + kManifest).c_str(), &st) == 0;
+    const std::string manifest = path + "/" + kManifest;
+    Result<std::string> text = ReadWhole(manifest);
+    const bool complete = text.ok() && DecodeManifest(*text, manifest).ok();
     if (complete && complete_kept < keep) {
       ++complete_kept;
       seen_complete = true;

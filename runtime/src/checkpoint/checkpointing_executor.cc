@@ -83,7 +83,8 @@ class CheckpointingExecutor::Impl {
   }
 
   Executor& inner() { return *inner_; }
-  bool replaying() const { return resume_.has_value() && loop_ < resume_->manifest.loop; }
+  // Until loop n restores the arrays: the serial code before it ran before the checkpoint too.
+  bool replaying() const { return resume_.has_value(); }
 
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
     const int64_t k = loop_++;
