@@ -2,15 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "tessera/transport/liveness.h"
 
@@ -38,8 +37,9 @@ Status PrepareCheckpointFlags(CheckpointFlags* flags) {
   if (flags->dir.empty()) {
     if (flags->resume) return Status::InvalidArgument("--resume needs --checkpoint-dir");
     if (flags->max_restarts > 0) {
-      return Status::InvalidArgument("--max-restarts needs --checkpoint-dir (a restart continues "
-                                     "from the last checkpoint)");
+      return Status::InvalidArgument(
+          "--max-restarts needs --checkpoint-dir (a restart continues "
+          "from the last checkpoint)");
     }
     return Status::Ok();
   }
@@ -56,8 +56,8 @@ Status PrepareCheckpointFlags(CheckpointFlags* flags) {
         fmt::format("--checkpoint-dir {}: exists and is not a directory", dir));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return Status::InvalidArgument(
-        fmt::format("--checkpoint-dir {}: cannot create files in it: {}", dir, std::strerror(errno)));
+    return Status::InvalidArgument(fmt::format("--checkpoint-dir {}: cannot create files in it: {}",
+                                               dir, std::strerror(errno)));
   }
   if (!flags->resume && HoldsCheckpoints(dir)) {
     return Status::InvalidArgument(fmt::format(
@@ -79,8 +79,7 @@ EnvList CheckpointEnv(const CheckpointFlags& flags) {
 }
 
 bool Restartable(int exit_code) {
-  return exit_code > 128 || exit_code == kExitUnresponsive ||
-         exit_code == kExitJobFailed;
+  return exit_code > 128 || exit_code == kExitUnresponsive || exit_code == kExitJobFailed;
 }
 
 Result<int> RunJobWithRestarts(const RunOptions& options, const RunIo& io, int max_restarts,
@@ -91,9 +90,10 @@ Result<int> RunJobWithRestarts(const RunOptions& options, const RunIo& io, int m
     if (!code.ok() || *code == 0 || restart >= max_restarts || cancelled() || !Restartable(*code)) {
       return code;
     }
-    spdlog::warn("the job failed (exit {}); restarting it from its newest checkpoint (restart {} "
-                 "of {})",
-                 *code, restart + 1, max_restarts);
+    spdlog::warn(
+        "the job failed (exit {}); restarting it from its newest checkpoint (restart {} "
+        "of {})",
+        *code, restart + 1, max_restarts);
     bool resume_set = false;
     for (auto& [name, value] : attempt.job.extra_env) {
       if (name == kEnvResume) {

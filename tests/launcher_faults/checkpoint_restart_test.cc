@@ -36,7 +36,8 @@ std::vector<std::string> Rmses(const std::string& jsonl) {
   std::istringstream in(jsonl);
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, kLine)) out.push_back(m[1].str() + " " + m[2].str() + " " + m[3].str());
+    if (std::regex_search(line, m, kLine))
+      out.push_back(m[1].str() + " " + m[2].str() + " " + m[3].str());
   }
   return out;
 }
@@ -61,8 +62,16 @@ class CheckpointRestartTest : public TesseraHarness {
 
   std::vector<std::string> Job(const std::string& metrics, const std::vector<std::string>& extra,
                                int epochs) const {
-    std::vector<std::string> args = {"run", "-w", "2", "-s", "1", "--log-level", "debug",
-                                     "--heartbeat-timeout", "3", "--server-bin",
+    std::vector<std::string> args = {"run",
+                                     "-w",
+                                     "2",
+                                     "-s",
+                                     "1",
+                                     "--log-level",
+                                     "debug",
+                                     "--heartbeat-timeout",
+                                     "3",
+                                     "--server-bin",
                                      TESSERA_SERVER_BINARY};
     args.insert(args.end(), extra.begin(), extra.end());
     for (const std::string& a :
@@ -108,10 +117,9 @@ TEST_F(CheckpointRestartTest, KilledWorkerIsRestartedAndTheResultIsBitExact) {
   ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
 
   const std::string ckpt = dir_ + "/ckpt";
-  const pid_t launcher = Start(Job("restarted.jsonl",
-                                   {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05",
-                                    "--max-restarts", "2"},
-                                   kEpochs));
+  const pid_t launcher = Start(Job(
+      "restarted.jsonl",
+      {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"}, kEpochs));
   // The random point: after the first complete checkpoint, plus 0-19 more epochs.
   const std::string target = rng_() % 2 == 0 ? "worker 0" : "worker 1";
   const size_t more = rng_() % 20;
@@ -134,7 +142,8 @@ TEST_F(CheckpointRestartTest, KilledWorkerIsRestartedAndTheResultIsBitExact) {
   RunResult r = Wait(launcher, seconds(120));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.err, "was killed by signal 9")) << r.err;
-  EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 2)")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 2)"))
+      << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "resuming from " + ckpt)) << r.out << r.err;
   // The metrics file was rewritten by the restarted job: the replayed epochs from the logged
   // accumulators, the rest computed again from the restored arrays.
@@ -163,8 +172,7 @@ TEST_F(CheckpointRestartTest, ResumeSkipsAnIncompleteCheckpointAndADamagedFileIs
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_TRUE(Contains(refused.err, "already holds checkpoints: add --resume")) << refused.err;
 
-  RunResult resumed =
-      Run(Job("resumed.jsonl", {"--checkpoint-dir", ckpt, "--resume"}, kEpochs));
+  RunResult resumed = Run(Job("resumed.jsonl", {"--checkpoint-dir", ckpt, "--resume"}, kEpochs));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const std::string said = resumed.out + resumed.err;
   EXPECT_TRUE(Contains(said, kept[2] + " is incomplete (no MANIFEST); not used")) << said;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace tessera::internal::checkpoint {
@@ -254,8 +253,8 @@ Status PrepareDirectory(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
-    return Status::InvalidArgument(fmt::format("checkpoint directory {}: cannot create it: {}",
-                                               dir, ec ? ec.message() : std::strerror(errno)));
+    return Status::InvalidArgument(fmt::format("checkpoint directory {}: cannot create it: {}", dir,
+                                               ec ? ec.message() : std::strerror(errno)));
   }
   if (!S_ISDIR(st.st_mode)) {
     return Status::InvalidArgument(
@@ -264,8 +263,8 @@ Status PrepareDirectory(const std::string& dir) {
   const std::string probe = fmt::format("{}/.tessera-probe-{}", dir, ::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return Status::InvalidArgument(fmt::format("checkpoint directory {}: cannot create files in it: {}",
-                                               dir, std::strerror(errno)));
+    return Status::InvalidArgument(fmt::format(
+        "checkpoint directory {}: cannot create files in it: {}", dir, std::strerror(errno)));
   }
   ::close(fd);
   ::unlink(probe.c_str());
@@ -302,14 +301,15 @@ Status ReadDataFile(const std::string& dir, const FileRecord& record, std::strin
   Result<std::string> text = ReadWhole(path);
   if (!text.ok()) return Status::DataLoss(text.status().message());
   if (text->size() != record.bytes) {
-    return Status::DataLoss(fmt::format("{}: {} bytes, the manifest says {}", path, text->size(),
-                                        record.bytes));
+    return Status::DataLoss(
+        fmt::format("{}: {} bytes, the manifest says {}", path, text->size(), record.bytes));
   }
   const uint32_t crc = Crc32(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), *text);
   if (crc != record.crc32) {
-    return Status::DataLoss(fmt::format("{}: crc32 {:08x}, the manifest says {:08x} (the file is "
-                                        "damaged)",
-                                        path, crc, record.crc32));
+    return Status::DataLoss(
+        fmt::format("{}: crc32 {:08x}, the manifest says {:08x} (the file is "
+                    "damaged)",
+                    path, crc, record.crc32));
   }
   *out = std::move(text).value();
   return Status::Ok();
@@ -318,8 +318,7 @@ Status ReadDataFile(const std::string& dir, const FileRecord& record, std::strin
 Result<std::optional<Found>> FindLatest(const std::string& dir, std::vector<std::string>* notes) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument(
-        fmt::format("checkpoint directory {}: not a directory", dir));
+    return Status::InvalidArgument(fmt::format("checkpoint directory {}: not a directory", dir));
   }
   std::vector<int64_t> loops = ListLoops(dir);
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {

@@ -1,5 +1,6 @@
 #include "checkpoint/checkpointing_executor.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -12,8 +13,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "distributed/fatal.h"
 
@@ -82,6 +81,16 @@ class CheckpointingExecutor::Impl {
     }
   }
 
+  ~Impl() {
+    if (resume_) {
+      logger_->error(
+          "resuming from {}: the program ended after {} loops, before the checkpoint's loop {}; "
+          "nothing was restored, so what it computed is not the resumed run's (was it run with "
+          "fewer iterations?)",
+          resume_->path, loop_, resume_->manifest.loop);
+    }
+  }
+
   Executor& inner() { return *inner_; }
   // Until loop n restores the arrays: the serial code before it ran before the checkpoint too.
   bool replaying() const { return resume_.has_value(); }
@@ -116,9 +125,10 @@ class CheckpointingExecutor::Impl {
     CheckOk(all.status(), "agreeing on the checkpoint to resume from");
     for (int r = 0; r < static_cast<int>(all->size()); ++r) {
       if ((*all)[r] != std::to_string(n)) {
-        Fatal(fmt::format("worker {} resumes from loop {} but worker {} from loop {}: every "
-                          "worker must see the same checkpoint directory {}",
-                          r, (*all)[r], host_->rank(), n, options_.dir));
+        Fatal(
+            fmt::format("worker {} resumes from loop {} but worker {} from loop {}: every "
+                        "worker must see the same checkpoint directory {}",
+                        r, (*all)[r], host_->rank(), n, options_.dir));
       }
     }
     if (!resume_) {
@@ -130,11 +140,12 @@ class CheckpointingExecutor::Impl {
     const Manifest& m = resume_->manifest;
     const std::string& logged = m.sites[static_cast<size_t>(m.site_of_loop[k])];
     if (logged != where) {
-      Fatal(fmt::format("resuming: loop {} ran at {} but replays at {}; a resumed program must "
-                        "make the same parallel_for calls as the run that wrote the checkpoint "
-                        "(same arguments, control flow that depends only on them, on "
-                        "accumulators and on serial code)",
-                        k, logged, where));
+      Fatal(
+          fmt::format("resuming: loop {} ran at {} but replays at {}; a resumed program must "
+                      "make the same parallel_for calls as the run that wrote the checkpoint "
+                      "(same arguments, control flow that depends only on them, on "
+                      "accumulators and on serial code)",
+                      k, logged, where));
     }
     SetAccumulators(m.accumulators[k], k);
   }
@@ -147,9 +158,10 @@ class CheckpointingExecutor::Impl {
     }
     for (size_t i = 0; i < accs.size(); ++i) {
       if (accs[i]->value_bytes() != values[i].size()) {
-        Fatal(fmt::format("resuming: accumulator {} after loop {} has {} bytes, {} in the "
-                          "checkpoint",
-                          i, k, accs[i]->value_bytes(), values[i].size()));
+        Fatal(
+            fmt::format("resuming: accumulator {} after loop {} has {} bytes, {} in the "
+                        "checkpoint",
+                        i, k, accs[i]->value_bytes(), values[i].size()));
       }
       accs[i]->SetValue(values[i].data());
     }
@@ -186,8 +198,7 @@ class CheckpointingExecutor::Impl {
   }
 
   // The rows of `a` this worker writes: of each piece, its share among the piece's holders.
-  static std::vector<std::pair<int64_t, int64_t>> MyRows(CheckpointHost& host,
-                                                         const ArrayBase& a) {
+  static std::vector<std::pair<int64_t, int64_t>> MyRows(CheckpointHost& host, const ArrayBase& a) {
     std::vector<std::pair<int64_t, int64_t>> mine;
     const int me = host.rank();
     host.HeldRows(a, [&](int64_t lo, int64_t hi, uint64_t holders) {
@@ -274,7 +285,8 @@ class CheckpointingExecutor::Impl {
       CheckOk(part.status(), "gathering a checkpoint's files");
       for (ArrayRecord& r : part->arrays) {
         auto it = arrays.find(r.id);
-        if (it == arrays.end()) Fatal(fmt::format("worker {} saved array #{}, unknown here", w, r.id));
+        if (it == arrays.end())
+          Fatal(fmt::format("worker {} saved array #{}, unknown here", w, r.id));
         for (FileRecord& f : r.files) it->second.files.push_back(std::move(f));
       }
     }
@@ -296,9 +308,10 @@ class CheckpointingExecutor::Impl {
     for (const ArrayRecord& r : m.arrays) records[r.id] = &r;
     for (const auto& [id, a] : ctx_.arrays()) {
       if (!records.count(id)) {
-        Fatal(fmt::format("resuming from {}: array #{} exists now but not in the checkpoint; "
-                          "the program must create the same arrays as the run that wrote it",
-                          resume_->path, id));
+        Fatal(
+            fmt::format("resuming from {}: array #{} exists now but not in the checkpoint; "
+                        "the program must create the same arrays as the run that wrote it",
+                        resume_->path, id));
       }
     }
     std::string bytes;
@@ -306,16 +319,18 @@ class CheckpointingExecutor::Impl {
     for (const ArrayRecord& r : m.arrays) {
       auto it = ctx_.arrays().find(r.id);
       if (it == ctx_.arrays().end()) {
-        Fatal(fmt::format("resuming from {}: the checkpoint holds array #{}, which the program "
-                          "has not created (again) by loop {}",
-                          resume_->path, r.id, m.loop));
+        Fatal(
+            fmt::format("resuming from {}: the checkpoint holds array #{}, which the program "
+                        "has not created (again) by loop {}",
+                        resume_->path, r.id, m.loop));
       }
       ArrayBase* a = it->second;
       const auto e = static_cast<int64_t>(a->element_bytes());
       if (r.element_bytes != e || r.count != a->value_count() || r.sparse != a->is_sparse()) {
-        Fatal(fmt::format("resuming from {}: array #{} has {} elements of {} B now, {} of {} B in "
-                          "the checkpoint (was the program run with other arguments?)",
-                          resume_->path, r.id, a->value_count(), e, r.count, r.element_bytes));
+        Fatal(
+            fmt::format("resuming from {}: array #{} has {} elements of {} B now, {} of {} B in "
+                        "the checkpoint (was the program run with other arguments?)",
+                        resume_->path, r.id, a->value_count(), e, r.count, r.element_bytes));
       }
       if (r.files.empty() && a->deferred_init()) continue;  // never computed: still deferred
       std::vector<std::pair<int64_t, int64_t>> covered;
@@ -363,7 +378,7 @@ class CheckpointingExecutor::Impl {
   std::optional<Found> resume_;  // until its loop is reached
   Context& ctx_;
   std::shared_ptr<spdlog::logger> logger_;
-  int64_t loop_ = 0;  // parallel_for calls so far
+  int64_t loop_ = 0;              // parallel_for calls so far
   SteadyClock::time_point last_;  // the last checkpoint (or the start)
   Manifest log_;                  // sites, site_of_loop and accumulators of every loop so far
   std::map<std::string, int32_t> site_index_;

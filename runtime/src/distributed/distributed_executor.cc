@@ -139,6 +139,11 @@ class DistributedExecutor::Impl {
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
         c.staleness_max);
     partitioned_->Report(*logger_);
+    // A peer still waiting for this worker's messages (its program went on where this one
+    // returned) fails at once instead of after the mesh's timeout.
+    if (mesh_ != nullptr && mesh_->size() > 1) {
+      if (Status s = mesh_->AnnounceLeaving(); !s.ok()) logger_->warn("leaving: {}", s.ToString());
+    }
     // Everyone finishes together: a worker that left early would make the others' last clocks
     // wait on a peer that is gone.
     if (Status s = client_->Barrier(); !s.ok()) logger_->warn("final barrier: {}", s.ToString());
