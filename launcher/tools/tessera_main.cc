@@ -26,6 +26,7 @@
 #include "tessera/launcher/job.h"
 #include "tessera/launcher/net.h"
 #include "tessera/launcher/rank_env.h"
+#include "tessera/launcher/restarts.h"
 #include "tessera/launcher/subprocess.h"
 #include "tessera/launcher/supervisor.h"
 #include "tessera/version.h"
@@ -45,9 +46,12 @@ constexpr char kMissingDashes[] =
 // loop. A global because a signal handler can reach nothing else; it is set once before the
 // handlers are installed and only read afterwards.
 int g_cancel_write_fd = -1;
+// Set by the same handler: a job stopped on purpose is not restarted.
+volatile sig_atomic_t g_cancelled = 0;
 
 void OnCancelSignal(int sig) {
   const int saved_errno = errno;
+  g_cancelled = 1;
   unsigned char byte = static_cast<unsigned char>(sig);
   [[maybe_unused]] ssize_t n = ::write(g_cancel_write_fd, &byte, 1);
   errno = saved_errno;
@@ -95,6 +99,7 @@ struct RunFlags {
   double startup_timeout_s = 30;
   double grace_period_s = 3;
   double heartbeat_timeout_s = 10;
+  tl::CheckpointFlags checkpoint;
 };
 
 // Registers the `run` flags; their defaults are those of RunFlags.
@@ -135,6 +140,18 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
   run->add_option("--heartbeat-timeout", flags->heartbeat_timeout_s,
                   "Seconds within which a process that stops answering is reported and the job "
                   "stopped (0: no liveness checks); passed as TESSERA_HEARTBEAT_TIMEOUT")
+      ->capture_default_str();
+  run->add_option("--checkpoint-dir", flags->checkpoint.dir,
+                  "Write checkpoints of the program's state here, at loop boundaries (a directory "
+                  "every host shares) (default: none)");
+  run->add_option("--checkpoint-interval", flags->checkpoint.interval_seconds,
+                  "Seconds between checkpoints (0: at every loop boundary)")
+      ->capture_default_str();
+  run->add_flag("--resume", flags->checkpoint.resume,
+                "Continue from the newest complete checkpoint in --checkpoint-dir");
+  run->add_option("--max-restarts", flags->checkpoint.max_restarts,
+                  "Restart a job that fails (a process killed, hung or lost) from its newest "
+                  "checkpoint, up to N times")
       ->capture_default_str();
 }
 
@@ -241,6 +258,14 @@ int main(int argc, char** argv) {
                 "86400 seconds");
   }
 
+  if (Status s = tl::PrepareCheckpointFlags(&flags.checkpoint); !s.ok()) {
+    return Fail(kUsageError, s.message());
+  }
+  if (flags.from_env && flags.checkpoint.max_restarts > 0) {
+    return Fail(kUsageError, "--max-restarts does not apply with --from-env (srun/mpirun start "
+                             "the tasks; rerun the job with --resume)");
+  }
+
   tl::JobOptions job;
   job.num_workers = flags.workers;
   job.num_servers = flags.servers;
@@ -254,6 +279,7 @@ int main(int argc, char** argv) {
   Result<tl::EnvList> env = ParseEnvFlags(flags.env);
   if (!env.ok()) return Fail(kUsageError, env.status().message());
   job.extra_env = *env;
+  for (auto& var : tl::CheckpointEnv(flags.checkpoint)) job.extra_env.push_back(std::move(var));
   if (char cwd[PATH_MAX]; ::getcwd(cwd, sizeof(cwd)) != nullptr) job.working_dir = cwd;
 
   if (flags.workers < 1 || flags.servers < 1) {
@@ -311,7 +337,8 @@ int main(int argc, char** argv) {
   options.job.remote_kill_after_seconds = static_cast<int>(std::ceil(flags.grace_period_s));
   tl::RunIo io;
   io.cancel_fd = InstallCancelHandlers();
-  Result<int> code = tl::RunJob(options, io);
+  Result<int> code = tl::RunJobWithRestarts(options, io, flags.checkpoint.max_restarts,
+                                            [] { return g_cancelled != 0; });
   if (!code.ok()) return Fail(kStartError, code.status().message());
   return *code;
 }

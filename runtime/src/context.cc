@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpointing_executor.h"
 #include "distributed/distributed_executor.h"
 #include "distributed/row_layout.h"
 #include "internal/loop_schedule.h"
@@ -85,6 +86,8 @@ struct Context::Impl {
   std::map<int64_t, internal::ArrayBase*> arrays;
   std::vector<internal::AccumulatorBase*> accumulators;
   internal::DistributedExecutor* distributed = nullptr;  // owned by `executor` when set
+  // The executor itself when checkpoints are on (it wraps the one running the loops).
+  internal::checkpoint::CheckpointingExecutor* checkpointing = nullptr;
   // Every array tessc described in the embedded schedules: where it was created and whether only
   // loop bodies touch it (built at the first DefersInitialization).
   struct DescribedArray {
@@ -132,6 +135,25 @@ std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(Context& ctx, 
   return std::move(ex).value();
 }
 
+// TESSERA_CHECKPOINT_DIR, TESSERA_CHECKPOINT_INTERVAL and TESSERA_RESUME (set by `tessera run
+// --checkpoint-dir/--checkpoint-interval/--resume`); a malformed value aborts with its name.
+CheckpointOptions CheckpointOptionsFromEnvironment() {
+  CheckpointOptions o;
+  o.dir = EnvOr("TESSERA_CHECKPOINT_DIR", "");
+  const std::string interval = EnvOr("TESSERA_CHECKPOINT_INTERVAL", "");
+  if (!interval.empty()) {
+    char* end = nullptr;
+    o.interval_seconds = std::strtod(interval.c_str(), &end);
+    if (end == interval.c_str() || *end != '\0' || !(o.interval_seconds >= 0)) {
+      const std::string why = "TESSERA_CHECKPOINT_INTERVAL='" + interval +
+                              "' is not a number of seconds >= 0";
+      internal::CheckFailed(__FILE__, __LINE__, "reading the environment:", why.c_str());
+    }
+  }
+  o.resume = EnvOr("TESSERA_RESUME", "") == "1";
+  return o;
+}
+
 }  // namespace
 
 Context::Context(int argc, char** argv) : Context(argc, argv, ContextOptions{}) {}
@@ -167,6 +189,20 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
                         std::clamp(threads, 1, internal::kMaxExecutorSlots - 1));
     threads = std::clamp(threads, 1, internal::kMaxExecutorSlots - 1);
   }
+  // Checkpoints are checked before joining a job: no worker can write one before every worker
+  // has looked at the directory (joining waits for all of them).
+  CheckpointOptions checkpoint = options.checkpoint;
+  if (checkpoint.dir.empty() && options.read_environment) {
+    checkpoint = CheckpointOptionsFromEnvironment();
+  }
+  std::optional<internal::checkpoint::Found> resume_from;
+  if (!checkpoint.dir.empty()) {
+    auto found = internal::checkpoint::PrepareCheckpoints(checkpoint, *impl_->logger);
+    if (!found.ok()) {
+      internal::CheckFailed(__FILE__, __LINE__, "checkpoints:", found.status().message().c_str());
+    }
+    resume_from = std::move(found).value();
+  }
   if (options.executor != nullptr) {
     impl_->owned_executor = std::move(options.executor);
     impl_->mode = impl_->job.launched() ? ExecutionMode::kDistributed : ExecutionMode::kSerial;
@@ -183,6 +219,17 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
                           program, impl_->job.role);
     }
   }
+  if (!checkpoint.dir.empty()) {
+    auto host = impl_->distributed != nullptr
+                    ? internal::checkpoint::MakeDistributedHost(
+                          *impl_->distributed, impl_->job.rank, impl_->job.num_workers)
+                    : internal::checkpoint::MakeLocalHost();
+    auto wrapped = std::make_unique<internal::checkpoint::CheckpointingExecutor>(
+        std::move(impl_->owned_executor), std::move(host), checkpoint, std::move(resume_from),
+        *this, impl_->logger);
+    impl_->checkpointing = wrapped.get();
+    impl_->owned_executor = std::move(wrapped);
+  }
   impl_->logger->debug("context: mode={}, executor={}, {} embedded schedule(s)",
                        impl_->mode == ExecutionMode::kSerial ? "serial" : "distributed",
                        impl_->owned_executor->name(), impl_->schedules.size());
@@ -192,6 +239,9 @@ Context::~Context() = default;
 
 ExecutionMode Context::mode() const { return impl_->mode; }
 const JobInfo& Context::job() const { return impl_->job; }
+bool Context::replaying() const {
+  return impl_->checkpointing != nullptr && impl_->checkpointing->replaying();
+}
 Executor& Context::executor() { return *impl_->owned_executor; }
 spdlog::logger& Context::logger() { return *impl_->logger; }
 
@@ -247,6 +297,9 @@ bool Context::PartitionsLoadedArray(const internal::ArrayOrigin& origin) {
   // with (memory benchmarks, tests).
   const char* env = std::getenv("TESSERA_PARTITIONED_DATA");
   if (env != nullptr && std::string_view(env) == "0") return false;
+  // Checkpoints store a sparse array's values by position, which a resumed run only rebuilds for
+  // records every worker holds alike.
+  if (impl_->checkpointing != nullptr) return false;
   return OnlyLoopsTouch(origin, /*space_too=*/true);
 }
 

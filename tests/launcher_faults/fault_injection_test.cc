@@ -348,6 +348,22 @@ TEST_F(FaultInjectionTest, BusyMainThreadsDoNotTripTheTimeout) {
 // Killing the launcher itself leaves no scratch directory behind: it is removed once the
 // coordinator's endpoint is read, and a directory of a launcher killed before that is swept by
 // the next launch.
+// Worker 0 returns an error from main while worker 1 waits for it in a reduction: the job stops
+// at once, not after the runtime's 10-minute wait for a peer.
+TEST_F(FaultInjectionTest, WorkerReturningEarlyStopsTheJobAtOnce) {
+  for (const std::string workers : {"2", "3"}) {
+    SCOPED_TRACE(workers + " workers");
+    RunResult r = Run({"run", "-w", workers, "-s", "1", "--server-bin", TESSERA_SERVER_BINARY, "--",
+                       TESSERA_EARLY_EXIT_WORKER},
+                      {});
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_LT(r.elapsed, seconds(15)) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker 0 gives up")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker 0 left the program")) << r.err;
+    ExpectNoScratchDirectory();
+  }
+}
+
 TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   // A directory as a launcher killed during start-up leaves it (its pid is long gone).
   pid_t gone = fork();

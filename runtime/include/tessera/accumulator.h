@@ -74,6 +74,15 @@ class Accumulator final : private internal::AccumulatorBase {
     remote_ += v;
   }
 
+  void ReadValue(void* out) const override {
+    const T v = value();
+    std::memcpy(out, &v, sizeof(T));
+  }
+  void SetValue(const void* value) override {
+    reset();
+    std::memcpy(&slots_[0].value, value, sizeof(T));
+  }
+
   struct alignas(64) Slot {
     T value{};
   };

@@ -46,6 +46,21 @@ struct JobInfo {
   bool launched() const { return !role.empty(); }
 };
 
+// Checkpoints of the program's state at loop boundaries, and resuming from them by replaying the
+// program (docs/programming-model.md, "Checkpoints and resume").
+struct CheckpointOptions {
+  // Where checkpoints go; empty: none. Default: TESSERA_CHECKPOINT_DIR when read_environment.
+  std::string dir;
+  // At most one checkpoint per interval, at the first loop boundary after it ends; 0: at every
+  // loop boundary. Default: TESSERA_CHECKPOINT_INTERVAL when read_environment, else 300.
+  double interval_seconds = 300;
+  // Continue from the newest complete checkpoint in `dir` (from the beginning when there is
+  // none). Without it, a `dir` holding checkpoints is an error. Default: TESSERA_RESUME=1.
+  bool resume = false;
+  // Complete checkpoints kept (older ones are removed). Default: 3.
+  int keep = 3;
+};
+
 struct ContextOptions {
   // The executor to run loops with. Default: nullptr, meaning the serial executor.
   // A distributed runtime passes its own (and the mode becomes kDistributed).
@@ -59,6 +74,8 @@ struct ContextOptions {
   // meaning TESSERA_THREADS from the environment when read_environment (ThreadsFromEnvironment;
   // a malformed value aborts), else 1.
   int threads = 0;
+  // Default: none, or what the TESSERA_CHECKPOINT_* variables say (read_environment).
+  CheckpointOptions checkpoint;
 };
 
 // The executor threads TESSERA_THREADS asks for: 0 when it is unset or empty; InvalidArgument
@@ -81,6 +98,9 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   ExecutionMode mode() const;
+  // True while a resumed program re-runs the part before its checkpoint: its parallel_for calls
+  // are skipped (accumulators take their logged values), its serial code runs as it did.
+  bool replaying() const;
   const JobInfo& job() const;
   Executor& executor();
   spdlog::logger& logger();

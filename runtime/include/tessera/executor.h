@@ -141,6 +141,10 @@ class AccumulatorBase {
   virtual void TakeLoopContribution(void* out) = 0;
   // Adds other workers' contributions (value_bytes() long).
   virtual void AddRemote(const void* value) = 0;
+  // Checkpoints: the whole value (what value() returns), and setting it outside loops as if
+  // code outside loops had made it (value_bytes() long).
+  virtual void ReadValue(void* out) const = 0;
+  virtual void SetValue(const void* value) = 0;
 };
 
 // Index of the executor thread running the current code: 0 outside parallel_for and in serial

@@ -148,6 +148,11 @@ class DistributedExecutor::Impl {
         c.staleness_max);
     partitioned_->Report(*logger_);
     records_->Report(*logger_);
+    // A peer still waiting for this worker's messages (its program went on where this one
+    // returned) fails at once instead of after the mesh's timeout.
+    if (mesh_ != nullptr && mesh_->size() > 1) {
+      if (Status s = mesh_->AnnounceLeaving(); !s.ok()) logger_->warn("leaving: {}", s.ToString());
+    }
     // Everyone finishes together: a worker that left early would make the others' last clocks
     // wait on a peer that is gone.
     if (Status s = client_->Barrier(); !s.ok()) logger_->warn("final barrier: {}", s.ToString());
@@ -155,6 +160,19 @@ class DistributedExecutor::Impl {
   }
 
   int concurrency() const { return options_.threads; }
+
+  // Relaxed arrays: this worker's serial additions counted once, then enough clocks that a read
+  // sees every worker's updates (as at the end of a data-parallel loop).
+  void SettleForCheckpoint() {
+    int staleness = -1;
+    for (const auto& [id, a] : ctx_.arrays()) {
+      if (a->relaxed()) staleness = std::max(staleness, a->staleness());
+    }
+    if (staleness < 0) return;
+    servers_->AdoptSerialRelaxedChanges();
+    for (int i = 0; i <= staleness; ++i) servers_->Sync(/*replicated=*/false, /*clock=*/true);
+  }
+  PartitionedArrays& partitioned() { return *partitioned_; }
 
   Result<std::vector<std::string>> AllGather(std::string bytes) {
     return mesh_->AllGather(++tag_, std::move(bytes));
@@ -894,5 +912,13 @@ Result<std::vector<std::string>> DistributedExecutor::AllToAll(std::vector<std::
   return impl_->AllToAll(std::move(to_each));
 }
 void DistributedExecutor::GatherWhole(ArrayBase& array) { impl_->GatherWhole(array); }
+void DistributedExecutor::SettleForCheckpoint() { impl_->SettleForCheckpoint(); }
+bool DistributedExecutor::HeldRows(const ArrayBase& a,
+                                   const std::function<void(int64_t, int64_t, uint64_t)>& f) {
+  return impl_->partitioned().HeldRows(a, f);
+}
+void DistributedExecutor::RestoredWhole(const ArrayBase& a) {
+  impl_->partitioned().RestoredWhole(a);
+}
 
 }  // namespace tessera::internal

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +89,13 @@ class DistributedExecutor final : public Executor {
   Result<std::vector<std::string>> AllGather(std::string bytes);
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
   void GatherWhole(ArrayBase& array);
+
+  // Checkpoints (checkpoint/checkpoint_host.h), between loops. Collective: relaxed arrays read
+  // back from the servers with every worker's updates in.
+  void SettleForCheckpoint();
+  // See PartitionedArrays::HeldRows and RestoredWhole.
+  bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f);
+  void RestoredWhole(const ArrayBase& a);
 
   class Impl;
 

@@ -352,6 +352,30 @@ class PartitionedArrays::Impl {
         stats_.rotation_bytes_sent, stats_.repartition_bytes_sent, stats_.materializations);
   }
 
+  bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f) {
+    if (mesh_->size() < 2 || options_.num_workers > kMaxLayoutWorkers) return false;
+    ForgetDeadArrays();
+    auto it = layouts_.find(a.id());
+    if (it == layouts_.end()) return false;
+    auto v = virgin_.find(a.id());
+    it->second.ForEach(0, it->second.rows(), [&](int64_t lo, int64_t hi, uint64_t holders) {
+      if (v == virgin_.end()) return f(lo, hi, holders);
+      v->second.ForEach(lo, hi, [&](int64_t l, int64_t h, uint64_t virgin) {
+        if (virgin == 0) f(l, h, holders);
+      });
+    });
+    return true;
+  }
+
+  void RestoredWhole(const ArrayBase& a) {
+    if (mesh_->size() < 2 || options_.num_workers > kMaxLayoutWorkers || a.is_sparse() ||
+        a.rank() < 1 || a.extent(0) <= 0 || (!a.deferred_init() && !layouts_.count(a.id()))) {
+      return;
+    }
+    layouts_.insert_or_assign(a.id(), RowLayout(a.extent(0), options_.num_workers));
+    virgin_.erase(a.id());
+  }
+
   const std::map<int64_t, Role>& roles() const { return loop_roles_; }
   uint64_t tag_ = 0;  // the running loop's exchange tag
 
@@ -394,5 +418,10 @@ void PartitionedArrays::Finish(const LoopSchedule& s, const Blocks& b) {
   impl_->FinishPartitioned(s, b);
 }
 void PartitionedArrays::Report(spdlog::logger& log) const { impl_->Report(log); }
+bool PartitionedArrays::HeldRows(const ArrayBase& a,
+                                 const std::function<void(int64_t, int64_t, uint64_t)>& f) {
+  return impl_->HeldRows(a, f);
+}
+void PartitionedArrays::RestoredWhole(const ArrayBase& a) { impl_->RestoredWhole(a); }
 
 }  // namespace tessera::internal

@@ -18,6 +18,7 @@
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_PARTITIONED_ARRAYS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -64,6 +65,13 @@ class PartitionedArrays {
   void Rotate(const Blocks& b, int r, std::vector<std::vector<PatchData>>* per_peer);
   // After the loop's last step.
   void Finish(const LoopSchedule& s, const Blocks& b);
+  // Checkpoints, between loops: when `a` is kept partitioned, calls f(lo, hi, holders) for its
+  // rows that some worker holds and has computed (holders: a bit per worker) and returns true;
+  // false when `a` is whole on every worker.
+  bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f);
+  // After every worker restored all of `a` from a checkpoint: whole everywhere, nothing left to
+  // compute.
+  void RestoredWhole(const ArrayBase& a);
   // Rows held per array and bytes moved, at info level.
   void Report(spdlog::logger& log) const;
 

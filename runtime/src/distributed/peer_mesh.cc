@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "tessera/common/check.h"
@@ -129,6 +130,22 @@ Status PeerMesh::SendFrame(int to, zmq::message_t frame) {
   return Status::Ok();
 }
 
+// The (tag, step) of the message that says its sender left (no exchange uses them).
+constexpr uint64_t kLeavingTag = ~uint64_t{0};
+constexpr int64_t kLeavingStep = INT64_MIN;
+
+Status PeerMesh::AnnounceLeaving() {
+  for (int r = 0; r < options_.num_workers; ++r) {
+    if (r == options_.rank) continue;
+    OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0);
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(kLeavingTag);
+    peer.setStep(kLeavingStep);
+    if (Status s = Send(r, msg); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t tag, int64_t step) {
   TESSERA_CHECK(from != options_.rank && from >= 0 && from < options_.num_workers);
   const auto key = std::make_tuple(from, tag, step);
@@ -138,6 +155,13 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
       auto msg = std::move(it->second);
       held_.erase(it);
       return msg;
+    }
+    if (left_.count(from)) {
+      return Status::FailedPrecondition(fmt::format(
+          "peer mesh: worker {} left the program (returned from main, or destroyed its "
+          "tessera::Context) while this worker waits for its step {} of exchange {}; every "
+          "worker must make the same parallel_for calls and reductions",
+          from, step, tag));
     }
     if (!WaitReadable(inbox_, deadline)) {
       return Status::Unavailable(
@@ -161,6 +185,10 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
         return Status::DataLoss(fmt::format("peer mesh: message from unknown worker {}", sender));
       }
       auto peer = env.getBody().getPeer();
+      if (peer.getTag() == kLeavingTag && peer.getStep() == kLeavingStep) {
+        left_.insert(sender);
+        continue;
+      }
       held_[std::make_tuple(sender, peer.getTag(), peer.getStep())] = std::move(*parsed);
     } catch (const kj::Exception& e) {
       return Status::DataLoss(

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -59,8 +60,12 @@ class PeerMesh {
   // Sends an encoded envelope (whose body must be a PeerMessage) to worker `to`.
   Status SendFrame(int to, zmq::message_t frame);
   // The message from worker `from` with this tag and step; waits up to the timeout.
-  // REQUIRES: from != rank().
+  // FailedPrecondition as soon as `from` has announced that it left (it will send nothing more;
+  // a peer's messages arrive in the order it sent them). REQUIRES: from != rank().
   Result<std::unique_ptr<IncomingMessage>> Receive(int from, uint64_t tag, int64_t step);
+  // Tells every peer that this worker sends nothing more (its program's Context is going away),
+  // so that a peer still waiting for it fails at once instead of after the timeout.
+  Status AnnounceLeaving();
 
   // All-gather of one byte string per worker (rank order), tagged `tag`.
   Result<std::vector<std::string>> AllGather(uint64_t tag, std::string bytes);
@@ -78,6 +83,7 @@ class PeerMesh {
   std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
+  std::set<int> left_;  // peers that announced leaving
 };
 
 }  // namespace tessera::internal

@@ -1,0 +1,58 @@
+// CheckpointHost: what checkpoints need from the executor that runs the loops -- who holds which
+// rows of an array between loops, a way to make every copy current, and an all-gather. The
+// distributed executor's host answers from its partitioned layouts and parameter-server mirrors;
+// the local host (serial and threaded executors) holds everything alone.
+//
+// Every call except HeldRows is collective in a distributed job (every worker makes it at the
+// same loop boundary, SPMD).
+//
+// Thread safety: none; the thread that owns the Context.
+#ifndef TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_HOST_H_
+#define TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_HOST_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/common/status.h"
+#include "tessera/executor.h"
+
+namespace tessera::internal {
+class DistributedExecutor;
+}
+
+namespace tessera::internal::checkpoint {
+
+class CheckpointHost {
+ public:
+  virtual ~CheckpointHost() = default;
+  virtual int rank() const = 0;
+  virtual int num_workers() const = 0;
+  // Every worker's bytes, in rank order.
+  virtual Result<std::vector<std::string>> AllGather(std::string bytes) = 0;
+  // At a loop boundary: every copy this worker holds is current (relaxed arrays: read back from
+  // the parameter servers with every worker's updates in).
+  virtual void Settle() = 0;
+  // Calls f(lo, hi, holders) for the rows of `a` valid between loops, with the set of workers
+  // (a bit per rank) holding each; rows nobody has computed yet (a deferred array's) are left out.
+  // A row is `ElementsPerRow(a)` elements; a sparse array's rows are its positions.
+  virtual void HeldRows(const ArrayBase& a,
+                        const std::function<void(int64_t, int64_t, uint64_t)>& f) = 0;
+  // After every worker restored all of `a`: it is whole on every worker, nothing left to compute.
+  virtual void Restored(const ArrayBase& a) = 0;
+};
+
+// Elements per row in HeldRows' sense: 1 for sparse arrays, else value_count / extent(0).
+int64_t ElementsPerRow(const ArrayBase& a);
+
+// A worker alone: holds every row, Settle and Restored do nothing.
+std::unique_ptr<CheckpointHost> MakeLocalHost();
+// The distributed executor's worker. `executor` must outlive the host.
+std::unique_ptr<CheckpointHost> MakeDistributedHost(DistributedExecutor& executor, int rank,
+                                                    int num_workers);
+
+}  // namespace tessera::internal::checkpoint
+
+#endif  // TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_HOST_H_

@@ -1,0 +1,380 @@
+#include "checkpoint/checkpoint_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace tessera::internal::checkpoint {
+namespace {
+
+constexpr char kPrefix[] = "ckpt-";
+constexpr char kManifest[] = "MANIFEST";
+constexpr int kFormat = 1;
+
+std::string Errno(const std::string& what, const std::string& path) {
+  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
+}
+
+Status FsyncPath(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return Status::Unavailable(Errno("cannot open", path));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Status::Unavailable(Errno("cannot fsync", path));
+  return Status::Ok();
+}
+
+// Writes every piece to a fresh `tmp`, fsyncs it and renames it to `path`.
+Status WriteAtomically(const std::string& tmp, const std::string& path,
+                       const std::vector<std::span<const char>>& pieces) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Unavailable(Errno("cannot create", tmp));
+  for (std::span<const char> piece : pieces) {
+    const char* p = piece.data();
+    size_t left = piece.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        Status s = Status::Unavailable(Errno("cannot write", tmp));
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return s;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0) {
+    Status s = Status::Unavailable(Errno("cannot fsync", tmp));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = Status::Unavailable(Errno("cannot rename into place", path));
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return Status::Ok();
+}
+
+uint32_t Crc32(uint32_t crc, std::span<const char> bytes) {
+  // zlib takes uInt lengths: feed large pieces in chunks.
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const size_t n = std::min<size_t>(left, size_t{1} << 30);
+    crc = static_cast<uint32_t>(
+        ::crc32(crc, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(n)));
+    p += n;
+    left -= n;
+  }
+  return crc;
+}
+
+std::string Hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+bool Unhex(const std::string& hex, std::string* out) {
+  if (hex.size() % 2 != 0) return false;
+  out->clear();
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return true;
+}
+
+// Loop numbers of the checkpoint directories in `dir`, ascending.
+std::vector<int64_t> ListLoops(const std::string& dir) {
+  std::vector<int64_t> loops;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return loops;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (!name.starts_with(kPrefix)) continue;
+    name.remove_prefix(sizeof(kPrefix) - 1);
+    if (name.empty() || name.size() > 18 ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    loops.push_back(std::stoll(std::string(name)));
+  }
+  ::closedir(d);
+  std::sort(loops.begin(), loops.end());
+  return loops;
+}
+
+Result<std::string> ReadWhole(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound(Errno("cannot open", path));
+  std::string text;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = Status::DataLoss(Errno("cannot read", path));
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
+std::string EncodeManifest(const Manifest& m) {
+  nlohmann::json j;
+  j["format"] = kFormat;
+  j["loop"] = m.loop;
+  j["workers"] = m.workers;
+  j["sites"] = m.sites;
+  j["site_of_loop"] = m.site_of_loop;
+  nlohmann::json accs = nlohmann::json::array();
+  for (const auto& loop : m.accumulators) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const std::string& v : loop) values.push_back(Hex(v));
+    accs.push_back(std::move(values));
+  }
+  j["accumulators"] = std::move(accs);
+  nlohmann::json arrays = nlohmann::json::array();
+  for (const ArrayRecord& a : m.arrays) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const FileRecord& f : a.files) {
+      files.push_back(
+          {{"name", f.name}, {"bytes", f.bytes}, {"crc32", f.crc32}, {"ranges", f.ranges}});
+    }
+    arrays.push_back({{"id", a.id},
+                      {"element_bytes", a.element_bytes},
+                      {"count", a.count},
+                      {"rows", a.rows},
+                      {"sparse", a.sparse},
+                      {"files", std::move(files)}});
+  }
+  j["arrays"] = std::move(arrays);
+  return j.dump(1) + "\n";
+}
+
+Result<Manifest> DecodeManifest(std::string_view text, const std::string& where) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (j.at("format").get<int>() != kFormat) {
+      return Status::DataLoss(where + ": checkpoint format " + j.at("format").dump() +
+                              ", this program reads format " + std::to_string(kFormat));
+    }
+    Manifest m;
+    m.loop = j.at("loop").get<int64_t>();
+    m.workers = j.at("workers").get<int>();
+    m.sites = j.at("sites").get<std::vector<std::string>>();
+    m.site_of_loop = j.at("site_of_loop").get<std::vector<int32_t>>();
+    for (const auto& loop : j.at("accumulators")) {
+      std::vector<std::string> values;
+      for (const auto& v : loop) {
+        std::string bytes;
+        if (!Unhex(v.get<std::string>(), &bytes)) {
+          return Status::DataLoss(where + ": malformed accumulator value");
+        }
+        values.push_back(std::move(bytes));
+      }
+      m.accumulators.push_back(std::move(values));
+    }
+    for (const auto& a : j.at("arrays")) {
+      ArrayRecord r;
+      r.id = a.at("id").get<int64_t>();
+      r.element_bytes = a.at("element_bytes").get<int64_t>();
+      r.count = a.at("count").get<int64_t>();
+      r.rows = a.at("rows").get<int64_t>();
+      r.sparse = a.at("sparse").get<bool>();
+      for (const auto& f : a.at("files")) {
+        FileRecord fr;
+        fr.name = f.at("name").get<std::string>();
+        fr.bytes = f.at("bytes").get<uint64_t>();
+        fr.crc32 = f.at("crc32").get<uint32_t>();
+        fr.ranges = f.at("ranges").get<std::vector<int64_t>>();
+        if (fr.name.empty() || fr.name.find('/') != std::string::npos || fr.ranges.size() % 2) {
+          return Status::DataLoss(where + ": malformed file entry");
+        }
+        r.files.push_back(std::move(fr));
+      }
+      m.arrays.push_back(std::move(r));
+    }
+    if (m.loop < 0 || static_cast<int64_t>(m.site_of_loop.size()) != m.loop ||
+        static_cast<int64_t>(m.accumulators.size()) != m.loop) {
+      return Status::DataLoss(where + ": the loop log does not match the loop count");
+    }
+    for (int32_t s : m.site_of_loop) {
+      if (s < 0 || static_cast<size_t>(s) >= m.sites.size()) {
+        return Status::DataLoss(where + ": malformed loop log");
+      }
+    }
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::DataLoss(where + ": not a checkpoint manifest (" + e.what() + ")");
+  }
+}
+
+std::string CheckpointPath(const std::string& dir, int64_t loop) {
+  return fmt::format("{}/{}{:012d}", dir, kPrefix, loop);
+}
+
+Status PrepareDirectory(const std::string& dir) {
+  if (dir.empty()) return Status::InvalidArgument("the checkpoint directory is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return Status::InvalidArgument(fmt::format("checkpoint directory {}: cannot create it: {}", dir,
+                                               ec ? ec.message() : std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(
+        fmt::format("checkpoint directory {}: exists and is not a directory", dir));
+  }
+  const std::string probe = fmt::format("{}/.tessera-probe-{}", dir, ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::InvalidArgument(fmt::format(
+        "checkpoint directory {}: cannot create files in it: {}", dir, std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::Ok();
+}
+
+Result<FileRecord> WriteDataFile(const std::string& dir, const std::string& name,
+                                 const std::vector<std::span<const char>>& pieces) {
+  FileRecord r;
+  r.name = name;
+  uint32_t crc = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
+  for (std::span<const char> p : pieces) {
+    crc = Crc32(crc, p);
+    r.bytes += p.size();
+  }
+  r.crc32 = crc;
+  const std::string path = dir + "/" + name;
+  if (Status s = WriteAtomically(path + ".tmp", path, pieces); !s.ok()) return s;
+  return r;
+}
+
+Status WriteManifest(const std::string& dir, const Manifest& m) {
+  if (Status s = FsyncPath(dir, /*directory=*/true); !s.ok()) return s;
+  const std::string text = EncodeManifest(m);
+  const std::string path = dir + "/" + kManifest;
+  if (Status s = WriteAtomically(path + ".tmp", path, {std::span<const char>(text)}); !s.ok()) {
+    return s;
+  }
+  return FsyncPath(dir, /*directory=*/true);
+}
+
+Status ReadDataFile(const std::string& dir, const FileRecord& record, std::string* out) {
+  const std::string path = dir + "/" + record.name;
+  Result<std::string> text = ReadWhole(path);
+  if (!text.ok()) return Status::DataLoss(text.status().message());
+  if (text->size() != record.bytes) {
+    return Status::DataLoss(
+        fmt::format("{}: {} bytes, the manifest says {}", path, text->size(), record.bytes));
+  }
+  const uint32_t crc = Crc32(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), *text);
+  if (crc != record.crc32) {
+    return Status::DataLoss(
+        fmt::format("{}: crc32 {:08x}, the manifest says {:08x} (the file is "
+                    "damaged)",
+                    path, crc, record.crc32));
+  }
+  *out = std::move(text).value();
+  return Status::Ok();
+}
+
+Result<std::optional<Found>> FindLatest(const std::string& dir, std::vector<std::string>* notes) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(fmt::format("checkpoint directory {}: not a directory", dir));
+  }
+  std::vector<int64_t> loops = ListLoops(dir);
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    const std::string path = CheckpointPath(dir, *it);
+    const std::string manifest = path + "/" + kManifest;
+    Result<std::string> text = ReadWhole(manifest);
+    if (!text.ok()) {
+      notes->push_back(path + " is incomplete (no MANIFEST); not used");
+      continue;
+    }
+    Result<Manifest> m = DecodeManifest(*text, manifest);
+    if (!m.ok()) {
+      notes->push_back(m.status().message() + "; not used");
+      continue;
+    }
+    if (m->loop != *it) {
+      notes->push_back(manifest + " is for loop " + std::to_string(m->loop) + "; not used");
+      continue;
+    }
+    return std::optional<Found>(Found{path, std::move(m).value()});
+  }
+  return std::optional<Found>();
+}
+
+bool HasCheckpoints(const std::string& dir) { return !ListLoops(dir).empty(); }
+
+namespace {
+void RemoveCheckpointDir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+}  // namespace
+
+void Prune(const std::string& dir, int keep) {
+  std::vector<int64_t> loops = ListLoops(dir);
+  int complete_kept = 0;
+  bool seen_complete = false;
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    const std::string path = CheckpointPath(dir, *it);
+    const std::string manifest = path + "/" + kManifest;
+    Result<std::string> text = ReadWhole(manifest);
+    const bool complete = text.ok() && DecodeManifest(*text, manifest).ok();
+    if (complete && complete_kept < keep) {
+      ++complete_kept;
+      seen_complete = true;
+      continue;
+    }
+    if (!complete && !seen_complete) continue;  // newer than every complete one
+    RemoveCheckpointDir(path);
+  }
+}
+
+void RemoveAfter(const std::string& dir, int64_t loop) {
+  for (int64_t l : ListLoops(dir)) {
+    if (l > loop) RemoveCheckpointDir(CheckpointPath(dir, l));
+  }
+}
+
+}  // namespace tessera::internal::checkpoint

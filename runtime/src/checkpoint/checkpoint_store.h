@@ -1,0 +1,100 @@
+// The checkpoint directory on disk (docs/operations.md, "Checkpoints"):
+//
+//   DIR/ckpt-000000000042/a7-w1.bin   array #7's elements held by worker 1 (raw, in ranges)
+//   DIR/ckpt-000000000042/MANIFEST    written last, by worker 0: what the checkpoint holds
+//
+// 42 is the loop boundary: the checkpoint is the program's state just before its 43rd
+// parallel_for (loop index 42). Every file is written under a temporary name, fsynced and renamed;
+// the MANIFEST (which lists every file with its size and zlib crc32) is renamed into place only
+// after every file of every worker is, so a checkpoint without a MANIFEST is incomplete and never
+// used, and a file that does not match its crc32 is reported, never restored.
+//
+// Thread safety: none needed; functions touch only the paths they are given.
+#ifndef TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_STORE_H_
+#define TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_STORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/common/status.h"
+
+namespace tessera::internal::checkpoint {
+
+// One data file of a checkpoint: the elements [ranges[2i], ranges[2i+1]) of one array, in order.
+struct FileRecord {
+  std::string name;  // inside the checkpoint's directory
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  std::vector<int64_t> ranges;  // element ranges, as begin/end pairs
+};
+
+// One array of the program, identified by its creation number (identical on every worker and in
+// every replay of the program).
+struct ArrayRecord {
+  int64_t id = 0;
+  int64_t element_bytes = 0;
+  int64_t count = 0;  // elements (ArrayBase::value_count)
+  int64_t rows = 0;   // extent(0); element ranges of dense arrays are whole rows
+  bool sparse = false;
+  std::vector<FileRecord> files;
+};
+
+struct Manifest {
+  int64_t loop = 0;  // loops completed before the checkpoint
+  int workers = 1;   // workers of the job that wrote it (restoring needs no particular count)
+  // The call site of every completed loop (indices into `sites`), checked while replaying.
+  std::vector<std::string> sites;
+  std::vector<int32_t> site_of_loop;
+  // After every completed loop: the value of each live accumulator (in creation order), as bytes.
+  std::vector<std::vector<std::string>> accumulators;
+  std::vector<ArrayRecord> arrays;
+};
+
+std::string EncodeManifest(const Manifest& m);
+// DataLoss (naming `where`) for anything that is not a manifest this code wrote.
+Result<Manifest> DecodeManifest(std::string_view text, const std::string& where);
+
+// DIR/ckpt-<loop, 12 digits>.
+std::string CheckpointPath(const std::string& dir, int64_t loop);
+
+// Creates `dir` (and missing parents) if needed and checks that files can be created in it.
+// InvalidArgument naming the directory and the reason otherwise.
+Status PrepareDirectory(const std::string& dir);
+
+// Writes the concatenation of `pieces` as `dir/name` atomically (temporary name, fsync, rename)
+// and returns its size and crc32 (`ranges` is left empty for the caller).
+Result<FileRecord> WriteDataFile(const std::string& dir, const std::string& name,
+                                 const std::vector<std::span<const char>>& pieces);
+// Writes the manifest last: fsyncs `dir` (so that the data files' renames are durable), then the
+// manifest under a temporary name, fsync, rename to MANIFEST, fsync `dir` again.
+Status WriteManifest(const std::string& dir, const Manifest& m);
+
+// Reads `dir/record.name` into `out` (resized), checking its size and crc32: DataLoss naming the
+// file when it is missing, short or damaged.
+Status ReadDataFile(const std::string& dir, const FileRecord& record, std::string* out);
+
+struct Found {
+  std::string path;  // the checkpoint's directory
+  Manifest manifest;
+};
+// The complete checkpoint (a MANIFEST that decodes) with the most loops in `dir`, or nullopt.
+// Incomplete or undecodable ones are skipped, each with a line in `notes`.
+Result<std::optional<Found>> FindLatest(const std::string& dir, std::vector<std::string>* notes);
+// Whether `dir` holds any checkpoint directory, complete or not.
+bool HasCheckpoints(const std::string& dir);
+
+// Removes every checkpoint directory of `dir` except the `keep` newest complete ones and the
+// incomplete ones newer than all of those (possibly being written). Errors are ignored (a
+// checkpoint left behind costs only disk space).
+void Prune(const std::string& dir, int keep);
+// Removes the checkpoint directories of loops after `loop` (left by a run that crashed after the
+// checkpoint a resumed run starts from).
+void RemoveAfter(const std::string& dir, int64_t loop);
+
+}  // namespace tessera::internal::checkpoint
+
+#endif  // TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_STORE_H_

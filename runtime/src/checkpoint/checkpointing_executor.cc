@@ -1,0 +1,405 @@
+#include "checkpoint/checkpointing_executor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/fatal.h"
+
+namespace tessera::internal::checkpoint {
+
+Result<std::optional<Found>> PrepareCheckpoints(const CheckpointOptions& options,
+                                                spdlog::logger& log) {
+  if (!(options.interval_seconds >= 0)) {
+    return Status::InvalidArgument(
+        fmt::format("checkpoint interval {} s: must be >= 0", options.interval_seconds));
+  }
+  if (options.keep < 1) {
+    return Status::InvalidArgument(fmt::format("keep {} checkpoints: must be >= 1", options.keep));
+  }
+  if (Status s = PrepareDirectory(options.dir); !s.ok()) return s;
+  if (!options.resume) {
+    if (HasCheckpoints(options.dir)) {
+      return Status::InvalidArgument(fmt::format(
+          "checkpoint directory {} already holds checkpoints: resume from them (--resume), or "
+          "choose an empty directory",
+          options.dir));
+    }
+    return std::optional<Found>();
+  }
+  std::vector<std::string> notes;
+  Result<std::optional<Found>> found = FindLatest(options.dir, &notes);
+  for (const std::string& note : notes) log.warn("{}", note);
+  return found;
+}
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::string SiteName(const LoopSite& site) {
+  return fmt::format("{}:{}:{}", site.location.file_name(), site.location.line(),
+                     site.location.column());
+}
+
+// What one worker wrote at a checkpoint, for worker 0's manifest: "ok\n" + a manifest holding
+// only its files, or "error\n" + why it could not.
+std::string Report(const Status& s, const Manifest& mine) {
+  return s.ok() ? "ok\n" + EncodeManifest(mine) : "error\n" + s.ToString();
+}
+
+}  // namespace
+
+class CheckpointingExecutor::Impl {
+ public:
+  Impl(std::unique_ptr<Executor> inner, std::unique_ptr<CheckpointHost> host,
+       const CheckpointOptions& options, std::optional<Found> resume_from, Context& ctx,
+       std::shared_ptr<spdlog::logger> logger)
+      : inner_(std::move(inner)),
+        host_(std::move(host)),
+        options_(options),
+        resume_(std::move(resume_from)),
+        ctx_(ctx),
+        logger_(std::move(logger)),
+        last_(SteadyClock::now()) {
+    if (resume_) {
+      log_.sites = resume_->manifest.sites;
+      log_.site_of_loop = resume_->manifest.site_of_loop;
+      log_.accumulators = resume_->manifest.accumulators;
+      logger_->info("resuming from {}: replaying the program, its first {} loops skipped",
+                    resume_->path, resume_->manifest.loop);
+    }
+  }
+
+  ~Impl() {
+    if (resume_) {
+      logger_->error(
+          "resuming from {}: the program ended after {} loops, before the checkpoint's loop {}; "
+          "nothing was restored, so what it computed is not the resumed run's (was it run with "
+          "fewer iterations?)",
+          resume_->path, loop_, resume_->manifest.loop);
+    }
+  }
+
+  Executor& inner() { return *inner_; }
+  // Until loop n restores the arrays: the serial code before it ran before the checkpoint too.
+  bool replaying() const { return resume_.has_value(); }
+
+  void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
+    const int64_t k = loop_++;
+    const std::string where = SiteName(site);
+    if (k == 0 && options_.resume) AgreeOnResumePoint();
+    if (resume_ && k < resume_->manifest.loop) {
+      Replay(k, where);
+      return;
+    }
+    if (resume_ && k == resume_->manifest.loop) {
+      Restore();
+      resume_.reset();
+      last_ = SteadyClock::now();
+    } else if (k > 0 && Due()) {
+      Write(k);
+    }
+    inner_->Run(site, space, task);
+    Record(where);
+  }
+
+ private:
+  // Every worker must start from the same checkpoint (a directory they do not all share would
+  // make them replay different numbers of loops and wait for each other forever). Worker 0 first
+  // removes what a crashed run left after that checkpoint, before anyone can write there again.
+  void AgreeOnResumePoint() {
+    const int64_t n = resume_ ? resume_->manifest.loop : -1;
+    if (host_->rank() == 0) RemoveAfter(options_.dir, n);
+    Result<std::vector<std::string>> all = host_->AllGather(std::to_string(n));
+    CheckOk(all.status(), "agreeing on the checkpoint to resume from");
+    for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+      if ((*all)[r] != std::to_string(n)) {
+        Fatal(
+            fmt::format("worker {} resumes from loop {} but worker {} from loop {}: every "
+                        "worker must see the same checkpoint directory {}",
+                        r, (*all)[r], host_->rank(), n, options_.dir));
+      }
+    }
+    if (!resume_) {
+      logger_->info("no complete checkpoint in {}; starting from the beginning", options_.dir);
+    }
+  }
+
+  void Replay(int64_t k, const std::string& where) {
+    const Manifest& m = resume_->manifest;
+    const std::string& logged = m.sites[static_cast<size_t>(m.site_of_loop[k])];
+    if (logged != where) {
+      Fatal(
+          fmt::format("resuming: loop {} ran at {} but replays at {}; a resumed program must "
+                      "make the same parallel_for calls as the run that wrote the checkpoint "
+                      "(same arguments, control flow that depends only on them, on "
+                      "accumulators and on serial code)",
+                      k, logged, where));
+    }
+    SetAccumulators(m.accumulators[k], k);
+  }
+
+  void SetAccumulators(const std::vector<std::string>& values, int64_t k) {
+    const auto& accs = ctx_.accumulators();
+    if (accs.size() != values.size()) {
+      Fatal(fmt::format("resuming: {} accumulators live after loop {}, {} in the checkpoint",
+                        accs.size(), k, values.size()));
+    }
+    for (size_t i = 0; i < accs.size(); ++i) {
+      if (accs[i]->value_bytes() != values[i].size()) {
+        Fatal(
+            fmt::format("resuming: accumulator {} after loop {} has {} bytes, {} in the "
+                        "checkpoint",
+                        i, k, accs[i]->value_bytes(), values[i].size()));
+      }
+      accs[i]->SetValue(values[i].data());
+    }
+  }
+
+  // After loop k: its call site and the accumulators' values, for the manifests to come.
+  void Record(const std::string& where) {
+    auto it = site_index_.find(where);
+    if (it == site_index_.end()) {
+      const auto found = std::find(log_.sites.begin(), log_.sites.end(), where);
+      const auto index = static_cast<int32_t>(found - log_.sites.begin());
+      if (found == log_.sites.end()) log_.sites.push_back(where);
+      it = site_index_.emplace(where, index).first;
+    }
+    log_.site_of_loop.push_back(it->second);
+    std::vector<std::string> values;
+    for (AccumulatorBase* acc : ctx_.accumulators()) {
+      std::string v(acc->value_bytes(), '\0');
+      acc->ReadValue(v.data());
+      values.push_back(std::move(v));
+    }
+    log_.accumulators.push_back(std::move(values));
+  }
+
+  // Whether a checkpoint is due: worker 0's clock decides for everyone.
+  bool Due() {
+    if (options_.interval_seconds <= 0) return true;
+    const bool mine = std::chrono::duration<double>(SteadyClock::now() - last_).count() >=
+                      options_.interval_seconds;
+    if (host_->num_workers() == 1) return mine;
+    Result<std::vector<std::string>> all = host_->AllGather(mine ? "1" : "0");
+    CheckOk(all.status(), "agreeing on a checkpoint");
+    return (*all)[0] == "1";
+  }
+
+  // The rows of `a` this worker writes: of each piece, its share among the piece's holders.
+  static std::vector<std::pair<int64_t, int64_t>> MyRows(CheckpointHost& host, const ArrayBase& a) {
+    std::vector<std::pair<int64_t, int64_t>> mine;
+    const int me = host.rank();
+    host.HeldRows(a, [&](int64_t lo, int64_t hi, uint64_t holders) {
+      if (!((holders >> me) & 1)) return;
+      const int h = __builtin_popcountll(holders);
+      const int i = __builtin_popcountll(holders & ((uint64_t{1} << me) - 1));
+      const int64_t n = hi - lo;
+      const int64_t b = lo + n * i / h, e = lo + n * (i + 1) / h;
+      if (b < e) mine.push_back({b, e});
+    });
+    return mine;
+  }
+
+  // This worker's files of the checkpoint at `dir`.
+  Status WriteMine(const std::string& dir, Manifest* mine) {
+    for (const auto& [id, a] : ctx_.arrays()) {
+      const int64_t per_row = ElementsPerRow(*a);
+      const auto e = static_cast<int64_t>(a->element_bytes());
+      const char* data = static_cast<const char*>(a->value_data());
+      std::vector<std::span<const char>> pieces;
+      std::vector<int64_t> ranges;
+      for (const auto& [lo, hi] : MyRows(*host_, *a)) {
+        ranges.push_back(lo * per_row);
+        ranges.push_back(hi * per_row);
+        pieces.emplace_back(data + lo * per_row * e, static_cast<size_t>((hi - lo) * per_row * e));
+      }
+      if (pieces.empty()) continue;
+      Result<FileRecord> f =
+          WriteDataFile(dir, fmt::format("a{}-w{}.bin", id, host_->rank()), pieces);
+      if (!f.ok()) return f.status();
+      f->ranges = std::move(ranges);
+      bytes_written_ += f->bytes;
+      ArrayRecord r;
+      r.id = id;
+      r.files.push_back(std::move(f).value());
+      mine->arrays.push_back(std::move(r));
+    }
+    return Status::Ok();
+  }
+
+  void Write(int64_t k) {
+    const auto t0 = SteadyClock::now();
+    host_->Settle();
+    const std::string dir = CheckpointPath(options_.dir, k);
+    Status s = Status::Ok();
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      s = Status::Unavailable(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+    }
+    Manifest mine;
+    bytes_written_ = 0;
+    if (s.ok()) s = WriteMine(dir, &mine);
+    Result<std::vector<std::string>> all = host_->AllGather(Report(s, mine));
+    CheckOk(all.status(), "gathering a checkpoint's files");
+    const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+    last_ = SteadyClock::now();
+    if (host_->rank() != 0) {
+      if (s.ok()) {
+        logger_->info("checkpoint at loop {}: {} B written by this worker in {:.3f} s", k,
+                      bytes_written_, seconds);
+      }
+      return;
+    }
+    // Worker 0: the manifest, once every worker's files are in place.
+    Manifest m = log_;
+    m.loop = k;
+    m.workers = host_->num_workers();
+    std::map<int64_t, ArrayRecord> arrays;
+    for (const auto& [id, a] : ctx_.arrays()) {
+      ArrayRecord& r = arrays[id];
+      r.id = id;
+      r.element_bytes = static_cast<int64_t>(a->element_bytes());
+      r.count = a->value_count();
+      r.rows = a->rank() >= 1 ? a->extent(0) : 0;
+      r.sparse = a->is_sparse();
+    }
+    for (int w = 0; w < static_cast<int>(all->size()); ++w) {
+      const std::string& report = (*all)[w];
+      if (report.starts_with("error\n")) {
+        logger_->warn("checkpoint at loop {} not written: worker {}: {}", k, w, report.substr(6));
+        return;
+      }
+      Result<Manifest> part = DecodeManifest(std::string_view(report).substr(3),
+                                             fmt::format("worker {}'s checkpoint report", w));
+      CheckOk(part.status(), "gathering a checkpoint's files");
+      for (ArrayRecord& r : part->arrays) {
+        auto it = arrays.find(r.id);
+        if (it == arrays.end())
+          Fatal(fmt::format("worker {} saved array #{}, unknown here", w, r.id));
+        for (FileRecord& f : r.files) it->second.files.push_back(std::move(f));
+      }
+    }
+    for (auto& [id, r] : arrays) m.arrays.push_back(std::move(r));
+    if (Status ms = WriteManifest(dir, m); !ms.ok()) {
+      logger_->warn("checkpoint at loop {} not written: {}", k, ms.ToString());
+      return;
+    }
+    Prune(options_.dir, options_.keep);
+    logger_->info("checkpoint at loop {} written to {} ({} B by this worker, {:.3f} s)", k, dir,
+                  bytes_written_, std::chrono::duration<double>(SteadyClock::now() - t0).count());
+  }
+
+  // Every array takes its checkpointed value, whole, on every worker.
+  void Restore() {
+    const auto t0 = SteadyClock::now();
+    const Manifest& m = resume_->manifest;
+    std::map<int64_t, const ArrayRecord*> records;
+    for (const ArrayRecord& r : m.arrays) records[r.id] = &r;
+    for (const auto& [id, a] : ctx_.arrays()) {
+      if (!records.count(id)) {
+        Fatal(
+            fmt::format("resuming from {}: array #{} exists now but not in the checkpoint; "
+                        "the program must create the same arrays as the run that wrote it",
+                        resume_->path, id));
+      }
+    }
+    std::string bytes;
+    uint64_t total = 0;
+    for (const ArrayRecord& r : m.arrays) {
+      auto it = ctx_.arrays().find(r.id);
+      if (it == ctx_.arrays().end()) {
+        Fatal(
+            fmt::format("resuming from {}: the checkpoint holds array #{}, which the program "
+                        "has not created (again) by loop {}",
+                        resume_->path, r.id, m.loop));
+      }
+      ArrayBase* a = it->second;
+      const auto e = static_cast<int64_t>(a->element_bytes());
+      if (r.element_bytes != e || r.count != a->value_count() || r.sparse != a->is_sparse()) {
+        Fatal(
+            fmt::format("resuming from {}: array #{} has {} elements of {} B now, {} of {} B in "
+                        "the checkpoint (was the program run with other arguments?)",
+                        resume_->path, r.id, a->value_count(), e, r.count, r.element_bytes));
+      }
+      if (r.files.empty() && a->deferred_init()) continue;  // never computed: still deferred
+      std::vector<std::pair<int64_t, int64_t>> covered;
+      char* data = static_cast<char*>(a->value_data());
+      for (const FileRecord& f : r.files) {
+        CheckOk(ReadDataFile(resume_->path, f, &bytes), "reading a checkpoint");
+        int64_t at = 0;
+        for (size_t i = 0; i < f.ranges.size(); i += 2) {
+          const int64_t b = f.ranges[i], end = f.ranges[i + 1];
+          if (b < 0 || end < b || end > a->value_count() ||
+              (at + (end - b)) * e > static_cast<int64_t>(bytes.size())) {
+            Fatal(fmt::format("resuming: {}/{}: ranges outside array #{}", resume_->path, f.name,
+                              r.id));
+          }
+          std::memcpy(data + b * e, bytes.data() + at * e, static_cast<size_t>((end - b) * e));
+          at += end - b;
+          covered.push_back({b, end});
+        }
+        total += f.bytes;
+      }
+      // Rows no worker had computed at the checkpoint are computed now, as they would have been.
+      std::sort(covered.begin(), covered.end());
+      int64_t next = 0;
+      covered.push_back({a->value_count(), a->value_count()});
+      for (const auto& [b, end] : covered) {
+        if (b > next) {
+          if (!a->deferred_init()) {
+            Fatal(fmt::format("resuming from {}: elements [{}, {}) of array #{} are in no file",
+                              resume_->path, next, b, r.id));
+          }
+          a->InitElements(next, b - next);
+        }
+        next = std::max(next, end);
+      }
+      host_->Restored(*a);
+    }
+    logger_->info("restored {} arrays ({} B read) from {} in {:.3f} s; continuing at loop {}",
+                  m.arrays.size(), total, resume_->path,
+                  std::chrono::duration<double>(SteadyClock::now() - t0).count(), m.loop);
+  }
+
+  std::unique_ptr<Executor> inner_;
+  std::unique_ptr<CheckpointHost> host_;
+  const CheckpointOptions options_;
+  std::optional<Found> resume_;  // until its loop is reached
+  Context& ctx_;
+  std::shared_ptr<spdlog::logger> logger_;
+  int64_t loop_ = 0;              // parallel_for calls so far
+  SteadyClock::time_point last_;  // the last checkpoint (or the start)
+  Manifest log_;                  // sites, site_of_loop and accumulators of every loop so far
+  std::map<std::string, int32_t> site_index_;
+  uint64_t bytes_written_ = 0;
+};
+
+CheckpointingExecutor::CheckpointingExecutor(std::unique_ptr<Executor> inner,
+                                             std::unique_ptr<CheckpointHost> host,
+                                             const CheckpointOptions& options,
+                                             std::optional<Found> resume_from, Context& ctx,
+                                             std::shared_ptr<spdlog::logger> logger)
+    : impl_(std::make_unique<Impl>(std::move(inner), std::move(host), options,
+                                   std::move(resume_from), ctx, std::move(logger))) {}
+CheckpointingExecutor::~CheckpointingExecutor() = default;
+
+std::string_view CheckpointingExecutor::name() const { return impl_->inner().name(); }
+int CheckpointingExecutor::concurrency() const { return impl_->inner().concurrency(); }
+void CheckpointingExecutor::Run(const LoopSite& site, const ArrayBase& space,
+                                const LoopTask& task) {
+  impl_->Run(site, space, task);
+}
+bool CheckpointingExecutor::replaying() const { return impl_->replaying(); }
+
+}  // namespace tessera::internal::checkpoint

@@ -1,0 +1,226 @@
+// Checkpoints on real jobs: `tessera run -w 2 --checkpoint-dir` of mf (2D schedule, deterministic).
+// A worker SIGKILLed at a random point after the first checkpoint, under --max-restarts, gives a
+// job that still succeeds and whose every epoch's RMSE equals an undisturbed run's bit for bit;
+// a resumed run skips an incomplete newest checkpoint; a damaged file and bad directories are
+// clear errors. TESSERA_FAULT_SEED=N replays one random point.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "tests/launcher/tessera_harness.h"
+
+namespace tessera::launcher::testing {
+namespace {
+
+uint64_t SeedFromEnvOrRandom() {
+  if (const char* s = std::getenv("TESSERA_FAULT_SEED")) return std::strtoull(s, nullptr, 10);
+  return std::random_device{}();
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// (epoch, train_rmse, test_rmse) of every line of an mf --metrics file, as printed.
+std::vector<std::string> Rmses(const std::string& jsonl) {
+  static const std::regex kLine(
+      R"re("epoch":([0-9]+).*"train_rmse":([^,}]+).*"test_rmse":([^,}]+))re");
+  std::vector<std::string> out;
+  std::istringstream in(jsonl);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kLine))
+      out.push_back(m[1].str() + " " + m[2].str() + " " + m[3].str());
+  }
+  return out;
+}
+
+class CheckpointRestartTest : public TesseraHarness {
+ protected:
+  CheckpointRestartTest() : TesseraHarness(TESSERA_LAUNCHER_BINARY) {}
+
+  void SetUp() override {
+    TesseraHarness::SetUp();
+    seed_ = SeedFromEnvOrRandom();
+    rng_.seed(seed_);
+    RecordProperty("seed", std::to_string(seed_));
+    std::mt19937_64 gen(7);
+    std::ofstream ratings(dir_ + "/ratings.txt");
+    std::set<std::pair<int, int>> seen;
+    while (seen.size() < 20000) {
+      const int u = static_cast<int>(gen() % 400) + 1, i = static_cast<int>(gen() % 300) + 1;
+      if (seen.insert({u, i}).second) ratings << u << '\t' << i << '\t' << gen() % 5 + 1 << '\n';
+    }
+  }
+
+  std::vector<std::string> Job(const std::string& metrics, const std::vector<std::string>& extra,
+                               int epochs) const {
+    std::vector<std::string> args = {"run",
+                                     "-w",
+                                     "2",
+                                     "-s",
+                                     "1",
+                                     "--log-level",
+                                     "debug",
+                                     "--heartbeat-timeout",
+                                     "3",
+                                     "--server-bin",
+                                     TESSERA_SERVER_BINARY};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (const std::string& a :
+         {std::string("--"), std::string(TESSERA_MF_BINARY), std::string("--train"),
+          dir_ + "/ratings.txt", std::string("--test-fraction"), std::string("0.1"),
+          std::string("-k"), std::string("8"), std::string("--epochs"), std::to_string(epochs),
+          std::string("--metrics"), dir_ + "/" + metrics}) {
+      args.push_back(a);
+    }
+    return args;
+  }
+
+  // Complete checkpoints (a MANIFEST) in `dir`.
+  int CompleteCheckpoints(const std::string& dir) const {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      n += std::filesystem::exists(e.path() / "MANIFEST") ? 1 : 0;
+    }
+    return n;
+  }
+
+  static std::map<std::string, pid_t> StartedPids(const std::string& err) {
+    static const std::regex kStarted("started ([a-z]+(?: [0-9]+)?) \\(pid ([0-9]+)\\)");
+    std::map<std::string, pid_t> pids;
+    for (auto it = std::sregex_iterator(err.begin(), err.end(), kStarted);
+         it != std::sregex_iterator(); ++it) {
+      pids.try_emplace((*it)[1], static_cast<pid_t>(std::stoi((*it)[2])));
+    }
+    return pids;
+  }
+
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+TEST_F(CheckpointRestartTest, KilledWorkerIsRestartedAndTheResultIsBitExact) {
+  SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
+  constexpr int kEpochs = 150;
+  RunResult reference = Run(Job("reference.jsonl", {}, kEpochs));
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  const std::vector<std::string> expected = Rmses(Slurp("reference.jsonl"));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
+
+  const std::string ckpt = dir_ + "/ckpt";
+  const pid_t launcher = Start(Job(
+      "restarted.jsonl",
+      {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"}, kEpochs));
+  // The random point: after the first complete checkpoint, plus 0-19 more epochs.
+  const std::string target = rng_() % 2 == 0 ? "worker 0" : "worker 1";
+  const size_t more = rng_() % 20;
+  SCOPED_TRACE(target + " killed " + std::to_string(more) + " epochs after the first checkpoint");
+  const auto deadline = Clock::now() + seconds(60);
+  while (CompleteCheckpoints(ckpt) == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_GT(CompleteCheckpoints(ckpt), 0) << Slurp("stderr.2");
+  const size_t at = Count(Slurp("stdout.2"), "[worker 0] epoch ");
+  while (Count(Slurp("stdout.2"), "[worker 0] epoch ") < at + more && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_LT(Count(Slurp("stdout.2"), "[worker 0] epoch "), static_cast<size_t>(kEpochs))
+      << "the job ended before the fault";
+  const std::map<std::string, pid_t> pids = StartedPids(Slurp("stderr.2"));
+  ASSERT_TRUE(pids.contains(target));
+  ASSERT_EQ(kill(pids.at(target), SIGKILL), 0);
+
+  RunResult r = Wait(launcher, seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "was killed by signal 9")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 2)"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.out + r.err, "resuming from " + ckpt)) << r.out << r.err;
+  // The metrics file was rewritten by the restarted job: the replayed epochs from the logged
+  // accumulators, the rest computed again from the restored arrays.
+  EXPECT_EQ(Rmses(Slurp("restarted.jsonl")), expected);
+}
+
+TEST_F(CheckpointRestartTest, ResumeSkipsAnIncompleteCheckpointAndADamagedFileIsNamed) {
+  constexpr int kEpochs = 8;
+  const std::string ckpt = dir_ + "/ckpt";
+  RunResult first =
+      Run(Job("first.jsonl", {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0"}, kEpochs));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::vector<std::string> expected = Rmses(Slurp("first.jsonl"));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
+
+  // Three kept (13, 14, 15); the newest one loses its MANIFEST, as if the job died writing it.
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(ckpt)) kept.push_back(e.path());
+  std::sort(kept.begin(), kept.end());
+  ASSERT_EQ(kept.size(), 3u);
+  std::filesystem::remove(kept[2] + "/MANIFEST");
+  std::ofstream(kept[2] + "/MANIFEST.tmp") << "{\"format\": 1, \"loo";
+
+  // Without --resume the directory is refused, before anything starts.
+  RunResult refused = Run(Job("x.jsonl", {"--checkpoint-dir", ckpt}, kEpochs));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_TRUE(Contains(refused.err, "already holds checkpoints: add --resume")) << refused.err;
+
+  RunResult resumed = Run(Job("resumed.jsonl", {"--checkpoint-dir", ckpt, "--resume"}, kEpochs));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::string said = resumed.out + resumed.err;
+  EXPECT_TRUE(Contains(said, kept[2] + " is incomplete (no MANIFEST); not used")) << said;
+  EXPECT_TRUE(Contains(said, "resuming from " + kept[1])) << said;
+  EXPECT_EQ(Rmses(Slurp("resumed.jsonl")), expected);
+
+  // A damaged data file in the checkpoint a run resumes from stops it, naming the file.
+  std::string victim;
+  for (const auto& e : std::filesystem::directory_iterator(kept[1])) {
+    if (e.path().extension() == ".bin") victim = e.path();
+  }
+  ASSERT_FALSE(victim.empty());
+  {
+    std::fstream io(victim, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(0);
+    const char c = static_cast<char>(io.get());
+    io.seekp(0);
+    io.put(static_cast<char>(c ^ 0x5a));
+  }
+  std::filesystem::remove_all(kept[2]);  // so that kept[1] is the newest again
+  RunResult damaged = Run(Job("damaged.jsonl", {"--checkpoint-dir", ckpt, "--resume"}, kEpochs));
+  EXPECT_NE(damaged.exit_code, 0);
+  EXPECT_TRUE(Contains(damaged.out + damaged.err, victim + ": crc32")) << damaged.err;
+  EXPECT_TRUE(Contains(damaged.out + damaged.err, "the file is damaged")) << damaged.err;
+}
+
+TEST_F(CheckpointRestartTest, BadFlagsAndDirectoriesAreRefusedBeforeAnythingStarts) {
+  std::ofstream(dir_ + "/plain-file") << "x";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--checkpoint-dir", dir_ + "/plain-file"}, "exists and is not a directory"},
+      {{"--checkpoint-dir", dir_ + "/plain-file/sub"}, "cannot create it"},
+      {{"--checkpoint-dir", dir_ + "/d", "--checkpoint-interval", "-1"},
+       "--checkpoint-interval must be a number of seconds >= 0"},
+      {{"--resume"}, "--resume needs --checkpoint-dir"},
+      {{"--max-restarts", "2"}, "--max-restarts needs --checkpoint-dir"},
+      {{"--checkpoint-dir", dir_ + "/d", "--max-restarts", "-1"}, "--max-restarts must be >= 0"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = Run(Job("m.jsonl", c.flags, 1));
+    EXPECT_EQ(r.exit_code, 2) << c.message;
+    EXPECT_TRUE(Contains(r.err, c.message)) << c.message << "\n" << r.err;
+    EXPECT_FALSE(Contains(r.err, "started worker")) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::launcher::testing

@@ -1,0 +1,331 @@
+// Checkpoints in one process (serial executor): the on-disk store (atomic files, crc32, the
+// manifest last, pruning) and resume by replay -- a program resumed from any of its checkpoints
+// ends bit-exact with an uninterrupted run, its serial code seeing the accumulator values it saw.
+// The distributed path (tessera run, SIGKILL, --max-restarts) is tests/launcher_faults.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_store.h"
+#include "tessera/tessera.h"
+
+namespace tessera {
+namespace {
+
+namespace ck = internal::checkpoint;
+namespace fs = std::filesystem;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tessera-checkpoint-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string dir_;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_F(CheckpointTest, DataFileRoundTripsAndDamageIsNamed) {
+  const std::string a = "hello ", b = "checkpoint";
+  auto f = ck::WriteDataFile(dir_, "x.bin", {std::span<const char>(a), std::span<const char>(b)});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->bytes, a.size() + b.size());
+  EXPECT_FALSE(fs::exists(dir_ + "/x.bin.tmp"));  // renamed into place
+  std::string back;
+  ASSERT_TRUE(ck::ReadDataFile(dir_, *f, &back).ok());
+  EXPECT_EQ(back, a + b);
+
+  {  // one byte flipped: same size, other crc
+    std::fstream io(dir_ + "/x.bin", std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(3);
+    io.put('X');
+  }
+  Status s = ck::ReadDataFile(dir_, *f, &back);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find(dir_ + "/x.bin"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("damaged"), std::string::npos) << s.message();
+
+  fs::resize_file(dir_ + "/x.bin", 4);
+  s = ck::ReadDataFile(dir_, *f, &back);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("4 bytes"), std::string::npos) << s.message();
+}
+
+ck::Manifest SmallManifest(int64_t loop) {
+  ck::Manifest m;
+  m.loop = loop;
+  m.sites = {"prog.cc:10:3"};
+  m.site_of_loop.assign(static_cast<size_t>(loop), 0);
+  m.accumulators.assign(static_cast<size_t>(loop), {std::string("\x01\x02", 2)});
+  return m;
+}
+
+TEST_F(CheckpointTest, ManifestRoundTripsAndGarbageIsRejected) {
+  ck::Manifest m = SmallManifest(2);
+  ck::ArrayRecord r;
+  r.id = 4;
+  r.element_bytes = 4;
+  r.count = 10;
+  r.rows = 5;
+  r.files.push_back({"a4-w0.bin", 40, 0xdeadbeef, {0, 10}});
+  m.arrays.push_back(r);
+  auto back = ck::DecodeManifest(ck::EncodeManifest(m), "here");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->loop, 2);
+  EXPECT_EQ(back->accumulators[1][0], std::string("\x01\x02", 2));
+  ASSERT_EQ(back->arrays.size(), 1u);
+  EXPECT_EQ(back->arrays[0].files[0].crc32, 0xdeadbeefu);
+  EXPECT_EQ(back->arrays[0].files[0].ranges, (std::vector<int64_t>{0, 10}));
+
+  for (const std::string bad : {"", "{", "[]", R"({"format": 9})",
+                                R"({"format":1,"loop":3,"workers":1,"sites":[],"site_of_loop":[],)"
+                                R"("accumulators":[],"arrays":[]})"}) {
+    auto d = ck::DecodeManifest(bad, "where/MANIFEST");
+    EXPECT_EQ(d.status().code(), StatusCode::kDataLoss) << bad;
+    EXPECT_NE(d.status().message().find("where/MANIFEST"), std::string::npos);
+  }
+}
+
+TEST_F(CheckpointTest, OnlyCompleteCheckpointsAreFoundAndPruningKeepsTheNewest) {
+  for (int64_t loop : {2, 4, 6, 8}) {
+    const std::string path = ck::CheckpointPath(dir_, loop);
+    ASSERT_TRUE(fs::create_directories(path));
+    ASSERT_TRUE(ck::WriteManifest(path, SmallManifest(loop)).ok());
+  }
+  // Interrupted while writing: files and a half-written temporary manifest, no MANIFEST.
+  const std::string torn = ck::CheckpointPath(dir_, 10);
+  fs::create_directories(torn);
+  std::ofstream(torn + "/a1-w0.bin") << "partial";
+  std::ofstream(torn + "/MANIFEST.tmp") << "{\"format\": 1, \"lo";
+  // A MANIFEST that is not one (written by something else): skipped too.
+  const std::string junk = ck::CheckpointPath(dir_, 12);
+  fs::create_directories(junk);
+  std::ofstream(junk + "/MANIFEST") << "not json";
+
+  std::vector<std::string> notes;
+  auto found = ck::FindLatest(dir_, &notes);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->manifest.loop, 8);
+  EXPECT_EQ((*found)->path, ck::CheckpointPath(dir_, 8));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("not a checkpoint manifest"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("incomplete"), std::string::npos) << notes[1];
+
+  ck::Prune(dir_, 2);
+  EXPECT_FALSE(fs::exists(ck::CheckpointPath(dir_, 2)));
+  EXPECT_FALSE(fs::exists(ck::CheckpointPath(dir_, 4)));
+  EXPECT_TRUE(fs::exists(ck::CheckpointPath(dir_, 6)));
+  EXPECT_TRUE(fs::exists(ck::CheckpointPath(dir_, 8)));
+  EXPECT_TRUE(fs::exists(torn));  // newer than every complete one: may be in progress
+
+  ck::RemoveAfter(dir_, 8);
+  EXPECT_FALSE(fs::exists(torn));
+  EXPECT_FALSE(fs::exists(junk));
+  EXPECT_TRUE(fs::exists(ck::CheckpointPath(dir_, 8)));
+}
+
+TEST_F(CheckpointTest, BadDirectoriesAreClearErrors) {
+  std::ofstream(dir_ + "/file") << "x";
+  Status s = ck::PrepareDirectory(dir_ + "/file");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not a directory"), std::string::npos) << s.message();
+  s = ck::PrepareDirectory(dir_ + "/file/sub");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("cannot create it"), std::string::npos) << s.message();
+  EXPECT_TRUE(ck::PrepareDirectory(dir_ + "/new/nested").ok());
+  EXPECT_TRUE(fs::is_directory(dir_ + "/new/nested"));
+}
+
+// A small serial program: SGD-like updates of a dense array over a sparse one, an accumulator
+// whose value steers the serial code (the step size), and serial random draws between loops.
+struct ProgramResult {
+  std::vector<float> weights;
+  std::vector<double> losses;  // as the serial code saw them, one per epoch
+  std::vector<bool> replayed;
+  bool operator==(const ProgramResult&) const = default;
+};
+
+ProgramResult RunProgram(Context& ctx, int epochs) {
+  auto data = DistArray<float, 2>::sparse(ctx, {40, 30});
+  uint64_t state = 11;
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t r = internal::SplitMix64(state);
+    data.insert({{static_cast<int64_t>(r % 40), static_cast<int64_t>((r >> 20) % 30)}},
+                static_cast<float>((r >> 40) % 5 + 1));
+  }
+  auto w = DistArray<float, 2>::random(ctx, {40, 4}, 1, 0.0f, 0.5f);
+  auto h = DistArray<float, 2>::random(ctx, {30, 4}, 2, 0.0f, 0.5f);
+  ProgramResult out;
+  float lr = 0.05f;
+  uint64_t serial_rng = 99;  // drawn in serial code: replayed, so it draws the same again
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    Accumulator<double> loss(ctx);
+    parallel_for(data, [&](const Key<2>& k, float& v) {
+      auto wr = w.row(k[0]);
+      auto hr = h.row(k[1]);
+      float dot = 0;
+      for (int j = 0; j < 4; ++j) dot += wr[j] * hr[j];
+      const float err = v - dot;
+      loss += static_cast<double>(err) * err;
+      for (int j = 0; j < 4; ++j) {
+        const float a = wr[j], b = hr[j];
+        wr[j] = a + lr * err * b;
+        hr[j] = b + lr * err * a;
+      }
+    });
+    Accumulator<double> check(ctx, 1.0);  // created between loops, added to by serial code
+    check += static_cast<double>(internal::SplitMix64(serial_rng) % 7);
+    parallel_for(w, [&](const Key<2>&, float& x) { check += x; });
+    out.losses.push_back(loss.value() + check.value());
+    out.replayed.push_back(ctx.replaying());
+    lr *= loss.value() > 500 ? 0.8f : 0.95f;  // control flow from an accumulator
+  }
+  out.weights.assign(w.data(), w.data() + w.size());
+  out.weights.insert(out.weights.end(), h.data(), h.data() + h.size());
+  return out;
+}
+
+ContextOptions Options(const std::string& dir, bool resume) {
+  ContextOptions o;
+  o.read_environment = false;
+  o.checkpoint.dir = dir;
+  o.checkpoint.interval_seconds = 0;  // every loop boundary
+  o.checkpoint.resume = resume;
+  o.checkpoint.keep = 1000;
+  return o;
+}
+
+TEST_F(CheckpointTest, ResumingFromAnyCheckpointIsBitExact) {
+  constexpr int kEpochs = 6;
+  ProgramResult reference;
+  {
+    ContextOptions o;
+    o.read_environment = false;
+    Context ctx(std::move(o));
+    reference = RunProgram(ctx, kEpochs);
+  }
+  const std::string all = dir_ + "/all";
+  {
+    Context ctx(Options(all, false));
+    EXPECT_EQ(RunProgram(ctx, kEpochs), reference);  // checkpoints change nothing
+  }
+  // Loop boundaries 1 .. 2 * kEpochs - 1 each have a checkpoint.
+  for (int64_t n = 1; n < 2 * kEpochs; ++n) {
+    SCOPED_TRACE("resumed from loop " + std::to_string(n));
+    ASSERT_TRUE(fs::exists(ck::CheckpointPath(all, n) + "/MANIFEST"));
+    // The state a crash right after checkpoint n leaves.
+    const std::string crashed = dir_ + "/crashed-" + std::to_string(n);
+    fs::create_directories(crashed);
+    fs::copy(ck::CheckpointPath(all, n), ck::CheckpointPath(crashed, n));
+    Context ctx(Options(crashed, true));
+    ProgramResult resumed = RunProgram(ctx, kEpochs);
+    EXPECT_EQ(resumed.weights, reference.weights);
+    EXPECT_EQ(resumed.losses, reference.losses);
+    for (int e = 0; e < kEpochs; ++e) {
+      // Epoch e's serial code after its second loop (loop 2e + 1) runs before loop 2e + 2:
+      // replayed when that is at or before the checkpoint's loop.
+      EXPECT_EQ(resumed.replayed[e], 2 * e + 2 <= n) << "epoch " << e;
+    }
+  }
+}
+
+TEST_F(CheckpointTest, ResumeSkipsAnIncompleteNewestCheckpoint) {
+  const std::string d = dir_ + "/run";
+  ProgramResult reference;
+  {
+    Context ctx(Options(d, false));
+    reference = RunProgram(ctx, 4);
+  }
+  // The newest checkpoint was being written when the job died: its MANIFEST never came.
+  fs::remove(ck::CheckpointPath(d, 7) + "/MANIFEST");
+  fs::remove_all(ck::CheckpointPath(d, 6));
+  Context ctx(Options(d, true));
+  ProgramResult resumed = RunProgram(ctx, 4);
+  EXPECT_EQ(resumed.weights, reference.weights);
+  EXPECT_EQ(resumed.losses, reference.losses);
+  EXPECT_TRUE(resumed.replayed[1]);  // after loop 3 < 5
+  EXPECT_FALSE(resumed.replayed[2]);
+  // Resumed from loop 5; the incomplete 7 was removed before anything was written again.
+  EXPECT_TRUE(fs::exists(ck::CheckpointPath(d, 7) + "/MANIFEST"));
+}
+
+TEST_F(CheckpointTest, ResumeWithoutCheckpointsStartsFromTheBeginning) {
+  ProgramResult reference;
+  {
+    ContextOptions o;
+    o.read_environment = false;
+    Context ctx(std::move(o));
+    reference = RunProgram(ctx, 2);
+  }
+  Context ctx(Options(dir_ + "/empty", true));
+  ProgramResult r = RunProgram(ctx, 2);
+  EXPECT_EQ(r, reference);
+  EXPECT_FALSE(r.replayed[0]);
+}
+
+// Not RunProgram: its first loop is somewhere else.
+void RunAnotherProgram(ContextOptions options) {
+  Context ctx(std::move(options));
+  auto other = DistArray<float, 1>::dense(ctx, {3});
+  parallel_for(other, [](const Key<1>&, float& x) { x += 1; });
+}
+
+using CheckpointDeathTest = CheckpointTest;
+
+TEST_F(CheckpointDeathTest, ClearErrors) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string d = dir_ + "/run";
+  {
+    Context ctx(Options(d, false));
+    RunProgram(ctx, 2);
+  }
+  // A fresh run into a directory that holds checkpoints would mix two runs.
+  EXPECT_DEATH({ Context ctx(Options(d, false)); }, "already holds checkpoints");
+  // A directory that cannot be one.
+  std::ofstream(dir_ + "/file") << "x";
+  EXPECT_DEATH({ Context ctx(Options(dir_ + "/file", false)); }, "not a directory");
+  // A damaged file in the newest complete checkpoint is reported by name, never restored.
+  const std::string newest = ck::CheckpointPath(d, 3);
+  std::string victim;
+  for (const auto& e : fs::directory_iterator(newest)) {
+    if (e.path().extension() == ".bin") victim = e.path().string();
+  }
+  ASSERT_FALSE(victim.empty());
+  std::string bytes = ReadAll(victim);
+  bytes[bytes.size() / 2] ^= 0x55;
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_DEATH(
+      {
+        Context ctx(Options(d, true));
+        RunProgram(ctx, 2);
+      },
+      "damaged");
+  // A program that does not replay the same way (another loop first) is stopped.
+  fs::remove_all(d);
+  {
+    Context ctx(Options(d, false));
+    RunProgram(ctx, 2);
+  }
+  EXPECT_DEATH(RunAnotherProgram(Options(d, true)), "make the same parallel_for calls");
+}
+
+}  // namespace
+}  // namespace tessera
