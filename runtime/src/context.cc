@@ -197,8 +197,7 @@ spdlog::logger& Context::logger() { return *impl_->logger; }
 
 const EmbeddedSchedule* Context::FindSchedule(const std::source_location& loc) const {
   const EmbeddedSchedule* e =
-      internal::MatchSchedule(impl_->schedules, loc.file_name(), loc.line(), loc.column())
-          .schedule;
+      internal::MatchSchedule(impl_->schedules, loc.file_name(), loc.line(), loc.column()).schedule;
   // tessc's record of a site it runs serially is no schedule.
   return e != nullptr && internal::TesscSerialReasons(e->json) ? nullptr : e;
 }
@@ -225,18 +224,16 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
     } else if (m.count > 1) {
       found.no_schedule = NoScheduleCause::kAmbiguous;
     }
-    const bool loses_parallelism = impl_->mode == ExecutionMode::kDistributed ||
-                                   impl_->owned_executor->concurrency() > 1;
+    const bool loses_parallelism =
+        impl_->mode == ExecutionMode::kDistributed || impl_->owned_executor->concurrency() > 1;
     if (serial_reasons) {
       // tessc warned at build time; a parallel or distributed run says what it costs.
       if (loses_parallelism) {
-        std::string reasons;
-        for (const std::string& r : *serial_reasons) reasons += (reasons.empty() ? "" : "; ") + r;
         impl_->logger->warn(
             "parallel_for at {}:{}: tessc chose to run it serially, so executor '{}' runs it "
             "unpartitioned ({})",
             loc.file_name(), loc.line(), impl_->owned_executor->name(),
-            reasons);
+            internal::JoinSerialReasons(*serial_reasons));
       } else {
         impl_->logger->debug("parallel_for at {}:{}: tessc chose to run it serially; executor '{}'",
                              loc.file_name(), loc.line(), impl_->owned_executor->name());

@@ -432,6 +432,15 @@ std::optional<std::vector<std::string>> TesscSerialReasons(std::string_view json
   return reasons;
 }
 
+std::string JoinSerialReasons(const std::vector<std::string>& reasons) {
+  std::string out;
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    if (reasons.size() > 1) out += (i > 0 ? " " : "") + ("(" + std::to_string(i + 1) + ") ");
+    out += reasons[i];
+  }
+  return out;
+}
+
 std::string NoScheduleReason(const LoopSite& site) {
   TESSERA_CHECK(site.schedule == nullptr);
   switch (site.no_schedule) {
@@ -446,12 +455,7 @@ std::string NoScheduleReason(const LoopSite& site) {
           site.serial_entry != nullptr
               ? TesscSerialReasons(site.serial_entry->json).value_or(std::vector<std::string>{})
               : std::vector<std::string>{};
-      // A reason may itself hold ';' or ',': several are numbered.
-      std::string why;
-      for (size_t i = 0; i < reasons.size(); ++i) {
-        if (reasons.size() > 1) why += (i > 0 ? " " : "") + ("(" + std::to_string(i + 1) + ") ");
-        why += reasons[i];
-      }
+      std::string why = JoinSerialReasons(reasons);
       if (why.empty()) why = "tessc's warning for this call says why";
       return "has no schedule: tessc chose to run it serially (" + why + ")";
     }

@@ -357,16 +357,16 @@ TEST(ParallelExecutorFallbackTest, EachLoopWithoutAScheduleSaysWhy) {
                   "running it serially"),
             1)
       << all;
-  EXPECT_EQ(count(At(kSerialSite[0]) +
-                  ": tessc chose to run it serially, so executor 'parallel' runs it "
-                  "unpartitioned ('hits' writes 'hits')"),
-            1)
+  EXPECT_EQ(
+      count(At(kSerialSite[0]) + ": tessc chose to run it serially, so executor 'parallel' runs it "
+                                 "unpartitioned ('hits' writes 'hits')"),
+      1)
       << all;
-  EXPECT_EQ(count("parallel_for at " + std::string(__FILE__) + ":" +
-                  std::to_string(unscheduled_line) +
-                  " has no schedule from tessc (the program embeds none for this call site: it "
-                  "was not built with tessera_add_program); running it serially"),
-            1)
+  EXPECT_EQ(
+      count("parallel_for at " + std::string(__FILE__) + ":" + std::to_string(unscheduled_line) +
+            " has no schedule from tessc (the program embeds none for this call site: it "
+            "was not built with tessera_add_program); running it serially"),
+      1)
       << all;
   EXPECT_EQ(count(At(kAmbiguousSite[0]) +
                   " has no schedule from tessc (several embedded schedules match this call site, "

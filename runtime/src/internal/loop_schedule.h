@@ -113,6 +113,10 @@ LoopSchedule ScheduleForSiteOrDie(const LoopSite& site, const ArrayBase& space);
 // each as tessc's warning gives it; nullopt for any other text (a schedule, or not JSON at all).
 std::optional<std::vector<std::string>> TesscSerialReasons(std::string_view json);
 
+// tessc's reasons as one text: one as it is, several numbered ("(1) ... (2) ...", since a reason
+// may itself hold ';' or ','); "" for none.
+std::string JoinSerialReasons(const std::vector<std::string>& reasons);
+
 // Why `site` has no schedule, for the line an executor logs when it runs the site without one:
 // "has no schedule from tessc (...)" naming site.no_schedule, with tessc's reasons when tessc
 // chose to run the site serially. REQUIRES: site.schedule == nullptr.
