@@ -73,6 +73,7 @@ class SiteFinder : public RecursiveASTVisitor<SiteFinder> {
 class Sink {
  public:
   std::vector<SiteResult> sites;
+  std::vector<SerialSite> serial_sites;
   int sites_total = 0;
   bool site_error = false;
   std::set<std::string> files;
@@ -125,6 +126,7 @@ class SiteConsumer : public ASTConsumer {
           DiagnosticsEngine::Warning,
           "tessc cannot analyse this parallel_for (%0); it will run serially");
       diags.Report(call_loc, id) << site.why_not;
+      AddSerial(site, {site.why_not});
       return;
     }
     SiteResult& r = site.result;
@@ -145,6 +147,9 @@ class SiteConsumer : public ASTConsumer {
                                      " below");
       EmitSerialNotes(diags, site);
       EmitConservativeNotes(diags, site);
+      std::vector<std::string> reasons;
+      for (const auto& reason : site.serial_reasons) reasons.push_back(reason.second);
+      AddSerial(site, std::move(reasons));
       return;
     }
     if (r.decision.schedule) {
@@ -275,6 +280,12 @@ class SiteConsumer : public ASTConsumer {
     diags.Report(via, id);
   }
 
+  // Records a site tessc runs serially, so that the runtime can say so (and why).
+  void AddSerial(const CollectedSite& site, std::vector<std::string> reasons) {
+    const SiteResult& r = site.result;
+    sink_->serial_sites.push_back({r.file, r.line, r.column, r.function, std::move(reasons)});
+  }
+
   void EmitSerialNotes(DiagnosticsEngine& diags, const CollectedSite& site) {
     unsigned id = diags.getCustomDiagID(DiagnosticsEngine::Note, "cannot see through: %0");
     for (const auto& [loc, text] : site.serial_reasons) diags.Report(loc, id) << text;
@@ -351,6 +362,7 @@ Result<AnalysisResult> Analyze(const AnalyzerOptions& options) {
   const int rc = tool.run(&factory);
   AnalysisResult result;
   result.sites = std::move(sink.sites);
+  result.serial_sites = std::move(sink.serial_sites);
   result.sites_total = sink.sites_total;
   result.dependencies.assign(sink.files.begin(), sink.files.end());
   // Under -verify Clang itself judges the diagnostics (expected errors are a pass).

@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
     spdlog::error("tessc: {}", result.status().message());
     return 2;
   }
-  spdlog::info("tessc: {} site(s), {} scheduled", result->sites_total, result->sites.size());
+  spdlog::info("tessc: {} site(s), {} scheduled, {} serial", result->sites_total,
+               result->sites.size(), result->serial_sites.size());
   // Never emit a partial schedule, except under -Xclang -verify (golden tests of diagnostics),
   // where failing sites are expected and the JSON of the others is still checked.
   if (!result->ok) {
@@ -111,11 +112,12 @@ int main(int argc, char** argv) {
   std::string text;
   if (emit == "json") {
     text = tessera::compiler::PrettyJson(tessera::compiler::TranslationUnitToJson(
-        options.sources.size() == 1 ? options.sources.front() : "", result->sites));
+        options.sources.size() == 1 ? options.sources.front() : "", result->sites,
+        result->serial_sites));
   } else if (emit == "cpp") {
     std::string what;
     for (const std::string& s : options.sources) what += (what.empty() ? "" : ", ") + s;
-    text = tessera::compiler::EmitRegistrationCpp(what, result->sites);
+    text = tessera::compiler::EmitRegistrationCpp(what, result->sites, result->serial_sites);
   } else {
     return 0;
   }

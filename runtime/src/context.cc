@@ -80,7 +80,8 @@ struct Context::Impl {
   std::vector<const EmbeddedSchedule*> schedules;  // snapshot of the static table
   // Sites already described, keyed by where they are; the schedule lookup and its log line
   // happen once per site, not once per call (loops run every epoch).
-  std::map<std::tuple<std::string, unsigned, unsigned>, const EmbeddedSchedule*> sites;
+  // Only the lookup's fields of each LoopSite are used: schedule, no_schedule, serial_entry.
+  std::map<std::tuple<std::string, unsigned, unsigned>, LoopSite> sites;
   int64_t next_array_id = 0;
   bool in_loop = false;
   std::map<int64_t, internal::ArrayBase*> arrays;
@@ -246,8 +247,10 @@ Executor& Context::executor() { return *impl_->owned_executor; }
 spdlog::logger& Context::logger() { return *impl_->logger; }
 
 const EmbeddedSchedule* Context::FindSchedule(const std::source_location& loc) const {
-  return internal::MatchSchedule(impl_->schedules, loc.file_name(), loc.line(), loc.column())
-      .schedule;
+  const EmbeddedSchedule* e =
+      internal::MatchSchedule(impl_->schedules, loc.file_name(), loc.line(), loc.column()).schedule;
+  // tessc's record of a site it runs serially is no schedule.
+  return e != nullptr && internal::TesscSerialReasons(e->json) ? nullptr : e;
 }
 
 LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, int staleness) {
@@ -261,15 +264,39 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
   if (it == impl_->sites.end()) {
     const internal::ScheduleMatch m =
         internal::MatchSchedule(impl_->schedules, loc.file_name(), loc.line(), loc.column());
-    if (m.schedule != nullptr) {
+    LoopSite found;  // the schedule, or why there is none
+    std::optional<std::vector<std::string>> serial_reasons;
+    if (m.schedule != nullptr) serial_reasons = internal::TesscSerialReasons(m.schedule->json);
+    if (serial_reasons) {
+      found.no_schedule = NoScheduleCause::kTesscSerial;
+      found.serial_entry = m.schedule;
+    } else if (m.schedule != nullptr) {
+      found.schedule = m.schedule;
+    } else if (m.count > 1) {
+      found.no_schedule = NoScheduleCause::kAmbiguous;
+    }
+    const bool loses_parallelism =
+        impl_->mode == ExecutionMode::kDistributed || impl_->owned_executor->concurrency() > 1;
+    if (serial_reasons) {
+      // tessc warned at build time; a parallel or distributed run says what it costs.
+      if (loses_parallelism) {
+        impl_->logger->warn(
+            "parallel_for at {}:{}: tessc chose to run it serially, so executor '{}' runs it "
+            "unpartitioned ({})",
+            loc.file_name(), loc.line(), impl_->owned_executor->name(),
+            internal::JoinSerialReasons(*serial_reasons));
+      } else {
+        impl_->logger->debug("parallel_for at {}:{}: tessc chose to run it serially; executor '{}'",
+                             loc.file_name(), loc.line(), impl_->owned_executor->name());
+      }
+    } else if (m.schedule != nullptr) {
       impl_->logger->debug("parallel_for at {}:{}: embedded schedule {}; executor '{}'",
                            loc.file_name(), loc.line(), m.schedule->json,
                            impl_->owned_executor->name());
     } else if (m.count > 1) {
       impl_->logger->warn("parallel_for at {}:{}: {} embedded schedules match (ambiguous); ignoring them",
                           loc.file_name(), loc.line(), m.count);
-    } else if (impl_->mode == ExecutionMode::kDistributed ||
-               impl_->owned_executor->concurrency() > 1) {
+    } else if (loses_parallelism) {
       // Only a parallel or distributed run loses anything without a schedule.
       impl_->logger->warn(
           "parallel_for at {}:{}: no schedule from tessc matches this call site, "
@@ -280,9 +307,11 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
       impl_->logger->debug("parallel_for at {}:{}: no embedded schedule; executor '{}'",
                            loc.file_name(), loc.line(), impl_->owned_executor->name());
     }
-    it = impl_->sites.emplace(std::move(key), m.schedule).first;
+    it = impl_->sites.emplace(std::move(key), found).first;
   }
-  site.schedule = it->second;
+  site.schedule = it->second.schedule;
+  site.no_schedule = it->second.no_schedule;
+  site.serial_entry = it->second.serial_entry;
   return site;
 }
 

@@ -417,4 +417,50 @@ LoopSchedule ScheduleForSiteOrDie(const LoopSite& site, const ArrayBase& space) 
               "embedded schedule fits its parallel_for:", msg.c_str());
 }
 
+std::optional<std::vector<std::string>> TesscSerialReasons(std::string_view json) {
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto strategy = j.find("strategy");
+  if (strategy == j.end() || *strategy != "serial") return std::nullopt;
+  std::vector<std::string> reasons;
+  auto listed = j.find("serial_reasons");
+  if (listed != j.end() && listed->is_array()) {
+    for (const Json& r : *listed) {
+      if (r.is_string()) reasons.push_back(r.get<std::string>());
+    }
+  }
+  return reasons;
+}
+
+std::string JoinSerialReasons(const std::vector<std::string>& reasons) {
+  std::string out;
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    if (reasons.size() > 1) out += (i > 0 ? " " : "") + ("(" + std::to_string(i + 1) + ") ");
+    out += reasons[i];
+  }
+  return out;
+}
+
+std::string NoScheduleReason(const LoopSite& site) {
+  TESSERA_CHECK(site.schedule == nullptr);
+  switch (site.no_schedule) {
+    case NoScheduleCause::kNotEmbedded:
+      return "has no schedule from tessc (the program embeds none for this call site: it was not "
+             "built with tessera_add_program)";
+    case NoScheduleCause::kAmbiguous:
+      return "has no schedule from tessc (several embedded schedules match this call site, so "
+             "none is used)";
+    case NoScheduleCause::kTesscSerial: {
+      const std::vector<std::string> reasons =
+          site.serial_entry != nullptr
+              ? TesscSerialReasons(site.serial_entry->json).value_or(std::vector<std::string>{})
+              : std::vector<std::string>{};
+      std::string why = JoinSerialReasons(reasons);
+      if (why.empty()) why = "tessc's warning for this call says why";
+      return "has no schedule: tessc chose to run it serially (" + why + ")";
+    }
+  }
+  return "has no schedule";
+}
+
 }  // namespace tessera::internal

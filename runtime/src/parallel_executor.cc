@@ -152,10 +152,8 @@ class ParallelExecutor final : public Executor {
     auto key = std::make_tuple(std::string(site.location.file_name()), site.location.line(),
                                site.location.column());
     if (unscheduled_.insert(std::move(key)).second) {
-      logger_->info(
-          "parallel_for at {}:{} has no schedule from tessc (program not built with "
-          "tessera_add_program, or the lookup was ambiguous); running it serially",
-          site.location.file_name(), site.location.line());
+      logger_->info("parallel_for at {}:{} {}; running it serially", site.location.file_name(),
+                    site.location.line(), NoScheduleReason(site));
     }
     task.RunRange(0, space.size());
   }

@@ -71,6 +71,33 @@ TEST(ScheduleJsonTest, RegistrationEmbedsTheExactSiteJson) {
   EXPECT_NE(cpp.find("R\"tessc(" + SiteToJson(site).dump() + ")tessc\""), std::string::npos);
 }
 
+// A site tessc runs serially is embedded too, with its reasons and nothing to schedule, so that
+// the runtime can tell it from a site the program has no entry for.
+TEST(ScheduleJsonTest, SerialSiteIsEmbeddedWithItsReasons) {
+  const SerialSite serial{"/src/mf.cc", 20, 5, "main", {"'sum' writes 'sum'", "a call"}};
+  nlohmann::ordered_json j = SerialSiteToJson(serial);
+  EXPECT_EQ(j["version"], kScheduleFormatVersion);
+  EXPECT_EQ(j["line"], 20);
+  EXPECT_EQ(j["column"], 5);
+  EXPECT_EQ(j["strategy"], "serial");
+  EXPECT_EQ(j["serial_reasons"], nlohmann::ordered_json({"'sum' writes 'sum'", "a call"}));
+  EXPECT_FALSE(j.contains("arrays"));
+
+  const std::string cpp = EmitRegistrationCpp("/src/mf.cc", {MfSite()}, {serial});
+  EXPECT_NE(cpp.find("{\"/src/mf.cc\", 12, 3,"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("{\"/src/mf.cc\", 20, 5,\n     R\"tessc(" + j.dump() + ")tessc\""),
+            std::string::npos)
+      << cpp;
+  // Alone, a serial site still makes a table: the runtime must find it.
+  EXPECT_NE(EmitRegistrationCpp("/src/mf.cc", {}, {serial}).find("kTesscSchedules"),
+            std::string::npos);
+
+  const nlohmann::ordered_json tu = TranslationUnitToJson("/src/mf.cc", {MfSite()}, {serial});
+  ASSERT_EQ(tu["sites"].size(), 2u);
+  EXPECT_EQ(tu["sites"][0]["strategy"], "2d");
+  EXPECT_EQ(tu["sites"][1], j);
+}
+
 TEST(ScheduleJsonTest, NoSitesEmitsNoTable) {
   const std::string cpp = EmitRegistrationCpp("/src/empty.cc", {});
   EXPECT_EQ(cpp.find("kTesscSchedules"), std::string::npos);

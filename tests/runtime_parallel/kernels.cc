@@ -145,4 +145,13 @@ KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features) {
   return Collect(sum, slot);
 }
 
+KernelRun SharedTotal(Context& ctx, int64_t n) {
+  auto A = DistArray<int64_t, 1>::random(ctx, {n}, 41, 0, 1000);
+  int64_t total = 0;
+  parallel_for(A, [&](const Key<1>& key, int64_t& a) { total += a; });
+  KernelRun run;
+  run.values = {total};
+  return run;
+}
+
 }  // namespace tessera::testing

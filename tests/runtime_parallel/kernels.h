@@ -42,6 +42,9 @@ KernelRun SkewedWavefront(Context& ctx, int64_t n);
 // data_parallel (DataParallel permission): hits(value) += 1 conflicts (racy by permission; not
 // returned), per-sample sums are local and exact.
 KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features);
+// No schedule by tessc's choice: every iteration adds into one captured `total`, state outside
+// the loop body that tessc cannot partition, so tessc runs the loop serially. values: {total}.
+KernelRun SharedTotal(Context& ctx, int64_t n);
 
 }  // namespace tessera::testing
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "internal/loop_schedule.h"
 #include "internal/parallel_executor.h"
 #include "kernels.h"
 #include "tessera/tessera.h"
@@ -304,6 +305,112 @@ TEST(ParallelExecutorFallbackTest, LoopWithoutScheduleRunsSeriallyAndSaysSoOnce)
     }
   }
   EXPECT_EQ(notes, 1) << "the serial fallback must be logged exactly once per site";
+}
+
+// Loops of this file with hand-made entries, as tessc embeds them: one tessc runs serially (its
+// entry gives the reason), one whose line has two entries (ambiguous). Each entry names its
+// loop's line.
+// clang-format off
+int64_t SerialByTessc(DistArray<int64_t, 1>& a) { int64_t hits = 0; parallel_for(a, [&](const Key<1>&, int64_t& v) { hits += v; }); return hits; } const EmbeddedSchedule kSerialSite[] = {{__FILE__, __LINE__, 0, R"({"version":1,"strategy":"serial","serial_reasons":["'hits' writes 'hits'"]})"}};
+void AmbiguousSite(DistArray<int64_t, 1>& a) { parallel_for(a, [](const Key<1>&, int64_t& v) { v += 1; }); } const EmbeddedSchedule kAmbiguousSite[] = {{__FILE__, __LINE__, 0, "{}"}, {__FILE__, __LINE__, 0, "{}"}};
+// clang-format on
+[[maybe_unused]] const bool kHandMadeRegistered =
+    (RegisterEmbeddedSchedules(std::begin(kSerialSite), std::end(kSerialSite)),
+     RegisterEmbeddedSchedules(std::begin(kAmbiguousSite), std::end(kAmbiguousSite)), true);
+
+std::string At(const EmbeddedSchedule& e) {
+  return "parallel_for at " + std::string(e.file) + ":" + std::to_string(e.line);
+}
+
+// Each loop without a schedule says why, once: tessc chose to run it serially (a hand-made entry
+// here; kernels.cc's SharedTotal gets a real one from tessc), the program embeds no entry for it,
+// or several entries match it.
+TEST(ParallelExecutorFallbackTest, EachLoopWithoutAScheduleSaysWhy) {
+  ContextOptions options;
+  options.read_environment = false;
+  options.threads = 4;
+  Context ctx(std::move(options));
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  ctx.logger().sinks().push_back(sink);
+  ctx.logger().set_level(spdlog::level::info);
+
+  auto a = DistArray<int64_t, 1>::filled(ctx, {100}, 2);
+  const int unscheduled_line = __LINE__ + 3;
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(SerialByTessc(a), 200 + 100 * round);
+    parallel_for(a, [](const Key<1>&, int64_t& v) { v += 0; });
+    AmbiguousSite(a);
+  }
+  const KernelRun shared = testing::SharedTotal(ctx, 500);
+  EXPECT_EQ(shared.values, testing::SharedTotal(*SerialContext(), 500).values);
+
+  std::vector<std::string> lines = sink->last_formatted();
+  auto count = [&](const std::string& needle) {
+    return std::count_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.find(needle) != std::string::npos;
+    });
+  };
+  std::string all;
+  for (const std::string& line : lines) all += line;
+  EXPECT_EQ(count(At(kSerialSite[0]) +
+                  " has no schedule: tessc chose to run it serially ('hits' writes 'hits'); "
+                  "running it serially"),
+            1)
+      << all;
+  EXPECT_EQ(
+      count(At(kSerialSite[0]) + ": tessc chose to run it serially, so executor 'parallel' runs it "
+                                 "unpartitioned ('hits' writes 'hits')"),
+      1)
+      << all;
+  EXPECT_EQ(
+      count("parallel_for at " + std::string(__FILE__) + ":" + std::to_string(unscheduled_line) +
+            " has no schedule from tessc (the program embeds none for this call site: it "
+            "was not built with tessera_add_program); running it serially"),
+      1)
+      << all;
+  EXPECT_EQ(count(At(kAmbiguousSite[0]) +
+                  " has no schedule from tessc (several embedded schedules match this call site, "
+                  "so none is used); running it serially"),
+            1)
+      << all;
+  // Nothing else claims a cause it does not have.
+  EXPECT_EQ(count(At(kSerialSite[0]) + " has no schedule from tessc"), 0) << all;
+  EXPECT_EQ(count("tessc chose to run it serially"), TESSERA_TEST_HAVE_TESSC ? 4 : 2) << all;
+  if (TESSERA_TEST_HAVE_TESSC) {
+    // kernels.cc's entry is tessc's own, with tessc's reason.
+    EXPECT_EQ(count("kernels.cc:"), 2) << all;
+    EXPECT_EQ(count("has no schedule: tessc chose to run it serially ('total' writes 'total'"), 1)
+        << all;
+  }
+}
+
+TEST(NoScheduleReasonTest, NamesEachCauseAndNumbersSeveralReasons) {
+  LoopSite site;
+  EXPECT_NE(internal::NoScheduleReason(site).find("not built with tessera_add_program"),
+            std::string::npos);
+  site.no_schedule = NoScheduleCause::kAmbiguous;
+  EXPECT_NE(internal::NoScheduleReason(site).find("several embedded schedules match"),
+            std::string::npos);
+  const EmbeddedSchedule two{"x.cc", 3, 0,
+                             R"({"version":1,"strategy":"serial","serial_reasons":["a; b","c"]})"};
+  site.no_schedule = NoScheduleCause::kTesscSerial;
+  site.serial_entry = &two;
+  EXPECT_EQ(internal::NoScheduleReason(site),
+            "has no schedule: tessc chose to run it serially ((1) a; b (2) c)");
+  const EmbeddedSchedule none{"x.cc", 3, 0, R"({"version":1,"strategy":"serial"})"};
+  site.serial_entry = &none;
+  EXPECT_EQ(internal::NoScheduleReason(site),
+            "has no schedule: tessc chose to run it serially (tessc's warning for this call says "
+            "why)");
+}
+
+TEST(NoScheduleReasonTest, OnlyASerialEntryIsTesscsChoice) {
+  EXPECT_EQ(internal::TesscSerialReasons(R"({"strategy":"serial","serial_reasons":["x"]})"),
+            std::vector<std::string>{"x"});
+  EXPECT_EQ(internal::TesscSerialReasons(R"({"strategy":"serial"})"), std::vector<std::string>{});
+  EXPECT_EQ(internal::TesscSerialReasons(R"({"strategy":"1d"})"), std::nullopt);
+  EXPECT_EQ(internal::TesscSerialReasons("{}"), std::nullopt);
+  EXPECT_EQ(internal::TesscSerialReasons("not json"), std::nullopt);
 }
 
 // --- Schedules that do not fit their call abort, naming the call. ---

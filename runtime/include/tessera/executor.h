@@ -168,14 +168,25 @@ inline constexpr int kMaxExecutorSlots = 64;
 
 }  // namespace internal
 
+// Why a call site has no schedule to run with.
+enum class NoScheduleCause {
+  kNotEmbedded,  // the program embeds no entry for it (not built with tessera_add_program)
+  kAmbiguous,    // several embedded entries match it
+  kTesscSerial,  // tessc analysed it and chose to run it serially (its entry says why)
+};
+
 // One parallel_for call as the executor sees it.
 struct LoopSite {
   std::source_location location;
   bool data_parallel = false;  // the user passed DataParallel{} at this call
   int staleness = 0;           // DataParallel::staleness when data_parallel
-  // The schedule tessc embedded for this site; nullptr when there is none (not built with tessc)
-  // or the lookup was ambiguous. Owned by the program's static data.
+  // The schedule tessc embedded for this site; nullptr when there is none. Owned by the
+  // program's static data.
   const EmbeddedSchedule* schedule = nullptr;
+  // When `schedule` is nullptr: why, and for kTesscSerial tessc's entry (strategy "serial", with
+  // its reasons; never a schedule to run).
+  NoScheduleCause no_schedule = NoScheduleCause::kNotEmbedded;
+  const EmbeddedSchedule* serial_entry = nullptr;
 };
 
 // A parallel_for body over positions, type-erased so that Executor can be a virtual interface

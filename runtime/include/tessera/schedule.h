@@ -1,9 +1,11 @@
 // Schedules that tessc embeds into a program, and how the runtime finds the one of a call site.
 //
 // tessc generates a translation unit per program that calls RegisterEmbeddedSchedules() during
-// static initialization with one entry per parallel_for call site it analyzed. The runtime never
-// requires an entry: without one (program not built with tessc) a site runs unpartitioned, and a
-// parallel or distributed run says so in a warning, once per site.
+// static initialization with one entry per parallel_for call site it analyzed: a schedule, or for
+// a site tessc chose to run serially an entry whose strategy is "serial" (with its reasons). The
+// runtime never requires an entry: without one (program not built with tessc), or with a serial
+// one, a site runs unpartitioned, and a parallel or distributed run says so (and why) in a
+// warning, once per site.
 //
 // Lookup rule (see Context::FindSchedule): a parallel_for call at std::source_location
 // (file F, line L, column C) matches an entry E when

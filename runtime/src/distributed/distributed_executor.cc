@@ -390,10 +390,8 @@ class DistributedExecutor::Impl {
     auto key = std::make_tuple(std::string(site.location.file_name()), site.location.line(),
                                site.location.column());
     if (unscheduled_.insert(std::move(key)).second) {
-      logger_->info(
-          "parallel_for at {}:{} has no schedule from tessc (program not built with "
-          "tessera_add_program, or the lookup was ambiguous); every worker runs all of it",
-          site.location.file_name(), site.location.line());
+      logger_->info("parallel_for at {}:{} {}; every worker runs all of it",
+                    site.location.file_name(), site.location.line(), NoScheduleReason(site));
     }
     servers_->AdoptSerialRelaxedChanges();
     task.RunRange(0, space.size());  // slot 0: replicated, like code outside loops

@@ -109,6 +109,19 @@ Status CheckScheduleFitsSite(const LoopSchedule& schedule, const LoopSite& site,
 // call; either failure aborts naming the call's file:line, the reason and the fix (rebuild).
 LoopSchedule ScheduleForSiteOrDie(const LoopSite& site, const ArrayBase& space);
 
+// The reasons of a tessc entry whose strategy is "serial" (tessc chose to run the site serially),
+// each as tessc's warning gives it; nullopt for any other text (a schedule, or not JSON at all).
+std::optional<std::vector<std::string>> TesscSerialReasons(std::string_view json);
+
+// tessc's reasons as one text: one as it is, several numbered ("(1) ... (2) ...", since a reason
+// may itself hold ';' or ','); "" for none.
+std::string JoinSerialReasons(const std::vector<std::string>& reasons);
+
+// Why `site` has no schedule, for the line an executor logs when it runs the site without one:
+// "has no schedule from tessc (...)" naming site.no_schedule, with tessc's reasons when tessc
+// chose to run the site serially. REQUIRES: site.schedule == nullptr.
+std::string NoScheduleReason(const LoopSite& site);
+
 }  // namespace tessera::internal
 
 #endif  // TESSERA_RUNTIME_SRC_INTERNAL_LOOP_SCHEDULE_H_

@@ -5,8 +5,9 @@
 // Contract:
 //   - a site with a schedule runs in parallel under it; the result equals the serial program's
 //     for 1d, independent, 2d and unimodular schedules (those preserve every dependence);
-//   - a site without a schedule (program not built with tessc, or an ambiguous lookup) runs
-//     serially on the calling thread, and the executor logs that once per site;
+//   - a site without a schedule (program not built with tessc, an ambiguous lookup, or tessc
+//     chose to run it serially) runs serially on the calling thread, and the executor logs that
+//     once per site, naming which (LoopSite::no_schedule);
 //   - a schedule that does not fit its call (unknown version or strategy, another rank, a skew
 //     that is not unimodular, ...) aborts with a message naming the call's file:line: running it
 //     could be silently wrong, and the fix (rebuild with tessc) is the programmer's.

@@ -1,5 +1,6 @@
 // NEGATIVE (degrades to serial): the body is a function object, not a lambda. tessc does not
-// analyse it; it warns and emits no schedule, so the runtime runs this loop serially.
+// analyse it; it warns and emits no schedule, only an entry saying the site runs serially and why,
+// so the runtime runs this loop serially and says that tessc chose so.
 #include <tessera/tessera.h>
 
 struct Scale {
@@ -11,4 +12,4 @@ int main(int argc, char** argv) {
   auto A = tessera::DistArray<float, 1>::dense(ctx, {10});
   tessera::parallel_for(A, Scale{});  // expected-warning {{tessc cannot analyse this parallel_for (the loop body is not a lambda tessc can see); it will run serially}}
 }
-// JSON: "sites": []
+// JSON: "strategy": "serial", "serial_reasons": ["the loop body is not a lambda tessc can see"]

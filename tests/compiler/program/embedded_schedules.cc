@@ -1,6 +1,7 @@
 // End-to-end check of tessera_add_program: this program is built with its schedules embedded by
 // tessc, and checks through the runtime's own lookup (Context -> LoopSite::schedule) that each of
-// its parallel_for calls finds the schedule tessc chose for it. Exit status 0 on success.
+// its parallel_for calls finds the schedule tessc chose for it, and that a loop tessc runs serially
+// finds no schedule but tessc's entry saying so. Exit status 0 on success.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -18,7 +19,14 @@ class RecordingExecutor : public tessera::Executor {
   std::string_view name() const override { return "recording"; }
   void Run(const tessera::LoopSite& site, const tessera::internal::ArrayBase& space,
            const tessera::LoopTask& task) override {
-    seen_->push_back(site.schedule != nullptr ? site.schedule->json : "<none>");
+    if (site.schedule != nullptr) {
+      seen_->push_back(site.schedule->json);
+    } else if (site.no_schedule == tessera::NoScheduleCause::kTesscSerial &&
+               site.serial_entry != nullptr) {
+      seen_->push_back(std::string("tessc-serial ") + site.serial_entry->json);
+    } else {
+      seen_->push_back("<none>");
+    }
     serial_->Run(site, space, task);
   }
 
@@ -56,19 +64,32 @@ int main() {
     W(key[0], 0) += r * H(key[1], 0);
     H(key[1], 0) += r * W(key[0], 0);
   });
+  // tessc runs this one serially (it writes `total`, shared by every iteration; tessc warns).
+  float total = 0;
+  const std::string third_line = "\"line\":" + std::to_string(__LINE__ + 1);
+  tessera::parallel_for(W, [&](const tessera::Key<2>&, float& w) { total += w; });
 
-  bool ok = seen.size() == 2;
-  if (!ok) std::fprintf(stderr, "FAIL: expected 2 loops, saw %zu\n", seen.size());
+  bool ok = seen.size() == 3;
+  if (!ok) std::fprintf(stderr, "FAIL: expected 3 loops, saw %zu\n", seen.size());
   if (ok) {
     ok &= Expect(seen[0], "\"strategy\":\"independent\"", "first loop");
     ok &= Expect(seen[0], first_line, "first loop");
     ok &= Expect(seen[1], "\"strategy\":\"2d\"", "second loop");
     ok &= Expect(seen[1], second_line, "second loop");
     ok &= Expect(seen[1], "{\"name\":\"H\",\"placement\":\"rotating\"", "second loop");
+    ok &= Expect(seen[2], "tessc-serial {", "third loop");
+    ok &= Expect(seen[2], "\"strategy\":\"serial\"", "third loop");
+    ok &= Expect(seen[2], third_line, "third loop");
+    ok &= Expect(seen[2], "'total' writes 'total'", "third loop");
   }
   // The loops ran (serially) with the program's semantics: W(0,0) = 0.5 + 1 * 1.
   if (W(0, 0) != 1.5f) {
     std::fprintf(stderr, "FAIL: W(0, 0) = %f, expected 1.5\n", static_cast<double>(W(0, 0)));
+    ok = false;
+  }
+  // Eight elements of 0.5, of which two grew by 1 and 2.
+  if (total != 7.0f) {
+    std::fprintf(stderr, "FAIL: total = %f, expected 7\n", static_cast<double>(total));
     ok = false;
   }
   std::printf("%s: %zu loop(s) found their embedded schedules\n", ok ? "OK" : "FAILED",

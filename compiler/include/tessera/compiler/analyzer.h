@@ -31,6 +31,7 @@ struct AnalyzerOptions {
 
 struct AnalysisResult {
   std::vector<SiteResult> sites;  // every analysed site with a schedule, in source order
+  std::vector<SerialSite> serial_sites;  // every site tessc runs serially, in source order
   int sites_total = 0;            // including sites that failed
   bool ok = false;                // no Clang error and no site error in any translation unit
   std::vector<std::string> dependencies;  // every file the translation units read (for depfiles)

@@ -27,16 +27,34 @@ struct SiteResult {
   std::vector<std::string> conservative;  // what the front end could not see through
 };
 
+// A call site tessc runs serially (it cannot analyse the body, or the body reaches state tessc
+// cannot model). It has no schedule, but it is recorded, so that the runtime can say why the loop
+// runs serially instead of guessing that the program was not built with tessc.
+struct SerialSite {
+  std::string file;  // as SiteResult
+  unsigned line = 0;
+  unsigned column = 0;
+  std::string function;
+  std::vector<std::string> reasons;  // what tessc could not see through, as its warning says
+};
+
 // The site object of the schema. REQUIRES: site.decision.schedule (errors are not serialized).
 nlohmann::ordered_json SiteToJson(const SiteResult& site);
 
-// {"version": 1, "file": ..., "sites": [...]} for every site that has a schedule.
-nlohmann::ordered_json TranslationUnitToJson(const std::string& file,
-                                             const std::vector<SiteResult>& sites);
+// The site object of a serial site: strategy "serial" and its reasons, nothing to schedule.
+nlohmann::ordered_json SerialSiteToJson(const SerialSite& site);
 
-// A C++ source that registers each scheduled site through tessera::RegisterEmbeddedSchedules
-// during static initialization. `json` strings are exactly SiteToJson(site).dump().
-std::string EmitRegistrationCpp(const std::string& file, const std::vector<SiteResult>& sites);
+// {"version": 1, "file": ..., "sites": [...]} for every site that has a schedule, then every
+// serial site.
+nlohmann::ordered_json TranslationUnitToJson(const std::string& file,
+                                             const std::vector<SiteResult>& sites,
+                                             const std::vector<SerialSite>& serial = {});
+
+// A C++ source that registers each scheduled site, then each serial site, through
+// tessera::RegisterEmbeddedSchedules during static initialization. `json` strings are exactly
+// SiteToJson(site).dump() or SerialSiteToJson(site).dump().
+std::string EmitRegistrationCpp(const std::string& file, const std::vector<SiteResult>& sites,
+                                const std::vector<SerialSite>& serial = {});
 
 // Indented JSON in which arrays and objects holding only scalars (subscripts, index maps,
 // dependence vectors) stay on one line, so that golden tests can match a whole access per line.
