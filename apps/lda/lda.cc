@@ -276,15 +276,14 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     v = Pack(z, z);
     totals.add(z, 1);
   });
-  // Copies the topics of one order into the other and into both snapshots (serial code on every
-  // worker, O(tokens)).
+  // Copy the values of one order into the other, and the topics into that order's snapshot, the
+  // one the next sweep reads (serial code on every worker, O(tokens)).
   auto doc_to_word = [&] {
     for (int64_t q = 0; q < num_tokens; ++q) {
       const int64_t v = tokens.value_at(topics.doc_position(q));
       tokens_w.value_at(q) = v;
       topics.set_word_topic(q, Topic(v));
     }
-    for (int64_t p = 0; p < num_tokens; ++p) topics.set_doc_topic(p, Topic(tokens.value_at(p)));
     topics.bump_generation();
   };
   auto word_to_doc = [&] {
@@ -293,7 +292,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       tokens.value_at(p) = v;
       topics.set_doc_topic(p, Topic(v));
     }
-    for (int64_t q = 0; q < num_tokens; ++q) topics.set_word_topic(q, Topic(tokens_w.value_at(q)));
+    topics.bump_generation();
+  };
+  // The document-order snapshot of the current topics (the word-order one is current after
+  // doc_to_word).
+  auto refresh_doc_snapshot = [&] {
+    for (int64_t p = 0; p < num_tokens; ++p) topics.set_doc_topic(p, Topic(tokens.value_at(p)));
     topics.bump_generation();
   };
   doc_to_word();
@@ -451,6 +455,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
       //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the snapshot: each
       // document's and word's terms are added at its first token.
+      refresh_doc_snapshot();
       tessera::Accumulator<double> ll(ctx, ll_const);
       tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) {
         if (key[2] != 0) return;

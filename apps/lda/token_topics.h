@@ -47,10 +47,6 @@ class TokenTopics {
   // The snapshot: topic of the token at document-order position p / word-order position q.
   int32_t doc_topic(int64_t p) const { return doc_topics_[p]; }
   int32_t word_topic(int64_t q) const { return word_topics_[q]; }
-  void set_topic(int64_t p, int32_t z) {
-    doc_topics_[p] = z;
-    word_topics_[to_word_[p]] = z;
-  }
   void set_doc_topic(int64_t p, int32_t z) { doc_topics_[p] = z; }
   void set_word_topic(int64_t q, int32_t z) { word_topics_[q] = z; }
   // Changes whenever the snapshot does (callers bump it after writing it).
