@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # LDA on 20news: Tessera serial and `tessera run -w 2 -s 1`, and WarpLDA (thu-ml/warplda) with 1 and
 # 2 threads when its binaries are on the machine, one after the other in one run, each printing
-# log-likelihood per token against training time (evaluation included on both sides). The same
+# log-likelihood per token against training time (evaluation included on both sides), and the CPU
+# seconds each used (the machine is shared: wall time also measures the neighbours). The same
 # priors for all: alpha 0.5 per topic (WarpLDA's --alpha is the sum, 0.5 K), beta 0.01.
 #
 #   bench/apps/lda_vs_warplda.sh [BUILD_DIR]
@@ -21,6 +22,8 @@ OUT=${OUT:-/tmp/tessera-bench/lda_vs_warplda}
 TOPICS=${TOPICS:-"100 1000"}
 EVAL_EVERY=${EVAL_EVERY:-5}
 RUNS=${RUNS:-"tessera-1 tessera-w2 warplda-1 warplda-2"}
+ITERS_100=${ITERS_100:-100}
+ITERS_1000=${ITERS_1000:-50}
 NEWS=$DATA_DIR/20news/docword.20news.txt
 mkdir -p "$OUT/bin"
 cp "$BUILD"/bin/{lda,tessera,tessera-server} "$OUT/bin/"
@@ -47,18 +50,20 @@ for K in $TOPICS; do
         --eval-every "$EVAL_EVERY")
   for run in $RUNS; do
     log=$OUT/$run-k$K.log
-    echo "K=$K $run: uptime $(uptime | sed 's/.*load average: //')"
+    [[ $run != warplda-* || $have_warplda == 1 ]] || continue
+    echo "K=$K $run: load average $(uptime | sed 's/.*load average: //')" | tee "$OUT/$run-k$K.load"
+    # CPU seconds of the whole run (loading included; for -w 2 the launcher's children).
+    timed() { /usr/bin/time -f "cpu %U %S" -o "$OUT/$run-k$K.cpu" "$@"; }
     case $run in
       tessera-1)
-        "$BIN/lda" "${args[@]}" --metrics "$OUT/$run-k$K.jsonl" >"$log" 2>&1 ;;
+        timed "$BIN/lda" "${args[@]}" --metrics "$OUT/$run-k$K.jsonl" >"$log" 2>&1 ;;
       tessera-w2)
-        "$BIN/tessera" run -w 2 -s 1 --log-level warn -- "$BIN/lda" "${args[@]}" \
+        timed "$BIN/tessera" run -w 2 -s 1 --log-level warn -- "$BIN/lda" "${args[@]}" \
           --metrics "$OUT/$run-k$K.jsonl" >"$log" 2>&1 ;;
       warplda-1|warplda-2)
-        [[ $have_warplda == 1 ]] || continue
-        (cd "$OUT" && OMP_NUM_THREADS=${run#warplda-} "$WARPLDA_BIN/warplda" --prefix 20news \
-          --k "$K" --alpha "$alpha_sum" --beta 0.01 --niter "$ITERS" --dumpmodel=false \
-          --dumpz=false --writeinfo=false) >"$log" 2>&1 ;;
+        (cd "$OUT" && OMP_NUM_THREADS=${run#warplda-} timed "$WARPLDA_BIN/warplda" \
+          --prefix 20news --k "$K" --alpha "$alpha_sum" --beta 0.01 --niter "$ITERS" \
+          --dumpmodel=false --dumpz=false --writeinfo=false) >"$log" 2>&1 ;;
       *) echo "unknown run $run"; exit 2 ;;
     esac
   done
@@ -101,13 +106,16 @@ for k in topics:
     target = curves["warplda-2"][-1][2] if "warplda-2" in curves else None
     print(f"\nK={k}: ll/token at seconds (iteration)" +
           (f"; target = WarpLDA 2 threads' final {target:.3f}" if target else ""))
-    print("| run | " + " | ".join(["checkpoints (it: s, ll)"] * 1) + " | final | to target (s) |")
-    print("|---|---|---|---|")
+    print("| run | load avg before | ll/token at it: s | final | to target (s) | CPU s (whole run) |")
+    print("|---|---|---|---|---|---|")
     for r, c in curves.items():
         marks = [p for p in c if p[0] % 10 == 0 and p != c[-1]]
         text = ", ".join(f"{i}: {s:.1f} s {ll:.3f}" for i, s, ll in marks)
         i, s, ll = c[-1]
         reach = next((p for p in c if target is not None and p[2] >= target), None)
         to = f"{reach[1]:.1f} (it {reach[0]})" if reach else "not reached"
-        print(f"| {names.get(r, r)} | {text} | it {i}: {s:.1f} s {ll:.3f} | {to} |")
+        load = open(f"{out}/{r}-k{k}.load").read().split("average ")[-1].split(",")[0]
+        cpu = open(f"{out}/{r}-k{k}.cpu").read().split()
+        cpu = f"{float(cpu[-2]) + float(cpu[-1]):.1f}" if len(cpu) >= 3 else "?"
+        print(f"| {names.get(r, r)} | {load} | {text} | it {i}: {s:.1f} s {ll:.3f} | {to} | {cpu} |")
 EOF
