@@ -47,6 +47,8 @@ class TokenTopics {
   // The snapshot: topic of the token at document-order position p / word-order position q.
   int32_t doc_topic(int64_t p) const { return doc_topics_[p]; }
   int32_t word_topic(int64_t q) const { return word_topics_[q]; }
+  const int32_t* doc_topics() const { return doc_topics_.data(); }
+  const int32_t* word_topics() const { return word_topics_.data(); }
   void set_doc_topic(int64_t p, int32_t z) { doc_topics_[p] = z; }
   void set_word_topic(int64_t q, int32_t z) { word_topics_[q] = z; }
   // Changes whenever the snapshot does (callers bump it after writing it).
@@ -75,18 +77,18 @@ class TopicCounts {
     if (row == row_ && side == side_ && t.generation() == generation_ && &t == source_) return;
     if (counts_.size() != static_cast<size_t>(topics)) {
       counts_.assign(static_cast<size_t>(topics), 0);
-      touched_.clear();
+      nonzero_.clear();
     }
-    for (int32_t k : touched_) counts_[k] = 0;
-    touched_.clear();
-    topics_.clear();
-    if (side == Side::kDoc) {
-      for (int64_t p = t.doc_begin(row); p < t.doc_end(row); ++p) topics_.push_back(t.doc_topic(p));
-    } else {
-      for (int64_t q = t.word_begin(row); q < t.word_end(row); ++q) topics_.push_back(t.word_topic(q));
-    }
-    for (int32_t k : topics_) {
-      if (counts_[k]++ == 0) touched_.push_back(k);
+    for (int32_t k : nonzero_) counts_[k] = 0;
+    nonzero_.clear();
+    const int64_t begin = side == Side::kDoc ? t.doc_begin(row) : t.word_begin(row);
+    const int64_t end = side == Side::kDoc ? t.doc_end(row) : t.word_end(row);
+    row_topics_ = (side == Side::kDoc ? t.doc_topics() : t.word_topics()) + begin;
+    row_size_ = end - begin;
+    int32_t* counts = counts_.data();
+    for (int64_t i = 0; i < row_size_; ++i) {
+      const int32_t k = row_topics_[i];
+      if (counts[k]++ == 0) nonzero_.push_back(k);
     }
     row_ = row;
     side_ = side;
@@ -96,15 +98,15 @@ class TopicCounts {
 
   int32_t count(int32_t k) const { return counts_[k]; }
   // The topics with a non-zero count.
-  const std::vector<int32_t>& nonzero() const { return touched_; }
+  const std::vector<int32_t>& nonzero() const { return nonzero_; }
 
   // A topic drawn from count(k) + prior over K topics, from 64 random bits: one uniform over
   // [0, N + K prior) picks a token of the row, or beyond N a topic uniformly.
   int32_t Draw(float prior, uint64_t bits) const {
     const int32_t k = static_cast<int32_t>(counts_.size());
-    const double n = static_cast<double>(topics_.size());
+    const double n = static_cast<double>(row_size_);
     const double x = static_cast<double>(bits >> 11) * 0x1.0p-53 * (n + k * static_cast<double>(prior));
-    if (x < n) return topics_[static_cast<size_t>(x)];
+    if (x < n) return row_topics_[static_cast<int64_t>(x)];
     return std::min(k - 1, static_cast<int32_t>((x - n) / prior));
   }
 
@@ -114,8 +116,9 @@ class TopicCounts {
   uint64_t generation_ = 0;
   const TokenTopics* source_ = nullptr;
   std::vector<int32_t> counts_;
-  std::vector<int32_t> touched_;
-  std::vector<int32_t> topics_;  // the row's tokens' topics
+  std::vector<int32_t> nonzero_;            // the topics with a non-zero count
+  const int32_t* row_topics_ = nullptr;  // the row's tokens' topics, in the snapshot
+  int64_t row_size_ = 0;
 };
 
 }  // namespace lda
