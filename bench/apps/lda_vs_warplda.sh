@@ -9,6 +9,8 @@
 #   env: WARPLDA_BIN=/work/ref/warplda/bin (holds `warplda` and `format`, built outside the repo)
 #        DATA_DIR=../shared/data  OUT=/tmp/tessera-bench/lda_vs_warplda
 #        TOPICS="100 1000"  ITERS_100=100  ITERS_1000=50  (ITERS_<K> for any K)  EVAL_EVERY=5
+#        TESSERA_MORE=1.3 (Tessera runs that many times ITERS, so that it can reach WarpLDA's final
+#        LL when it needs more iterations; the table gives the time at which each run reached it)
 #        RUNS="tessera-1 tessera-w2 warplda-1 warplda-2"
 # WarpLDA reads Yahoo-LDA-style text ("id id word word ..."), so the docword file is converted once
 # (each token written as w<wordID>) and formatted with WarpLDA's `format`. Tessera's binaries are
@@ -24,6 +26,7 @@ EVAL_EVERY=${EVAL_EVERY:-5}
 RUNS=${RUNS:-"tessera-1 tessera-w2 warplda-1 warplda-2"}
 ITERS_100=${ITERS_100:-100}
 ITERS_1000=${ITERS_1000:-50}
+TESSERA_MORE=${TESSERA_MORE:-1.3}
 NEWS=$DATA_DIR/20news/docword.20news.txt
 mkdir -p "$OUT/bin"
 cp "$BUILD"/bin/{lda,tessera,tessera-server} "$OUT/bin/"
@@ -46,8 +49,8 @@ for K in $TOPICS; do
   iters_var=ITERS_$K
   ITERS=${!iters_var:-50}
   alpha_sum=$(python3 -c "print(0.5 * $K)")
-  args=(--docword "$NEWS" --topics "$K" --alpha 0.5 --beta 0.01 --iterations "$ITERS"
-        --eval-every "$EVAL_EVERY")
+  args=(--docword "$NEWS" --topics "$K" --alpha 0.5 --beta 0.01
+        --iterations "$(python3 -c "print(round($ITERS * $TESSERA_MORE))")" --eval-every "$EVAL_EVERY")
   for run in $RUNS; do
     log=$OUT/$run-k$K.log
     [[ $run != warplda-* || $have_warplda == 1 ]] || continue
