@@ -1,10 +1,9 @@
-// lda: latent Dirichlet allocation by collapsed Gibbs sampling, written as a serial Tessera program.
+// lda: latent Dirichlet allocation by collapsed Gibbs sampling, written as a serial Tessera
+// program.
 //
-// The iteration space holds one element per token, keyed (doc, word, occurrence), whose value is
-// the token's topic z. Sampling a token reads and writes the doc-topic counts of key[0] (local to
-// the worker owning the document) and the word-topic counts of key[1] (rotating between workers),
-// so tessc can schedule the loop 2D; the topic totals are touched by every token and live in a
-// RelaxedArray (additive updates, reads up to --staleness clocks stale when distributed).
+// The topic totals n_k are touched by every token and live in a RelaxedArray (additive updates,
+// reads up to --staleness clocks stale when distributed); everything else a sweep reads is its own
+// row's counts, derived from a snapshot of the topics.
 //
 // Sampler (after WarpLDA): Metropolis-Hastings with O(1) proposals and delayed counts, in sweeps
 // that visit the tokens word by word, then document by document. Each token is an element of two
@@ -31,18 +30,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/common/logging.h"
@@ -152,8 +151,8 @@ tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, bool count
   // K counts per document and per word.
   const double tokens = static_cast<double>(corpus.num_tokens);
   const double rows = static_cast<double>(corpus.num_docs) + static_cast<double>(corpus.vocab_size);
-  const double need = tokens * 96 + (count_tables ? rows * K * 4 : 0) +
-                      static_cast<double>(corpus.num_docs) * 16;
+  const double need =
+      tokens * 96 + (count_tables ? rows * K * 4 : 0) + static_cast<double>(corpus.num_docs) * 16;
   const double have = PhysicalMemoryBytes();
   if (have > 0 && need > have) {
     int64_t max_count = 0;
@@ -211,7 +210,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   tessera::Corpus& corpus = *loaded;
   const int64_t D = corpus.num_docs, V = corpus.vocab_size;
   const int K = opt.topics;
-  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.sampler == "gibbs", opt.docword_path); !s.ok()) {
+  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.sampler == "gibbs", opt.docword_path);
+      !s.ok()) {
     fmt::print(stderr, "lda: {}\n", s.ToString());
     return 1;
   }
@@ -235,10 +235,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   token_words.reserve(corpus.num_tokens);
   for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
     const Key<2>& dw = corpus.counts.key_at(p);
-    for (int32_t o = 0; o < corpus.counts.value_at(p); ++o) token_words.push_back(static_cast<int32_t>(dw[1]));
+    for (int32_t o = 0; o < corpus.counts.value_at(p); ++o)
+      token_words.push_back(static_cast<int32_t>(dw[1]));
     doc_length[dw[0]] += corpus.counts.value_at(p);
   }
-  const int64_t max_len = std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
+  const int64_t max_len =
+      std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
   lda::TokenTopics topics(doc_length, token_words, V);
   const int64_t num_tokens = topics.tokens();
   auto tokens = DistArray<int64_t, 3>::sparse(ctx, {D, V, max_len});
@@ -261,8 +263,9 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   if (report) {
     fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
                num_tokens, K, opt.alpha, opt.beta,
-               opt.data_parallel >= 0 ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
-                                      : std::string());
+               opt.data_parallel >= 0
+                   ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
+                   : std::string());
   }
 
   auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {K}, opt.staleness);
@@ -272,7 +275,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
     uint64_t h = opt.seed ^ (static_cast<uint64_t>(key[0]) << 40) ^ (static_cast<uint64_t>(key[1]) << 12) ^
                  static_cast<uint64_t>(key[2]);
-    const int32_t z = static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
+    const int32_t z =
+        static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
     v = Pack(z, z);
     totals.add(z, 1);
   });
@@ -314,7 +318,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
 
   // Log-likelihood terms that do not change: document lengths and the normalizers.
   int64_t max_word = 1;
-  for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, topics.word_end(w) - topics.word_begin(w));
+  for (int64_t w = 0; w < V; ++w)
+    max_word = std::max(max_word, topics.word_end(w) - topics.word_begin(w));
   const auto lg_alpha = LgammaTable(alpha, max_len + 1);
   const auto lg_beta = LgammaTable(beta, max_word + 1);
   double ll_const = 0;
@@ -424,10 +429,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       for (int pair = 0; pair < opt.mh_steps / 2; ++pair) {
         sweep = iter * opt.mh_steps + 2 * pair;
         if (opt.data_parallel >= 0) {
-          tessera::parallel_for(tokens_w, word_sweep, tessera::DataParallel{.staleness = opt.data_parallel});
+          tessera::parallel_for(tokens_w, word_sweep,
+                                tessera::DataParallel{.staleness = opt.data_parallel});
           word_to_doc();
           ++sweep;
-          tessera::parallel_for(tokens, doc_sweep, tessera::DataParallel{.staleness = opt.data_parallel});
+          tessera::parallel_for(tokens, doc_sweep,
+                                tessera::DataParallel{.staleness = opt.data_parallel});
         } else {
           tessera::parallel_for(tokens_w, word_sweep);
           word_to_doc();
@@ -466,7 +473,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         ll += sum;
       });
       tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
-        if (topics.word_position(topics.doc_begin(key[1]) + key[2]) != topics.word_begin(key[0])) return;
+        if (topics.word_position(topics.doc_begin(key[1]) + key[2]) != topics.word_begin(key[0]))
+          return;
         thread_local lda::TopicCounts nw;
         nw.Load(topics, lda::TopicCounts::Side::kWord, key[0], K);
         double sum = 0;
@@ -565,11 +573,11 @@ int main(int argc, char** argv) {
                  "MH steps per token per iteration, one per sweep (word, document, ...); even")
       ->capture_default_str()
       ->check(CLI::Range(2, 64) & CLI::Validator(
-                                     [](const std::string& v) {
-                                       return std::stoi(v) % 2 == 0 ? std::string()
-                                                                    : std::string("must be even");
-                                     },
-                                     "EVEN"));
+                                      [](const std::string& v) {
+                                        return std::stoi(v) % 2 == 0 ? std::string()
+                                                                     : std::string("must be even");
+                                      },
+                                      "EVEN"));
   app.add_option("--sampler", opt.sampler,
                  "mh (WarpLDA-style Metropolis-Hastings, O(1) per token) or gibbs (exact, O(K))")
       ->capture_default_str()

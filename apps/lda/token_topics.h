@@ -22,7 +22,8 @@ class TokenTopics {
               int64_t vocab_size)
       : doc_start_(doc_length.size() + 1, 0), word_start_(vocab_size + 1, 0) {
     const int64_t n = static_cast<int64_t>(words.size());
-    for (size_t d = 0; d < doc_length.size(); ++d) doc_start_[d + 1] = doc_start_[d] + doc_length[d];
+    for (size_t d = 0; d < doc_length.size(); ++d)
+      doc_start_[d + 1] = doc_start_[d] + doc_length[d];
     for (int32_t w : words) ++word_start_[w + 1];
     for (int64_t w = 0; w < vocab_size; ++w) word_start_[w + 1] += word_start_[w];
     to_word_.resize(n);
@@ -105,7 +106,8 @@ class TopicCounts {
   int32_t Draw(float prior, uint64_t bits) const {
     const int32_t k = static_cast<int32_t>(counts_.size());
     const double n = static_cast<double>(row_size_);
-    const double x = static_cast<double>(bits >> 11) * 0x1.0p-53 * (n + k * static_cast<double>(prior));
+    const double x =
+        static_cast<double>(bits >> 11) * 0x1.0p-53 * (n + k * static_cast<double>(prior));
     if (x < n) return row_topics_[static_cast<int64_t>(x)];
     return std::min(k - 1, static_cast<int32_t>((x - n) / prior));
   }
@@ -116,7 +118,7 @@ class TopicCounts {
   uint64_t generation_ = 0;
   const TokenTopics* source_ = nullptr;
   std::vector<int32_t> counts_;
-  std::vector<int32_t> nonzero_;            // the topics with a non-zero count
+  std::vector<int32_t> nonzero_;         // the topics with a non-zero count
   const int32_t* row_topics_ = nullptr;  // the row's tokens' topics, in the snapshot
   int64_t row_size_ = 0;
 };
