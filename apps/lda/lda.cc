@@ -1,19 +1,23 @@
-// lda: latent Dirichlet allocation by collapsed Gibbs sampling, written as a serial Tessera program.
+// lda: latent Dirichlet allocation by collapsed Gibbs sampling, written as a serial Tessera
+// program.
 //
-// The iteration space holds one element per token, keyed (doc, word, occurrence), whose value is
-// the token's topic z. Sampling a token reads and writes the doc-topic counts of key[0] (local to
-// the worker owning the document) and the word-topic counts of key[1] (rotating between workers),
-// so tessc can schedule the loop 2D; the topic totals are touched by every token and live in a
-// RelaxedArray (additive updates, reads up to --staleness clocks stale when distributed).
+// The topic totals n_k are touched by every token and live in a RelaxedArray (additive updates,
+// reads up to --staleness clocks stale when distributed); everything else a sweep reads is its own
+// row's counts, derived from a snapshot of the topics.
 //
-// Sampler: Metropolis-Hastings with alternating doc and word proposals drawn from alias tables in
-// O(1) (as in LightLDA), instead of the O(K) loop of the textbook sampler:
-//   doc proposal   q_d(k) ~ n_dk + alpha                    (table of document d, built on entry)
-//   word proposal  q_w(k) ~ (n_wk + beta) / (n_k + V beta)  (tables of every word, built once per
-//                                                            iteration)
-// Both proposals are fixed while they are used, so each MH step leaves the collapsed conditional
-//   p(z = k | rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V beta)
-// invariant; the staleness of the tables only costs acceptance rate.
+// Sampler (after WarpLDA): Metropolis-Hastings with O(1) proposals and delayed counts, in sweeps
+// that visit the tokens word by word, then document by document. Each token is an element of two
+// iteration spaces, `tokens` keyed (doc, word, j) and `tokens_w` keyed (word, doc, j); its value
+// packs the topic and a pending proposal. A sweep reads the counts of the row it visits from a
+// snapshot of all topics taken before the loop (TokenTopics, apps/lda/token_topics.h), so its body
+// writes only its own element and the relaxed totals: tessc schedules it `independent`, and rows
+// stay in cache because a row's tokens are consecutive. Between sweeps serial code copies the
+// topics from one order to the other. The word sweep accepts the document proposal against the
+// word factor of p(z = k | rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V beta) and draws a word
+// proposal q_w(k) ~ n_wk + beta (a random token of the word, or a uniform topic); the document
+// sweep accepts it against the document factor and draws q_d(k) ~ n_dk + alpha. Each proposal's
+// own factor cancels in its acceptance ratio. `--sampler gibbs` is the exact O(K) sampler on
+// count tables, a reference.
 //
 //   lda --docword docword.20news.txt --topics 100 --iterations 50 --metrics lda.jsonl
 //   tessera run -w 2 -s 1 -- lda --docword docword.20news.txt --topics 100 --iterations 50
@@ -26,23 +30,24 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
 #include "tessera/version.h"
+#include "token_topics.h"
 
 namespace {
 
@@ -56,9 +61,8 @@ struct LdaOptions {
   double alpha = 0.1;      // document-topic Dirichlet prior
   double beta = 0.01;      // topic-word Dirichlet prior
   int iterations = 50;
-  // MH steps per token, alternating doc and word proposals. 4 gives the best log-likelihood per
-  // CPU-second on 20news (measured against 2 and 8 at K=100).
-  int mh_steps = 4;
+  // MH steps per token per iteration, each a sweep (word, document, word, ...); even.
+  int mh_steps = 2;
   std::string sampler = "mh";  // mh | gibbs (the exact O(K) textbook sampler, as a reference)
   int64_t max_docs = 0;    // 0: all documents
   int staleness = 1;       // of the topic-totals table when distributed
@@ -85,124 +89,6 @@ class Rng {
 
  private:
   uint64_t state_;
-};
-
-// Proposal tables for every row of a count array (documents or words), rebuilt from the counts
-// at the start of each iteration and read-only during it -- so the sampling body has no state of
-// its own and any executor may run it on any thread.
-//
-// Row r's proposal is q_r(k) ~ (n_rk + prior) * scale_k, split into a sparse part over the row's
-// non-zero topics (weights n_rk * scale_k, sampled by a per-row alias table) and a dense part
-// prior * scale_k shared by all rows (one alias table over K). Entries are packed so that a draw
-// touches one or two cache lines.
-class ProposalTables {
- public:
-  // scale: per-topic factor (1 for documents, 1 / (n_k + V beta) for words).
-  void Build(const DistArray<int32_t, 2>& counts, const std::vector<float>& scale, float prior) {
-    const int64_t rows = counts.extent(0);
-    const int K = static_cast<int>(counts.extent(1));
-    prior_ = prior;
-    scale_ = scale;
-    std::vector<float> dense_w(K);
-    dense_mass_ = 0;
-    for (int k = 0; k < K; ++k) {
-      dense_w[k] = prior * scale[k];
-      dense_mass_ += dense_w[k];
-    }
-    dense_.resize(K);
-    BuildRow(dense_w.data(), K, dense_mass_, dense_.data());
-    for (int k = 0; k < K; ++k) dense_[k].topic = k;
-
-    // A snapshot of the counts, so that q_r(k) for any k is one load instead of a search.
-    k_ = K;
-    stale_.assign(counts.data(), counts.data() + rows * K);
-    rows_.assign(rows, Row{});
-    entries_.clear();
-    std::vector<float> w;
-    for (int64_t r = 0; r < rows; ++r) {
-      auto row = counts.row(r);
-      Row& h = rows_[r];
-      h.offset = static_cast<int64_t>(entries_.size());
-      w.clear();
-      for (int k = 0; k < K; ++k) {
-        if (row[k] != 0) {
-          entries_.push_back(Entry{k, row[k], 0.0f, 0});
-          w.push_back(static_cast<float>(row[k]) * scale[k]);
-          h.sparse_mass += w.back();
-        }
-      }
-      h.size = static_cast<int32_t>(w.size());
-      if (h.size > 0) BuildRow(w.data(), h.size, h.sparse_mass, &entries_[h.offset]);
-    }
-  }
-
-  // A topic drawn from q_r, and its unnormalized weight q_r(topic).
-  int32_t Sample(int64_t r, uint64_t bits1, uint64_t bits2, float* weight) const {
-    const Row& h = rows_[r];
-    if (Rng::Unit(bits1) * (h.sparse_mass + dense_mass_) < h.sparse_mass) {
-      const Entry& e = Pick(&entries_[h.offset], h.size, bits2);
-      *weight = (static_cast<float>(e.count) + prior_) * scale_[e.topic];
-      return e.topic;
-    }
-    const int32_t k = Pick(dense_.data(), static_cast<int32_t>(dense_.size()), bits2).topic;
-    *weight = Weight(r, k);
-    return k;
-  }
-  // Unnormalized q_r(k), from the counts the tables were built from.
-  float Weight(int64_t r, int32_t k) const {
-    return (static_cast<float>(stale_[r * k_ + k]) + prior_) * scale_[k];
-  }
-
- private:
-  struct Entry {
-    int32_t topic;
-    int32_t count;  // n_rk when built
-    float prob;     // alias method: keep this entry with probability prob ...
-    int32_t alias;  // ... else take entry `alias` (a position within the row)
-  };
-  struct Row {
-    int64_t offset = 0;
-    int32_t size = 0;
-    float sparse_mass = 0;
-  };
-
-  // Vose's alias method over w[0..n) into entries[0..n).
-  void BuildRow(const float* w, int32_t n, float total, Entry* entries) {
-    small_.clear();
-    large_.clear();
-    const float s = static_cast<float>(n) / total;
-    for (int32_t i = 0; i < n; ++i) {
-      entries[i].prob = w[i] * s;
-      entries[i].alias = i;
-      (entries[i].prob < 1.0f ? small_ : large_).push_back(i);
-    }
-    while (!small_.empty() && !large_.empty()) {
-      const int32_t sm = small_.back(), lg = large_.back();
-      small_.pop_back();
-      entries[sm].alias = lg;
-      entries[lg].prob -= 1.0f - entries[sm].prob;
-      if (entries[lg].prob < 1.0f) {
-        large_.pop_back();
-        small_.push_back(lg);
-      }
-    }
-    for (int32_t i : small_) entries[i].prob = 1.0f;  // rounding leftovers
-    for (int32_t i : large_) entries[i].prob = 1.0f;
-  }
-  static const Entry& Pick(const Entry* entries, int32_t n, uint64_t bits) {
-    const Entry& e = entries[Rng::Below(bits, static_cast<uint32_t>(n))];
-    return Rng::Unit(bits) < e.prob ? e : entries[e.alias];
-  }
-
-  float prior_ = 0;
-  int64_t k_ = 0;
-  std::vector<int32_t> stale_;  // rows x K counts when built
-  std::vector<float> scale_;
-  std::vector<Row> rows_;
-  std::vector<Entry> entries_;
-  std::vector<Entry> dense_;
-  float dense_mass_ = 0;
-  std::vector<int32_t> small_, large_;
 };
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -242,6 +128,14 @@ tessera::Result<std::vector<std::string>> ReadVocabulary(const std::string& path
   return vocab;
 }
 
+// A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.
+int64_t Pack(int32_t topic, int32_t proposal) {
+  return static_cast<int64_t>((static_cast<uint64_t>(static_cast<uint32_t>(proposal)) << 32) |
+                              static_cast<uint32_t>(topic));
+}
+int32_t Topic(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
+int32_t Proposal(int64_t v) { return static_cast<int32_t>(static_cast<uint64_t>(v) >> 32); }
+
 // Bytes of physical memory (0 when unknown).
 double PhysicalMemoryBytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -250,12 +144,15 @@ double PhysicalMemoryBytes() {
 
 // What the sampler will hold for this corpus, checked before anything that large is allocated:
 // a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
-tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, const std::string& path) {
-  // Per token: its key and topic in `tokens` (3 x 8 + 4 bytes, padded) and a log-gamma entry.
-  // Per document and per word: K counts, and as much again in the proposal tables' snapshots.
+tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, bool count_tables,
+                                const std::string& path) {
+  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), its topic in
+  // both snapshots, its positions and word (TokenTopics). With count tables (--sampler gibbs):
+  // K counts per document and per word.
   const double tokens = static_cast<double>(corpus.num_tokens);
   const double rows = static_cast<double>(corpus.num_docs) + static_cast<double>(corpus.vocab_size);
-  const double need = tokens * 40 + rows * K * 4 * 2 + static_cast<double>(corpus.num_docs) * 8;
+  const double need =
+      tokens * 96 + (count_tables ? rows * K * 4 : 0) + static_cast<double>(corpus.num_docs) * 16;
   const double have = PhysicalMemoryBytes();
   if (have > 0 && need > have) {
     int64_t max_count = 0;
@@ -313,7 +210,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   tessera::Corpus& corpus = *loaded;
   const int64_t D = corpus.num_docs, V = corpus.vocab_size;
   const int K = opt.topics;
-  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.docword_path); !s.ok()) {
+  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.sampler == "gibbs", opt.docword_path);
+      !s.ok()) {
     fmt::print(stderr, "lda: {}\n", s.ToString());
     return 1;
   }
@@ -328,50 +226,102 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   const float alpha = static_cast<float>(opt.alpha), beta = static_cast<float>(opt.beta);
   const float vbeta = static_cast<float>(V) * beta;
 
-  // One element per token, keyed (doc, word, occurrence), in document order.
+  // Every token twice, as elements of two iteration spaces with the same value (its topic in the
+  // low 32 bits, a pending proposal in the high 32): `tokens` keyed (doc, word, j) in document
+  // order and `tokens_w` keyed (word, doc, j) in word order, j = the token's index in its document.
   corpus.counts.sort_keys();
-  int64_t max_count = 1;
-  for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
-    max_count = std::max<int64_t>(max_count, corpus.counts.value_at(p));
-  }
-  auto tokens = DistArray<int32_t, 3>::sparse(ctx, {D, V, max_count});
-  tokens.reserve(corpus.num_tokens);
   std::vector<int64_t> doc_length(D, 0);
+  std::vector<int32_t> token_words;
+  token_words.reserve(corpus.num_tokens);
   for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
     const Key<2>& dw = corpus.counts.key_at(p);
-    const int32_t n = corpus.counts.value_at(p);
-    for (int32_t o = 0; o < n; ++o) tokens.append_unchecked({{dw[0], dw[1], o}}, 0);
-    doc_length[dw[0]] += n;
+    for (int32_t o = 0; o < corpus.counts.value_at(p); ++o)
+      token_words.push_back(static_cast<int32_t>(dw[1]));
+    doc_length[dw[0]] += corpus.counts.value_at(p);
   }
+  const int64_t max_len =
+      std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
+  lda::TokenTopics topics(doc_length, token_words, V);
+  const int64_t num_tokens = topics.tokens();
+  auto tokens = DistArray<int64_t, 3>::sparse(ctx, {D, V, max_len});
+  auto tokens_w = DistArray<int64_t, 3>::sparse(ctx, {V, D, max_len});
+  tokens.reserve(num_tokens);
+  tokens_w.reserve(num_tokens);
+  for (int64_t d = 0; d < D; ++d) {
+    for (int64_t p = topics.doc_begin(d); p < topics.doc_end(d); ++p) {
+      tokens.append_unchecked({{d, token_words[p], p - topics.doc_begin(d)}}, 0);
+    }
+  }
+  for (int64_t q = 0; q < num_tokens; ++q) {
+    const Key<3>& k = tokens.key_at(topics.doc_position(q));
+    tokens_w.append_unchecked({{k[1], k[0], k[2]}}, 0);
+  }
+  std::vector<int32_t>().swap(token_words);
   const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
   const std::string workers =
       distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
   if (report) {
     fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
-               tokens.nnz(), K, opt.alpha, opt.beta,
-               opt.data_parallel >= 0 ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
-                                      : std::string());
+               num_tokens, K, opt.alpha, opt.beta,
+               opt.data_parallel >= 0
+                   ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
+                   : std::string());
   }
 
-  auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {D, K});
-  auto word_topic = DistArray<int32_t, 2>::dense(ctx, {V, K});
   auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {K}, opt.staleness);
 
   // Random initial topics, a function of the key so the result does not depend on visit order.
-  tessera::parallel_for(tokens, [&](const Key<3>& key, int32_t& z) {
+  // The pending proposal is the topic itself (nothing to accept in the first sweep).
+  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
     uint64_t h = opt.seed ^ (static_cast<uint64_t>(key[0]) << 40) ^ (static_cast<uint64_t>(key[1]) << 12) ^
                  static_cast<uint64_t>(key[2]);
-    z = static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
-    doc_topic(key[0], z) += 1;
-    word_topic(key[1], z) += 1;
+    const int32_t z =
+        static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
+    v = Pack(z, z);
     totals.add(z, 1);
   });
+  // Copy the values of one order into the other, and the topics into that order's snapshot, the
+  // one the next sweep reads (serial code on every worker, O(tokens)).
+  auto doc_to_word = [&] {
+    for (int64_t q = 0; q < num_tokens; ++q) {
+      const int64_t v = tokens.value_at(topics.doc_position(q));
+      tokens_w.value_at(q) = v;
+      topics.set_word_topic(q, Topic(v));
+    }
+    topics.bump_generation();
+  };
+  auto word_to_doc = [&] {
+    for (int64_t p = 0; p < num_tokens; ++p) {
+      const int64_t v = tokens_w.value_at(topics.word_position(p));
+      tokens.value_at(p) = v;
+      topics.set_doc_topic(p, Topic(v));
+    }
+    topics.bump_generation();
+  };
+  // The document-order snapshot of the current topics (the word-order one is current after
+  // doc_to_word).
+  auto refresh_doc_snapshot = [&] {
+    for (int64_t p = 0; p < num_tokens; ++p) topics.set_doc_topic(p, Topic(tokens.value_at(p)));
+    topics.bump_generation();
+  };
+  doc_to_word();
+
+  // The exact sampler's count tables (--sampler gibbs only; calloc'ed, untouched otherwise).
+  auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {opt.sampler == "gibbs" ? D : 1, K});
+  auto word_topic = DistArray<int32_t, 2>::dense(ctx, {opt.sampler == "gibbs" ? V : 1, K});
+  if (opt.sampler == "gibbs") {
+    tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+      doc_topic(key[0], Topic(v)) += 1;
+      word_topic(key[1], Topic(v)) += 1;
+    });
+  }
 
   // Log-likelihood terms that do not change: document lengths and the normalizers.
-  int64_t max_len = 1;
-  for (int64_t n : doc_length) max_len = std::max(max_len, n);
+  int64_t max_word = 1;
+  for (int64_t w = 0; w < V; ++w)
+    max_word = std::max(max_word, topics.word_end(w) - topics.word_begin(w));
   const auto lg_alpha = LgammaTable(alpha, max_len + 1);
-  const auto lg_beta = LgammaTable(beta, tokens.nnz() + 1);
+  const auto lg_beta = LgammaTable(beta, max_word + 1);
   double ll_const = 0;
   for (int64_t n : doc_length) {
     ll_const += std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
@@ -386,9 +336,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
                (static_cast<uint64_t>(key[1]) * 0xC2B2AE3D27D4EB4FULL) ^
                (static_cast<uint64_t>(key[2]) * 0x165667B19E3779F9ULL));
   };
-  ProposalTables doc_prop, word_prop;
-  const std::vector<float> ones(K, 1.0f);
-  std::vector<float> inv_total(K);
   const auto start = std::chrono::steady_clock::now();
   for (int iter = 1; iter <= opt.iterations; ++iter) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -396,13 +343,13 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     tessera::Accumulator<int64_t> accepted(ctx);
     if (opt.sampler == "gibbs") {
       // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
-      auto gibbs = [&](const Key<3>& key, int32_t& z) {
+      auto gibbs = [&](const Key<3>& key, int64_t& v) {
         thread_local std::vector<double> cdf;  // scratch, one per executor thread
         cdf.resize(K);
         auto nd = doc_topic.row(key[0]);
         auto nw = word_topic.row(key[1]);
         Rng rng = token_rng(iter, key);
-        const int32_t s = z;
+        const int32_t s = Topic(v);
         nd[s] -= 1;
         nw[s] -= 1;
         totals.add(s, -1);
@@ -418,56 +365,83 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         nw[chosen] += 1;
         totals.add(chosen, 1);
         accepted += chosen != s;
-        z = chosen;
+        v = Pack(chosen, chosen);
       };
       if (opt.data_parallel >= 0) {
         tessera::parallel_for(tokens, gibbs, tessera::DataParallel{.staleness = opt.data_parallel});
       } else {
         tessera::parallel_for(tokens, gibbs);
       }
+      doc_to_word();
     } else {
-      for (int k = 0; k < K; ++k) inv_total[k] = 1.0f / (static_cast<float>(totals(k)) + vbeta);
-      doc_prop.Build(doc_topic, ones, alpha);        // q_d(k) ~ n_dk + alpha
-      word_prop.Build(word_topic, inv_total, beta);  // q_w(k) ~ (n_wk + beta) / (n_k + V beta)
-      // One body for both schedules: tessc's 2D schedule by default, or, with --data-parallel S,
-      // the user's permission to run conflicting count updates (all additive) concurrently with
-      // reads up to S clocks stale.
-      auto mh = [&](const Key<3>& key, int32_t& z) {
-        auto nd = doc_topic.row(key[0]);
-        auto nw = word_topic.row(key[1]);
-        Rng rng = token_rng(iter, key);
-        int32_t s = z;
-        nd[s] -= 1;
-        nw[s] -= 1;
-        totals.add(s, -1);
-        int64_t moved = 0;
-        for (int step = 0; step < opt.mh_steps; ++step) {
-          const bool doc_step = (step % 2) == 0;
-          const ProposalTables& q = doc_step ? doc_prop : word_prop;
-          const int64_t row = doc_step ? key[0] : key[1];
-          float q_t;
-          const uint64_t r1 = rng.Next(), r2 = rng.Next();
-          const int32_t t = q.Sample(row, r1, r2, &q_t);
-          if (t == s) continue;
-          const float p_t = (nd[t] + alpha) * (nw[t] + beta) / (static_cast<float>(totals(t)) + vbeta);
-          const float p_s = (nd[s] + alpha) * (nw[s] + beta) / (static_cast<float>(totals(s)) + vbeta);
-          const float q_s = q.Weight(row, s);
-          // Accept t with probability min(1, p(t) q(s) / (p(s) q(t))).
-          if (Rng::Unit(rng.Next()) * p_s * q_t < p_t * q_s) {
+      // WarpLDA's sweeps with delayed counts: every token is visited once per sweep; a sweep reads
+      // the counts of its row (word, then document) from the snapshot taken before it, so its
+      // loop writes nothing but each token's own element and the relaxed totals, and tessc can
+      // partition it freely. The word sweep accepts the pending document proposal against the
+      // word factor (n_wk + beta) / (n_k + V beta) of the conditional and leaves a word proposal
+      // q_w(k) ~ n_wk + beta; the document sweep accepts that against (n_dk + alpha) / (n_k + V
+      // beta) and leaves a document proposal q_d(k) ~ n_dk + alpha. Each proposal's own factor
+      // cancels in its acceptance ratio, so every step is O(1).
+      const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
+      int sweep = 0;                       // seeds the tokens' generators
+      auto word_sweep = [&](const Key<3>& key, int64_t& v) {
+        thread_local lda::TopicCounts nw;  // word key[0]'s counts in the snapshot
+        nw.Load(topics, lda::TopicCounts::Side::kWord, key[0], K);
+        Rng rng = token_rng(sweep, key);
+        int32_t s = Topic(v);
+        const int32_t t = Proposal(v);
+        if (t != s) {
+          const float a = static_cast<float>(nw.count(t)) + beta;
+          const float b = static_cast<float>(nw.count(s)) - 1.0f + beta;
+          const float nt = static_cast<float>(totals(t)) + vbeta;
+          const float ns = static_cast<float>(totals(s)) + vbeta_1;
+          if (Rng::Unit(rng.Next()) * b * nt < a * ns) {
+            totals.add(s, -1);
+            totals.add(t, 1);
             s = t;
-            ++moved;
+            accepted += 1;
           }
         }
-        nd[s] += 1;
-        nw[s] += 1;
-        totals.add(s, 1);
-        z = s;
-        accepted += moved;
+        v = Pack(s, nw.Draw(beta, rng.Next()));
       };
-      if (opt.data_parallel >= 0) {
-        tessera::parallel_for(tokens, mh, tessera::DataParallel{.staleness = opt.data_parallel});
-      } else {
-        tessera::parallel_for(tokens, mh);
+      auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
+        thread_local lda::TopicCounts nd;  // document key[0]'s counts in the snapshot
+        nd.Load(topics, lda::TopicCounts::Side::kDoc, key[0], K);
+        Rng rng = token_rng(sweep, key);
+        int32_t s = Topic(v);
+        const int32_t t = Proposal(v);
+        if (t != s) {
+          const float a = static_cast<float>(nd.count(t)) + alpha;
+          const float b = static_cast<float>(nd.count(s)) - 1.0f + alpha;
+          const float nt = static_cast<float>(totals(t)) + vbeta;
+          const float ns = static_cast<float>(totals(s)) + vbeta_1;
+          if (Rng::Unit(rng.Next()) * b * nt < a * ns) {
+            totals.add(s, -1);
+            totals.add(t, 1);
+            s = t;
+            accepted += 1;
+          }
+        }
+        v = Pack(s, nd.Draw(alpha, rng.Next()));
+      };
+      // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
+      // permission to run the loops data-parallel with reads up to S clocks stale.
+      for (int pair = 0; pair < opt.mh_steps / 2; ++pair) {
+        sweep = iter * opt.mh_steps + 2 * pair;
+        if (opt.data_parallel >= 0) {
+          tessera::parallel_for(tokens_w, word_sweep,
+                                tessera::DataParallel{.staleness = opt.data_parallel});
+          word_to_doc();
+          ++sweep;
+          tessera::parallel_for(tokens, doc_sweep,
+                                tessera::DataParallel{.staleness = opt.data_parallel});
+        } else {
+          tessera::parallel_for(tokens_w, word_sweep);
+          word_to_doc();
+          ++sweep;
+          tessera::parallel_for(tokens, doc_sweep);
+        }
+        doc_to_word();
       }
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
@@ -480,40 +454,53 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       fmt::print(stderr, "lda: {}\n", sample_cpu_seconds.status().ToString());
       return 1;
     }
-    const double tokens_per_cpu_s = static_cast<double>(tokens.nnz()) / *sample_cpu_seconds;
-    const double tokens_per_s = static_cast<double>(tokens.nnz()) / sample_seconds;
+    const double tokens_per_cpu_s = static_cast<double>(num_tokens) / *sample_cpu_seconds;
+    const double tokens_per_s = static_cast<double>(num_tokens) / sample_seconds;
 
-    double ll_per_token = NAN;
+    std::optional<double> ll_per_token;
     if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
       // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
-      //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)].
+      //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the snapshot: each
+      // document's and word's terms are added at its first token.
+      refresh_doc_snapshot();
       tessera::Accumulator<double> ll(ctx, ll_const);
-      tessera::parallel_for(doc_topic, [&](const Key<2>&, int32_t& n) {
-        if (n != 0) ll += lg_alpha[n];
+      tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) {
+        if (key[2] != 0) return;
+        thread_local lda::TopicCounts nd;
+        nd.Load(topics, lda::TopicCounts::Side::kDoc, key[0], K);
+        double sum = 0;
+        for (int32_t k : nd.nonzero()) sum += lg_alpha[nd.count(k)];
+        ll += sum;
       });
-      tessera::parallel_for(word_topic, [&](const Key<2>&, int32_t& n) {
-        if (n != 0) ll += lg_beta[n];
+      tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
+        if (topics.word_position(topics.doc_begin(key[1]) + key[2]) != topics.word_begin(key[0]))
+          return;
+        thread_local lda::TopicCounts nw;
+        nw.Load(topics, lda::TopicCounts::Side::kWord, key[0], K);
+        double sum = 0;
+        for (int32_t k : nw.nonzero()) sum += lg_beta[nw.count(k)];
+        ll += sum;
       });
       for (int k = 0; k < K; ++k) ll += -std::lgamma(static_cast<double>(totals(k)) + V * opt.beta);
-      ll_per_token = ll.value() / static_cast<double>(tokens.nnz());
+      ll_per_token = ll.value() / static_cast<double>(num_tokens);
     }
     const double elapsed = Seconds(std::chrono::steady_clock::now() - start);
     const double acceptance =
         static_cast<double>(accepted.value()) /
-        static_cast<double>(tokens.nnz() * (opt.sampler == "gibbs" ? 1 : opt.mh_steps));
+        static_cast<double>(num_tokens * (opt.sampler == "gibbs" ? 1 : opt.mh_steps));
     if (report) {
-      fmt::print(
-          "iter {:4d}  ll/token {:.5f}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}\n",
-          iter, ll_per_token, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers);
+      const std::string ll_text =
+          ll_per_token ? fmt::format("ll/token {:.5f}", *ll_per_token) : std::string("ll/token -");
+      fmt::print("iter {:4d}  {}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}\n", iter,
+                 ll_text, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers);
       std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
     }
     bool written = true;
     if (metrics) {
       tessera::MetricsRecord record;
-      record.set("app", "lda")
-          .set("iteration", iter)
-          .set("loglik_per_token", ll_per_token)
-          .set("tokens_per_s", tokens_per_s)
+      record.set("app", "lda").set("iteration", iter);
+      if (ll_per_token) record.set("loglik_per_token", *ll_per_token);
+      record.set("tokens_per_s", tokens_per_s)
           .set("moved_fraction", acceptance)
           .set("tokens_per_cpu_s", tokens_per_cpu_s)
           .set("iteration_s", sample_seconds)
@@ -533,12 +520,20 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     std::vector<int> order(K);
     for (int k = 0; k < K; ++k) order[k] = k;
     std::sort(order.begin(), order.end(), [&](int a, int b) { return totals(a) > totals(b); });
-    for (int i = 0; i < std::min(opt.show_topics, K); ++i) {
-      const int k = order[i];
-      std::vector<std::pair<int32_t, int64_t>> words;
-      for (int64_t w = 0; w < V; ++w) {
-        if (word_topic(w, k) > 0) words.emplace_back(word_topic(w, k), w);
+    const int shown = std::min(opt.show_topics, K);
+    std::vector<int> rank(K, -1);
+    for (int i = 0; i < shown; ++i) rank[order[i]] = i;
+    std::vector<std::vector<std::pair<int32_t, int64_t>>> top(shown);  // (count, word) per topic
+    lda::TopicCounts nw;
+    for (int64_t w = 0; w < V; ++w) {
+      nw.Load(topics, lda::TopicCounts::Side::kWord, w, K);
+      for (int32_t k : nw.nonzero()) {
+        if (rank[k] >= 0) top[rank[k]].emplace_back(nw.count(k), w);
       }
+    }
+    for (int i = 0; i < shown; ++i) {
+      const int k = order[i];
+      std::vector<std::pair<int32_t, int64_t>>& words = top[i];
       const size_t n = std::min<size_t>(opt.top_words, words.size());
       std::partial_sort(words.begin(), words.begin() + n, words.end(), std::greater<>());
       std::string line;
@@ -552,7 +547,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Collapsed Gibbs LDA (alias/Metropolis-Hastings sampler) on Tessera DistArrays"};
+  CLI::App app{"Collapsed Gibbs LDA (Metropolis-Hastings sampler) on Tessera DistArrays"};
   app.set_version_flag("--version", std::string("lda ") + tessera::kVersion);
   app.option_defaults()->always_capture_default();
   LdaOptions opt;
@@ -574,11 +569,17 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", opt.iterations, "sampling passes over the corpus")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--mh-steps", opt.mh_steps, "MH steps per token (alternating doc/word proposals)")
+  app.add_option("--mh-steps", opt.mh_steps,
+                 "MH steps per token per iteration, one per sweep (word, document, ...); even")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(2, 64) & CLI::Validator(
+                                      [](const std::string& v) {
+                                        return std::stoi(v) % 2 == 0 ? std::string()
+                                                                     : std::string("must be even");
+                                      },
+                                      "EVEN"));
   app.add_option("--sampler", opt.sampler,
-                 "mh (alias + Metropolis-Hastings) or gibbs (exact, O(K))")
+                 "mh (WarpLDA-style Metropolis-Hastings, O(1) per token) or gibbs (exact, O(K))")
       ->capture_default_str()
       ->check(CLI::IsMember({"mh", "gibbs"}));
   app.add_option("--max-docs", opt.max_docs, "use only documents 1..N (0: all)")

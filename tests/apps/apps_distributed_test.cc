@@ -162,9 +162,9 @@ TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
   EXPECT_EQ(split, 2) << "W and user_bias partitioned by user\n" << dist.output;
 }
 
-// Measured (first 2000 documents, K=20, 20 iterations): log-likelihood per token -8.785 serial,
-// -8.802 and -8.807 with 2 workers (topic totals on the server with staleness 1); iteration 10
-// is at -9.16, so 1% (0.088) is less than the last ten iterations gain.
+// Measured (first 2000 documents, K=20, 20 iterations): log-likelihood per token -9.203 serial,
+// -9.191 with 2 workers (topic totals on the server with staleness 1); iteration 10 is at -10.06,
+// so 1% (0.092) is much less than the last ten iterations gain.
 TEST_F(AppsDistributedTest, LdaWithTwoWorkersReachesTheSerialLogLikelihood) {
   const std::string corpus = Data("20news/docword.20news.txt");
   if (!fs::exists(corpus)) GTEST_SKIP() << "no 20news data at " << corpus;
@@ -205,10 +205,10 @@ TEST_F(AppsDistributedTest, LdaWithTwoWorkersReachesTheSerialLogLikelihood) {
 }
 
 // The same programs with --data-parallel 1: the SGD / sampling loop runs under the DataParallel
-// permission (W, H, biases, doc-topic and word-topic counts on the parameter servers under SSP)
+// permission (W, H and biases, LDA's topic totals, on the parameter servers under SSP)
 // instead of the 2D schedule. Measured: MF (k=10, 10 epochs) test RMSE 0.9438 serial, 0.9441 and
-// 0.9446 data-parallel; LDA (first 500 documents, K=20, 10 iterations) -9.362 serial, -9.396 and
-// -9.399 data-parallel (iteration 5 is at -9.90).
+// 0.9446 data-parallel; LDA (first 500 documents, K=20, 10 iterations) -10.137 serial, -10.136
+// data-parallel (iteration 5 is at -10.94).
 TEST_F(AppsDistributedTest, MfDataParallelWithTwoWorkersReachesTheSerialTestRmse) {
   if (!fs::exists(Data("ml-100k/u1.base")) || !fs::exists(Data("ml-100k/u1.test"))) {
     GTEST_SKIP() << "no MovieLens data (u1.base, u1.test) at " << Data("ml-100k");
