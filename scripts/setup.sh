@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  zlib1g-dev
   python3 python3-matplotlib
   iproute2 openssh-client procps
 )
