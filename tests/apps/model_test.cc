@@ -363,4 +363,71 @@ TEST_F(LdaModelTest, LdaRejectsBadModelPathsBeforeTraining) {
   EXPECT_EQ(ReadRows(Path("o")).size(), 2u);
 }
 
+// Plain text to topics and back: the corpus tool builds the training corpus, lda learns two
+// topics from documents drawn from two disjoint word lists and saves them, the corpus tool turns
+// new text into documents with the model's wordIDs, and folding them in puts each new document
+// in its list's topic.
+TEST_F(LdaModelTest, PlainTextToTopicsAndBack) {
+  const std::vector<std::vector<std::string>> themes = {
+      {"cat", "dog", "pet", "fur", "paw", "leash", "kitten", "puppy"},
+      {"stock", "market", "price", "trade", "bond", "yield", "equity", "broker"}};
+  uint64_t state = 12345;
+  auto text = [&](int docs) {
+    std::string out;
+    for (int d = 0; d < docs; ++d) {
+      const auto& words = themes[static_cast<size_t>(d % 2)];
+      out += "The";  // a stop word, and upper case
+      for (int t = 0; t < 30; ++t) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        out += " " + words[(state >> 33) % words.size()];
+      }
+      out += ".\n";
+    }
+    return out;
+  };
+  Write("train.txt", text(60));
+  Write("new.txt", text(10));
+  const std::string model = Path("model");
+  RunResult r = RunCommand(Bin("corpus") + " --text " + Path("train.txt") + " --docword " +
+                           Path("docword.txt") + " --vocab " + Path("vocab.txt") +
+                           " --english-stop-words");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("60 documents, 16 words, 1800 tokens kept, 60 dropped"), std::string::npos)
+      << r.output;
+  r = RunCommand(Bin("lda") + " --docword " + Path("docword.txt") + " --vocab " +
+                 Path("vocab.txt") + " --topics 2 --iterations 30 --save-model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Bin("corpus") + " --text " + Path("new.txt") + " --docword " + Path("new-docword.txt") +
+                 " --vocab-in " + model + "/vocab.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Bin("lda") + " --load-model " + model + " --infer " + Path("new-docword.txt") +
+                 " --out " + Path("theta.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto theta = ReadRows(Path("theta.txt"));
+  ASSERT_EQ(theta.size(), 10u);
+  const size_t topic_of_first = theta[0][0] > theta[0][1] ? 0 : 1;
+  for (size_t d = 0; d < theta.size(); ++d) {
+    const size_t expected = d % 2 == 0 ? topic_of_first : 1 - topic_of_first;
+    EXPECT_GT(theta[d][expected], 0.9) << "document " << d + 1;
+  }
+}
+
+TEST_F(LdaModelTest, CorpusToolRejectsBadPathsBeforeReading) {
+  Write("t.txt", "some words here\n");
+  auto corpus = [&](const std::string& args) { return RunCommand(Bin("corpus") + " " + args); };
+  RunResult r = corpus("--text " + Path("none.txt") + " --docword " + Path("d") + " --vocab " + Path("v"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'" + Path("none.txt") + "' does not exist"), std::string::npos) << r.output;
+  r = corpus("--text " + Path("t.txt") + " --docword " + Path("no/dir/d") + " --vocab " + Path("v"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("directory '" + Path("no/dir") + "' does not exist"), std::string::npos) << r.output;
+  r = corpus("--text " + Path("t.txt") + " --docword " + Path("d"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("give --vocab FILE"), std::string::npos) << r.output;
+  r = corpus("--text " + Path("t.txt") + " --docword " + Path("d") + " --vocab-in " + Path("none"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(Path("d")));
+}
+
 }  // namespace
