@@ -1,5 +1,6 @@
 #include "common/app_io.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -7,8 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 namespace tessera::apps {
 
@@ -42,7 +41,8 @@ Status CheckOutputFile(const std::string& path) {
   // Append mode: an existing file is neither truncated nor changed by the check.
   std::FILE* f = std::fopen(path.c_str(), "ab");
   if (f == nullptr) {
-    return Status::InvalidArgument(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    return Status::InvalidArgument(
+        fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
   }
   std::fclose(f);
   if (!existed) std::remove(path.c_str());
@@ -57,7 +57,8 @@ Status PrepareOutputDir(const std::string& dir) {
   }
   fs::create_directories(dir, ec);
   if (ec) {
-    return Status::InvalidArgument(fmt::format("cannot create directory '{}': {}", dir, ec.message()));
+    return Status::InvalidArgument(
+        fmt::format("cannot create directory '{}': {}", dir, ec.message()));
   }
   const std::string probe = (fs::path(dir) / fmt::format(".write-test-{}", ::getpid())).string();
   std::FILE* f = std::fopen(probe.c_str(), "wb");
@@ -72,15 +73,16 @@ Status PrepareOutputDir(const std::string& dir) {
 
 Status CheckModelDir(const std::string& dir, const std::vector<std::string>& files) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return Status::NotFound(fmt::format("model directory '{}' does not exist", dir));
+  if (!fs::exists(dir, ec))
+    return Status::NotFound(fmt::format("model directory '{}' does not exist", dir));
   if (!fs::is_directory(dir, ec)) {
     return Status::InvalidArgument(fmt::format("'{}' is not a model directory", dir));
   }
   for (const std::string& name : files) {
     const fs::path p = fs::path(dir) / name;
     if (!fs::exists(p, ec)) {
-      return Status::NotFound(fmt::format("model directory '{}' has no {} (written by --save-model)",
-                                          dir, name));
+      return Status::NotFound(
+          fmt::format("model directory '{}' has no {} (written by --save-model)", dir, name));
     }
   }
   return Status::Ok();

@@ -6,9 +6,9 @@
 //   lda --load-model model/ --infer new-docword.txt --out theta.txt
 //
 // Line n of --text is docID n (an empty or fully filtered line stays a document without words).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <string>
 
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
                  "use this vocabulary (one word per line, e.g. a saved lda model's vocab.txt) "
                  "instead of building one: other words are dropped (default: none)");
   app.add_flag("--keep-case", keep_case, "do not lower-case ASCII letters");
-  app.add_option("--stop-words", stop_words_path, "drop the words of this file, one per line (default: none)");
+  app.add_option("--stop-words", stop_words_path,
+                 "drop the words of this file, one per line (default: none)");
   app.add_flag("--english-stop-words", english, "drop about 170 common English words");
   app.add_option("--min-length", options.min_length, "drop tokens shorter than this")
       ->capture_default_str()

@@ -1,5 +1,6 @@
 #include "corpus/text_corpus.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace corpus {
 namespace {
@@ -69,7 +68,8 @@ Status WriteFile(const std::string& path, const std::function<void(std::FILE*)>&
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) {
-    return Status::InvalidArgument(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    return Status::InvalidArgument(
+        fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
   }
   fill(f);
   const bool ok = std::ferror(f) == 0;
@@ -111,24 +111,32 @@ std::vector<std::string> Tokenize(std::string_view line, bool lowercase) {
 }
 
 std::unordered_set<std::string> EnglishStopWords() {
-  return {"a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any",
-          "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below",
-          "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did",
-          "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "few",
-          "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having",
-          "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him",
-          "himself", "his", "how", "how's", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into",
-          "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more", "most", "mustn't",
-          "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other",
-          "ought", "our", "ours", "ourselves", "out", "over", "own", "same", "shan't", "she",
-          "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that",
-          "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's",
-          "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "through",
-          "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll",
-          "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where",
-          "where's", "which", "while", "who", "who's", "whom", "why", "why's", "will", "with",
-          "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your",
-          "yours", "yourself", "yourselves"};
+  return {"a",         "about",     "above",      "after",   "again",   "against",   "all",
+          "am",        "an",        "and",        "any",     "are",     "aren't",    "as",
+          "at",        "be",        "because",    "been",    "before",  "being",     "below",
+          "between",   "both",      "but",        "by",      "can",     "can't",     "cannot",
+          "could",     "couldn't",  "did",        "didn't",  "do",      "does",      "doesn't",
+          "doing",     "don't",     "down",       "during",  "each",    "few",       "for",
+          "from",      "further",   "had",        "hadn't",  "has",     "hasn't",    "have",
+          "haven't",   "having",    "he",         "he'd",    "he'll",   "he's",      "her",
+          "here",      "here's",    "hers",       "herself", "him",     "himself",   "his",
+          "how",       "how's",     "i",          "i'd",     "i'll",    "i'm",       "i've",
+          "if",        "in",        "into",       "is",      "isn't",   "it",        "it's",
+          "its",       "itself",    "let's",      "me",      "more",    "most",      "mustn't",
+          "my",        "myself",    "no",         "nor",     "not",     "of",        "off",
+          "on",        "once",      "only",       "or",      "other",   "ought",     "our",
+          "ours",      "ourselves", "out",        "over",    "own",     "same",      "shan't",
+          "she",       "she'd",     "she'll",     "she's",   "should",  "shouldn't", "so",
+          "some",      "such",      "than",       "that",    "that's",  "the",       "their",
+          "theirs",    "them",      "themselves", "then",    "there",   "there's",   "these",
+          "they",      "they'd",    "they'll",    "they're", "they've", "this",      "those",
+          "through",   "to",        "too",        "under",   "until",   "up",        "very",
+          "was",       "wasn't",    "we",         "we'd",    "we'll",   "we're",     "we've",
+          "were",      "weren't",   "what",       "what's",  "when",    "when's",    "where",
+          "where's",   "which",     "while",      "who",     "who's",   "whom",      "why",
+          "why's",     "will",      "with",       "won't",   "would",   "wouldn't",  "you",
+          "you'd",     "you'll",    "you're",     "you've",  "your",    "yours",     "yourself",
+          "yourselves"};
 }
 
 Result<Corpus> Build(const std::string& path, const Options& options) {
@@ -184,7 +192,8 @@ Result<Corpus> Build(const std::string& path, const Options& options) {
       const int64_t n = df[static_cast<size_t>(w)];
       if (n >= options.min_df && static_cast<double>(n) <= max_docs) kept.emplace_back(&word, w);
     }
-    std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+    std::sort(kept.begin(), kept.end(),
+              [](const auto& a, const auto& b) { return *a.first < *b.first; });
     for (size_t n = 0; n < kept.size(); ++n) {
       c.vocab.push_back(*kept[n].first);
       final_id[static_cast<size_t>(kept[n].second)] = static_cast<int64_t>(n) + 1;

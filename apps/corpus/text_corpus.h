@@ -21,12 +21,12 @@
 namespace corpus {
 
 struct Options {
-  bool lowercase = true;       // Default: ASCII letters lower-cased
-  int min_length = 2;          // Default: 2; shorter tokens are dropped
-  bool keep_numbers = false;   // Default: tokens without a letter are dropped
+  bool lowercase = true;                       // Default: ASCII letters lower-cased
+  int min_length = 2;                          // Default: 2; shorter tokens are dropped
+  bool keep_numbers = false;                   // Default: tokens without a letter are dropped
   std::unordered_set<std::string> stop_words;  // compared after lower-casing
-  int64_t min_df = 1;          // Default: 1; words in fewer documents are dropped
-  double max_df = 1.0;         // Default: 1.0; words in more than this fraction of documents too
+  int64_t min_df = 1;                          // Default: 1; words in fewer documents are dropped
+  double max_df = 1.0;  // Default: 1.0; words in more than this fraction of documents too
   // A fixed vocabulary (word n on line n): words outside it are dropped and the filters above
   // except tokenizing are not applied, so that new documents get a model's wordIDs. Default: none.
   std::vector<std::string> fixed_vocab;
@@ -43,8 +43,8 @@ struct Corpus {
   std::vector<std::string> vocab;  // wordID n (1-based) is vocab[n - 1]; alphabetical unless fixed
   // Per document (line n of the input is docID n), its (wordID, count) pairs by wordID.
   std::vector<std::vector<std::pair<int64_t, int32_t>>> docs;
-  int64_t tokens = 0;           // kept
-  int64_t dropped_tokens = 0;   // stop words, too short, filtered by document frequency, unknown
+  int64_t tokens = 0;          // kept
+  int64_t dropped_tokens = 0;  // stop words, too short, filtered by document frequency, unknown
 };
 
 // Reads `path` (plain or gzip-compressed). Errors: NotFound, DataLoss (read error),

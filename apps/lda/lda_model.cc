@@ -31,7 +31,8 @@ std::string In(const std::string& dir, const std::string& name) {
 
 bool AllWorkersOk(tessera::Context& ctx, bool ok) {
   auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (ok && failed.ok() && *failed > 0) fmt::print(stderr, "lda: another worker failed; stopping\n");
+  if (ok && failed.ok() && *failed > 0)
+    fmt::print(stderr, "lda: another worker failed; stopping\n");
   return failed.ok() && *failed == 0;
 }
 
@@ -79,7 +80,8 @@ Result<LoadedModel> LoadModel(tessera::Context& ctx, const std::string& dir) {
   }
   if (j.value("model_version", 0) != kModelVersion) {
     return Status::InvalidArgument(fmt::format("'{}': model version {}, this lda reads {}",
-                                               json_path, j.value("model_version", 0), kModelVersion));
+                                               json_path, j.value("model_version", 0),
+                                               kModelVersion));
   }
   if (!j.contains("topics") || !j["topics"].is_number_integer() || !j.contains("vocab_size") ||
       !j["vocab_size"].is_number_integer() || !j.contains("alpha") || !j["alpha"].is_number() ||
@@ -97,9 +99,9 @@ Result<LoadedModel> LoadModel(tessera::Context& ctx, const std::string& dir) {
   m.word_topic = std::move(wt).value();
   if (m.word_topic.is_sparse() || m.word_topic.extent(0) != m.vocab_size ||
       m.word_topic.extent(1) != m.topics || m.topics < 1 || !(m.alpha > 0) || !(m.beta > 0)) {
-    return Status::DataLoss(fmt::format(
-        "model '{}': word_topic.tarr disagrees with model.json (V = {}, K = {})", dir,
-        m.vocab_size, m.topics));
+    return Status::DataLoss(
+        fmt::format("model '{}': word_topic.tarr disagrees with model.json (V = {}, K = {})", dir,
+                    m.vocab_size, m.topics));
   }
   return m;
 }
@@ -120,8 +122,9 @@ std::vector<std::vector<double>> FoldIn(const LoadedModel& m, tessera::Corpus& d
   std::vector<float> phi(static_cast<size_t>(V * K));
   for (int64_t w = 0; w < V; ++w) {
     for (int k = 0; k < K; ++k) {
-      phi[static_cast<size_t>(w * K + k)] = static_cast<float>(
-          (n_wk[w * K + k] + m.beta) / (totals[static_cast<size_t>(k)] + static_cast<double>(V) * m.beta));
+      phi[static_cast<size_t>(w * K + k)] =
+          static_cast<float>((n_wk[w * K + k] + m.beta) /
+                             (totals[static_cast<size_t>(k)] + static_cast<double>(V) * m.beta));
     }
   }
   std::vector<std::vector<double>> theta(static_cast<size_t>(docs.num_docs),
@@ -156,19 +159,22 @@ std::vector<std::vector<double>> FoldIn(const LoadedModel& m, tessera::Corpus& d
           sum += (n_dk[static_cast<size_t>(k)] + m.alpha) * phi_w[k];
           p[static_cast<size_t>(k)] = sum;
         }
-        const double u = static_cast<double>(tessera::internal::SplitMix64(state) >> 11) * 0x1.0p-53 * sum;
+        const double u =
+            static_cast<double>(tessera::internal::SplitMix64(state) >> 11) * 0x1.0p-53 * sum;
         const int k = static_cast<int>(std::upper_bound(p.begin(), p.end(), u) - p.begin());
         z[t] = std::min(k, K - 1);
         ++n_dk[static_cast<size_t>(z[t])];
       }
       if (sweep >= keep_from) {
-        for (int k = 0; k < K; ++k) out[static_cast<size_t>(k)] += (n_dk[static_cast<size_t>(k)] + m.alpha) / norm;
+        for (int k = 0; k < K; ++k)
+          out[static_cast<size_t>(k)] += (n_dk[static_cast<size_t>(k)] + m.alpha) / norm;
       }
     }
     const double kept = static_cast<double>(std::max(sweeps - keep_from, 1));
     for (double& x : out) x /= kept;
     if (sweeps == 0) {
-      for (int k = 0; k < K; ++k) out[static_cast<size_t>(k)] = (n_dk[static_cast<size_t>(k)] + m.alpha) / norm;
+      for (int k = 0; k < K; ++k)
+        out[static_cast<size_t>(k)] = (n_dk[static_cast<size_t>(k)] + m.alpha) / norm;
     }
   }
   return theta;
@@ -202,13 +208,15 @@ void AddModelOptions(CLI::App& app, ModelOptions* o) {
 std::string CheckModelModes(const ModelOptions& o, bool have_docword) {
   if (o.load_model.empty()) {
     if (!have_docword) return "give --docword FILE (or --load-model DIR --infer FILE)";
-    if (!o.infer_path.empty() || !o.out_path.empty()) return "--infer and --out need --load-model DIR";
+    if (!o.infer_path.empty() || !o.out_path.empty())
+      return "--infer and --out need --load-model DIR";
     return "";
   }
   if (have_docword || !o.save_model.empty()) {
     return "--load-model infers with a trained model: drop --docword and --save-model";
   }
-  if (o.infer_path.empty() || o.out_path.empty()) return "--load-model needs --infer FILE and --out FILE";
+  if (o.infer_path.empty() || o.out_path.empty())
+    return "--load-model needs --infer FILE and --out FILE";
   return "";
 }
 
@@ -232,8 +240,9 @@ Status SaveModel(const std::string& dir, const TrainedModel& m, int top_words) {
   TESSERA_RETURN_IF_ERROR(WriteText(In(dir, "topics.txt"), [&](std::FILE* f) {
     std::vector<int> order(static_cast<size_t>(K));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return totals[static_cast<size_t>(a)] > totals[static_cast<size_t>(b)]; });
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return totals[static_cast<size_t>(a)] > totals[static_cast<size_t>(b)];
+    });
     std::vector<std::pair<int32_t, int64_t>> words;
     for (int k : order) {
       words.clear();
@@ -273,10 +282,14 @@ Status SaveModel(const std::string& dir, const TrainedModel& m, int top_words) {
   int64_t tokens = 0;
   for (int64_t t : totals) tokens += t;
   // model.json last: a directory with it is complete.
-  const nlohmann::json j = {{"model", "tessera-lda"},   {"model_version", kModelVersion},
-                            {"topics", K},              {"vocab_size", V},
-                            {"documents", D},           {"tokens", tokens},
-                            {"alpha", m.alpha},         {"beta", m.beta},
+  const nlohmann::json j = {{"model", "tessera-lda"},
+                            {"model_version", kModelVersion},
+                            {"topics", K},
+                            {"vocab_size", V},
+                            {"documents", D},
+                            {"tokens", tokens},
+                            {"alpha", m.alpha},
+                            {"beta", m.beta},
                             {"written_by", std::string("lda ") + tessera::kVersion}};
   return WriteText(In(dir, "model.json"), [&](std::FILE* f) { fmt::print(f, "{}\n", j.dump(2)); });
 }
@@ -315,7 +328,8 @@ int RunInference(tessera::Context& ctx, const ModelOptions& o) {
       for (const auto& t : theta) PrintProportions(f, t);
     });
     if (written.ok()) {
-      fmt::print("lda: topic proportions of {} documents written to {}\n", theta.size(), o.out_path);
+      fmt::print("lda: topic proportions of {} documents written to {}\n", theta.size(),
+                 o.out_path);
     } else {
       fmt::print(stderr, "lda: --out: {}\n", written.ToString());
     }

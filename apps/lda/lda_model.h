@@ -15,7 +15,6 @@
 #define TESSERA_APPS_LDA_LDA_MODEL_H_
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,11 +24,11 @@
 namespace lda {
 
 struct ModelOptions {
-  std::string save_model;  // Default: none
-  int model_top_words = 20;  // words per topic in topics.txt
-  std::string load_model;  // Default: none (train)
-  std::string infer_path;  // docword of new documents, with --load-model
-  std::string out_path;    // their topic proportions
+  std::string save_model;     // Default: none
+  int model_top_words = 20;   // words per topic in topics.txt
+  std::string load_model;     // Default: none (train)
+  std::string infer_path;     // docword of new documents, with --load-model
+  std::string out_path;       // their topic proportions
   int infer_iterations = 30;  // Gibbs sweeps over the new documents
   uint64_t seed = 1;
 };

@@ -1,17 +1,17 @@
 #include "mf/mf_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string_view>
 #include <unordered_set>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "tessera/array_io.h"
 #include "tessera/version.h"
@@ -49,7 +49,8 @@ Status WriteIds(const std::string& path, const tessera::IdMap& ids) {
   if (!out) return Status::DataLoss(fmt::format("writing '{}' failed", path));
   std::error_code ec;
   fs::rename(path + ".tmp", path, ec);
-  if (ec) return Status::InvalidArgument(fmt::format("cannot rename to '{}': {}", path, ec.message()));
+  if (ec)
+    return Status::InvalidArgument(fmt::format("cannot rename to '{}': {}", path, ec.message()));
   return Status::Ok();
 }
 
@@ -63,7 +64,8 @@ Result<std::vector<std::string>> ReadIds(const std::string& path, int64_t expect
     ids.push_back(line);
   }
   if (static_cast<int64_t>(ids.size()) != expected) {
-    return Status::DataLoss(fmt::format("'{}' has {} ids; the model has {}", path, ids.size(), expected));
+    return Status::DataLoss(
+        fmt::format("'{}' has {} ids; the model has {}", path, ids.size(), expected));
   }
   return ids;
 }
@@ -77,7 +79,8 @@ Status Save(const std::string& dir, const std::string& name, const Array& a, boo
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -133,7 +136,8 @@ Status SaveModel(const std::string& dir, const ModelView& m, bool text) {
   if (!out) return Status::DataLoss(fmt::format("writing '{}' failed", path));
   std::error_code ec;
   fs::rename(path + ".tmp", path, ec);
-  if (ec) return Status::InvalidArgument(fmt::format("cannot rename to '{}': {}", path, ec.message()));
+  if (ec)
+    return Status::InvalidArgument(fmt::format("cannot rename to '{}': {}", path, ec.message()));
   return Status::Ok();
 }
 
@@ -147,8 +151,9 @@ Result<Model> Model::Load(tessera::Context& ctx, const std::string& dir) {
     return Status::InvalidArgument(fmt::format("'{}' is not an mf model description", json_path));
   }
   if (j.value("model_version", 0) != kModelVersion) {
-    return Status::InvalidArgument(fmt::format("'{}': model version {}, this mf reads {}", json_path,
-                                               j.value("model_version", 0), kModelVersion));
+    return Status::InvalidArgument(fmt::format("'{}': model version {}, this mf reads {}",
+                                               json_path, j.value("model_version", 0),
+                                               kModelVersion));
   }
   if (!j["k"].is_number_integer() || !j["mu"].is_number() || !j["users"].is_number_integer() ||
       !j["items"].is_number_integer()) {
@@ -169,11 +174,11 @@ Result<Model> Model::Load(tessera::Context& ctx, const std::string& dir) {
   m.H_ = std::move(H).value();
   m.user_bias_ = std::move(ub).value();
   m.item_bias_ = std::move(ib).value();
-  const bool shapes_agree =
-      !m.W_.is_sparse() && !m.H_.is_sparse() && !m.user_bias_.is_sparse() &&
-      !m.item_bias_.is_sparse() && m.W_.extent(0) == users && m.W_.extent(1) == m.k_ &&
-      m.H_.extent(0) == items && m.H_.extent(1) == m.k_ && m.user_bias_.extent(0) == users &&
-      m.item_bias_.extent(0) == items;
+  const bool shapes_agree = !m.W_.is_sparse() && !m.H_.is_sparse() && !m.user_bias_.is_sparse() &&
+                            !m.item_bias_.is_sparse() && m.W_.extent(0) == users &&
+                            m.W_.extent(1) == m.k_ && m.H_.extent(0) == items &&
+                            m.H_.extent(1) == m.k_ && m.user_bias_.extent(0) == users &&
+                            m.item_bias_.extent(0) == items;
   if (!shapes_agree) {
     return Status::DataLoss(fmt::format(
         "model '{}': the arrays' shapes disagree with model.json ({} users, {} items, k={})", dir,
@@ -228,11 +233,12 @@ Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating) {
     if (l.empty()) continue;
     if (!detected) {
       detected = true;
-      sep = l.find("::") != std::string_view::npos ? "::"
+      sep = l.find("::") != std::string_view::npos   ? "::"
             : l.find('\t') != std::string_view::npos ? "\t"
-            : l.find(',') != std::string_view::npos ? ","
+            : l.find(',') != std::string_view::npos  ? ","
                                                      : "";
-      if (sep == "," && std::none_of(l.begin(), l.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (sep == "," &&
+          std::none_of(l.begin(), l.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         continue;  // "userId,movieId,...": a header
       }
     }
@@ -246,7 +252,8 @@ Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating) {
       std::string_view r = f[2];
       if (!r.empty() && r.front() == '+') r.remove_prefix(1);
       auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), p.rating);
-      if (ec != std::errc() || end != r.data() + r.size() || r.empty() || !std::isfinite(p.rating)) {
+      if (ec != std::errc() || end != r.data() + r.size() || r.empty() ||
+          !std::isfinite(p.rating)) {
         return Status::InvalidArgument(
             fmt::format("{}:{}: rating '{}' is not a finite number", path, line_no, f[2]));
       }
@@ -295,10 +302,12 @@ Status WriteText(const std::string& out, Fill&& fill) {
 
 }  // namespace
 
-Status WritePredictions(const Model& model, const std::vector<Pair>& pairs, const std::string& out) {
+Status WritePredictions(const Model& model, const std::vector<Pair>& pairs,
+                        const std::string& out) {
   return WriteText(out, [&](std::FILE* f) {
     for (const Pair& p : pairs) {
-      fmt::print(f, "{}\t{}\t{}\n", p.user, p.item, model.Predict(model.user(p.user), model.item(p.item)));
+      fmt::print(f, "{}\t{}\t{}\n", p.user, p.item,
+                 model.Predict(model.user(p.user), model.item(p.item)));
     }
   });
 }
@@ -309,22 +318,29 @@ Status WriteRecommendations(const Model& model, int n, const std::vector<Pair>& 
   std::unordered_set<uint64_t> skip;
   for (const Pair& p : exclude) {
     const int64_t u = model.user(p.user), i = model.item(p.item);
-    if (u >= 0 && i >= 0) skip.insert(static_cast<uint64_t>(u) * static_cast<uint64_t>(model.num_items()) + static_cast<uint64_t>(i));
+    if (u >= 0 && i >= 0)
+      skip.insert(static_cast<uint64_t>(u) * static_cast<uint64_t>(model.num_items()) +
+                  static_cast<uint64_t>(i));
   }
   return WriteText(out, [&](std::FILE* f) {
     std::vector<std::pair<float, int64_t>> scores;
     for (int64_t u = 0; u < model.num_users(); ++u) {
       scores.clear();
       for (int64_t i = 0; i < model.num_items(); ++i) {
-        if (skip.count(static_cast<uint64_t>(u) * static_cast<uint64_t>(model.num_items()) + static_cast<uint64_t>(i)) > 0) continue;
+        if (skip.count(static_cast<uint64_t>(u) * static_cast<uint64_t>(model.num_items()) +
+                       static_cast<uint64_t>(i)) > 0)
+          continue;
         scores.emplace_back(model.Predict(u, i), i);
       }
       const size_t top = std::min<size_t>(static_cast<size_t>(n), scores.size());
       // Best first; ties by item index, so the output is deterministic.
-      std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(top), scores.end(),
-                        [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+      std::partial_sort(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(top),
+                        scores.end(), [](const auto& a, const auto& b) {
+                          return a.first > b.first || (a.first == b.first && a.second < b.second);
+                        });
       for (size_t r = 0; r < top; ++r) {
-        fmt::print(f, "{}\t{}\t{}\n", model.user_id(u), model.item_id(scores[r].second), scores[r].first);
+        fmt::print(f, "{}\t{}\t{}\n", model.user_id(u), model.item_id(scores[r].second),
+                   scores[r].first);
       }
     }
   });

@@ -1,5 +1,6 @@
 #include "tessera/array_io.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -13,8 +14,6 @@
 #include <iterator>
 #include <memory>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace tessera::internal {
 namespace {
@@ -30,19 +29,25 @@ constexpr size_t kFixedHeader = 16;  // magic, version, type, rank, storage, res
 size_t ElementBytes(ArrayElementType t) {
   switch (t) {
     case ArrayElementType::kInt32:
-    case ArrayElementType::kFloat32: return 4;
+    case ArrayElementType::kFloat32:
+      return 4;
     case ArrayElementType::kInt64:
-    case ArrayElementType::kFloat64: return 8;
+    case ArrayElementType::kFloat64:
+      return 8;
   }
   return 0;
 }
 
 const char* TypeName(uint8_t t) {
   switch (static_cast<ArrayElementType>(t)) {
-    case ArrayElementType::kInt32: return "int32";
-    case ArrayElementType::kInt64: return "int64";
-    case ArrayElementType::kFloat32: return "float32";
-    case ArrayElementType::kFloat64: return "float64";
+    case ArrayElementType::kInt32:
+      return "int32";
+    case ArrayElementType::kInt64:
+      return "int64";
+    case ArrayElementType::kFloat32:
+      return "float32";
+    case ArrayElementType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -143,7 +148,8 @@ V Get(const std::string& in, size_t at) {
 
 Status CheckView(const ArrayWriteView& v) {
   if (v.shape.empty() || v.shape.size() > kMaxRank) {
-    return Status::InvalidArgument(fmt::format("arrays of rank {} cannot be saved", v.shape.size()));
+    return Status::InvalidArgument(
+        fmt::format("arrays of rank {} cannot be saved", v.shape.size()));
   }
   return Status::Ok();
 }
@@ -200,10 +206,18 @@ Status WriteArrayText(const std::string& path, const ArrayWriteView& v) {
   auto value = [&](int64_t p) {
     const char* at = static_cast<const char*>(v.values);
     switch (v.type) {
-      case ArrayElementType::kInt32: fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int32_t*>(at)[p]); break;
-      case ArrayElementType::kInt64: fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int64_t*>(at)[p]); break;
-      case ArrayElementType::kFloat32: fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const float*>(at)[p]); break;
-      case ArrayElementType::kFloat64: fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const double*>(at)[p]); break;
+      case ArrayElementType::kInt32:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int32_t*>(at)[p]);
+        break;
+      case ArrayElementType::kInt64:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int64_t*>(at)[p]);
+        break;
+      case ArrayElementType::kFloat32:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const float*>(at)[p]);
+        break;
+      case ArrayElementType::kFloat64:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const double*>(at)[p]);
+        break;
     }
   };
   auto flush = [&](bool force) {
@@ -272,10 +286,11 @@ Result<ArrayFileContents> ReadArrayFile(const std::string& path, ArrayElementTyp
   const uint8_t file_type = Get<uint8_t>(bytes, 12);
   const int file_rank = Get<uint8_t>(bytes, 13);
   const uint8_t storage = Get<uint8_t>(bytes, 14);
-  if (file_rank < 1 || file_rank > kMaxRank || storage > 1 || ElementBytes(static_cast<ArrayElementType>(file_type)) == 0) {
-    return Status::DataLoss(fmt::format(
-        "'{}': corrupt header (element type {}, rank {}, storage {})", path, file_type, file_rank,
-        storage));
+  if (file_rank < 1 || file_rank > kMaxRank || storage > 1 ||
+      ElementBytes(static_cast<ArrayElementType>(file_type)) == 0) {
+    return Status::DataLoss(
+        fmt::format("'{}': corrupt header (element type {}, rank {}, storage {})", path, file_type,
+                    file_rank, storage));
   }
   const size_t header_bytes = kFixedHeader + 8 * static_cast<size_t>(file_rank) + 8;
   if (bytes.size() < header_bytes + 4) {
@@ -295,7 +310,8 @@ Result<ArrayFileContents> ReadArrayFile(const std::string& path, ArrayElementTyp
   const size_t per_element = value_bytes + (c.sparse ? 8 * static_cast<size_t>(file_rank) : 0);
   size_t body = 0;
   overflow |= c.count < 0 || (c.sparse ? c.count > elements : c.count != elements) ||
-              __builtin_mul_overflow(static_cast<size_t>(std::max<int64_t>(c.count, 0)), per_element, &body);
+              __builtin_mul_overflow(static_cast<size_t>(std::max<int64_t>(c.count, 0)),
+                                     per_element, &body);
   if (overflow) {
     return Status::DataLoss(fmt::format("'{}': corrupt header (extents or element count)", path));
   }
@@ -312,9 +328,9 @@ Result<ArrayFileContents> ReadArrayFile(const std::string& path, ArrayElementTyp
                                         path, stored, computed));
   }
   if (file_type != static_cast<uint8_t>(type) || file_rank != rank) {
-    return Status::InvalidArgument(fmt::format(
-        "'{}' holds a rank-{} array of {}; expected a rank-{} array of {}", path, file_rank,
-        TypeName(file_type), rank, TypeName(static_cast<uint8_t>(type))));
+    return Status::InvalidArgument(
+        fmt::format("'{}' holds a rank-{} array of {}; expected a rank-{} array of {}", path,
+                    file_rank, TypeName(file_type), rank, TypeName(static_cast<uint8_t>(type))));
   }
   size_t at = header_bytes;
   if (c.sparse) {
@@ -328,9 +344,9 @@ Result<ArrayFileContents> ReadArrayFile(const std::string& path, ArrayElementTyp
       for (int d = 0; d < rank; ++d) {
         const int64_t k = c.keys[static_cast<size_t>(p * rank + d)];
         if (k < 0 || k >= c.shape[static_cast<size_t>(d)]) {
-          return Status::InvalidArgument(fmt::format(
-              "'{}': element {} has key component {} = {} outside [0, {})", path, p, d, k,
-              c.shape[static_cast<size_t>(d)]));
+          return Status::InvalidArgument(
+              fmt::format("'{}': element {} has key component {} = {} outside [0, {})", path, p, d,
+                          k, c.shape[static_cast<size_t>(d)]));
         }
         l = l * c.shape[static_cast<size_t>(d)] + k;
       }

@@ -1,14 +1,13 @@
 // LineReader over a gzip-compressed file: the same range rule as line_reader.cc, applied to the
 // decompressed bytes while they stream past. Only the range's lines are kept in memory; the rest
 // of the file is decompressed to learn its size.
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "internal/line_reader.h"
 
@@ -28,8 +27,8 @@ Result<LineReader> LineReader::OpenGzip(const std::string& path, ReadRange range
   gzbuffer(gz.get(), 1 << 17);
   const int64_t begin = range.begin;
   if (begin < 0 || (range.end >= 0 && range.end < begin)) {
-    return Status::InvalidArgument(fmt::format("byte range [{}, {}) does not fit '{}'",
-                                               range.begin, range.end, path));
+    return Status::InvalidArgument(
+        fmt::format("byte range [{}, {}) does not fit '{}'", range.begin, range.end, path));
   }
   const int64_t end = range.end < 0 ? INT64_MAX : range.end;
   // kSeek: looking for the first line start at or after `begin` (the byte after a newline at
@@ -75,8 +74,8 @@ Result<LineReader> LineReader::OpenGzip(const std::string& path, ReadRange range
   int err = Z_OK;
   const char* message = gzerror(gz.get(), &err);
   if (err != Z_OK && err != Z_STREAM_END) {
-    return Status::DataLoss(fmt::format("'{}': corrupt gzip data after {} decompressed bytes: {}",
-                                        path, off, message));
+    return Status::DataLoss(
+        fmt::format("'{}': corrupt gzip data after {} decompressed bytes: {}", path, off, message));
   }
   const int64_t size = off;
   if (begin > size) {

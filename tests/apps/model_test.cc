@@ -159,8 +159,8 @@ TEST_F(ModelTest, MfSavesTheWholeModelFromTwoWorkers) {
 #else
   if (!HaveMovieLens()) GTEST_SKIP() << "no MovieLens data at " << Data("ml-100k");
   const std::string model = Path("model");
-  RunResult r = RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " +
-                           Bin("mf") + " --train " + Data("ml-100k/u1.base") + " --test " +
+  RunResult r = RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " + Bin("mf") +
+                           " --train " + Data("ml-100k/u1.base") + " --test " +
                            Data("ml-100k/u1.test") + " -k 8 --epochs 3 --save-model " + model);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // W (array #2, after the ratings and the test ratings) is held in part by worker 0.
@@ -203,14 +203,15 @@ TEST_F(ModelTest, MfRejectsBadModelPathsBeforeTraining) {
 
   // A real model, then a damaged one.
   const std::string model = Path("m");
-  ASSERT_EQ(mf("--train " + Path("ratings.txt") + " -k 2 --epochs 1 --save-model " + model).exit_code, 0);
+  ASSERT_EQ(
+      mf("--train " + Path("ratings.txt") + " -k 2 --epochs 1 --save-model " + model).exit_code, 0);
   expect(mf("--load-model " + model + " --recommend 1 --out " + Path("no/dir/out.tsv")), 1,
          "directory '" + Path("no/dir") + "' does not exist");
   expect(mf("--load-model " + model + " --predict " + Path("missing.txt") + " --out " + Path("o")),
          1, "'" + Path("missing.txt") + "' does not exist");
   Write("pairs.txt", "1\n");
-  expect(mf("--load-model " + model + " --predict " + Path("pairs.txt") + " --out " + Path("o")),
-         1, "pairs.txt:1: expected 'user item'");
+  expect(mf("--load-model " + model + " --predict " + Path("pairs.txt") + " --out " + Path("o")), 1,
+         "pairs.txt:1: expected 'user item'");
   {
     std::fstream w(model + "/W.tarr", std::ios::in | std::ios::out | std::ios::binary);
     w.seekp(40);
@@ -305,7 +306,8 @@ TEST_F(LdaModelTest, LdaSavesAModelThatFoldsInDocuments) {
   const RunResult r = RunCommand(Bin("lda") + " --docword " + Corpus() + " --vocab " +
                                  Data("20news/vocab.20news.txt") +
                                  " --max-docs 400 --topics 8 --iterations 20 --eval-every 0 "
-                                 "--save-model " + model + " --model-top-words 5");
+                                 "--save-model " +
+                                 model + " --model-top-words 5");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ExpectUsableModel(model, 400, 8);
   std::ifstream topics_in(fs::path(model) / "topics.txt");
@@ -320,11 +322,12 @@ TEST_F(LdaModelTest, LdaSavesTheWholeModelFromTwoWorkers) {
 #else
   if (!fs::exists(Corpus())) GTEST_SKIP() << "no 20news data at " << Corpus();
   const std::string model = Path("model");
-  const RunResult r = RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " +
-                                 Bin("lda") + " --docword " + Corpus() + " --vocab " +
-                                 Data("20news/vocab.20news.txt") +
-                                 " --max-docs 400 --topics 8 --iterations 20 --eval-every 0 "
-                                 "--save-model " + model);
+  const RunResult r =
+      RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " + Bin("lda") +
+                 " --docword " + Corpus() + " --vocab " + Data("20news/vocab.20news.txt") +
+                 " --max-docs 400 --topics 8 --iterations 20 --eval-every 0 "
+                 "--save-model " +
+                 model);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ExpectUsableModel(model, 400, 8);
 #endif
@@ -353,8 +356,7 @@ TEST_F(LdaModelTest, LdaRejectsBadModelPathsBeforeTraining) {
             0);
   expect(lda("--load-model " + model + " --infer " + Path("wide.txt") + " --out " + Path("o")), 1,
          "has W = 9 words but the model knows 3");
-  expect(lda("--load-model " + model + " --infer " + Path("ok.txt") + " --out " +
-             Path("no/dir/o")),
+  expect(lda("--load-model " + model + " --infer " + Path("ok.txt") + " --out " + Path("no/dir/o")),
          1, "directory '" + Path("no/dir") + "' does not exist");
   EXPECT_FALSE(fs::exists(Path("o")));
   const RunResult good =
@@ -388,17 +390,18 @@ TEST_F(LdaModelTest, PlainTextToTopicsAndBack) {
   Write("train.txt", text(60));
   Write("new.txt", text(10));
   const std::string model = Path("model");
-  RunResult r = RunCommand(Bin("corpus") + " --text " + Path("train.txt") + " --docword " +
-                           Path("docword.txt") + " --vocab " + Path("vocab.txt") +
-                           " --english-stop-words");
+  RunResult r =
+      RunCommand(Bin("corpus") + " --text " + Path("train.txt") + " --docword " +
+                 Path("docword.txt") + " --vocab " + Path("vocab.txt") + " --english-stop-words");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("60 documents, 16 words, 1800 tokens kept, 60 dropped"), std::string::npos)
+  EXPECT_NE(r.output.find("60 documents, 16 words, 1800 tokens kept, 60 dropped"),
+            std::string::npos)
       << r.output;
   r = RunCommand(Bin("lda") + " --docword " + Path("docword.txt") + " --vocab " +
                  Path("vocab.txt") + " --topics 2 --iterations 30 --save-model " + model);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = RunCommand(Bin("corpus") + " --text " + Path("new.txt") + " --docword " + Path("new-docword.txt") +
-                 " --vocab-in " + model + "/vocab.txt");
+  r = RunCommand(Bin("corpus") + " --text " + Path("new.txt") + " --docword " +
+                 Path("new-docword.txt") + " --vocab-in " + model + "/vocab.txt");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = RunCommand(Bin("lda") + " --load-model " + model + " --infer " + Path("new-docword.txt") +
                  " --out " + Path("theta.txt"));
@@ -415,12 +418,16 @@ TEST_F(LdaModelTest, PlainTextToTopicsAndBack) {
 TEST_F(LdaModelTest, CorpusToolRejectsBadPathsBeforeReading) {
   Write("t.txt", "some words here\n");
   auto corpus = [&](const std::string& args) { return RunCommand(Bin("corpus") + " " + args); };
-  RunResult r = corpus("--text " + Path("none.txt") + " --docword " + Path("d") + " --vocab " + Path("v"));
+  RunResult r =
+      corpus("--text " + Path("none.txt") + " --docword " + Path("d") + " --vocab " + Path("v"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("'" + Path("none.txt") + "' does not exist"), std::string::npos) << r.output;
-  r = corpus("--text " + Path("t.txt") + " --docword " + Path("no/dir/d") + " --vocab " + Path("v"));
+  EXPECT_NE(r.output.find("'" + Path("none.txt") + "' does not exist"), std::string::npos)
+      << r.output;
+  r = corpus("--text " + Path("t.txt") + " --docword " + Path("no/dir/d") + " --vocab " +
+             Path("v"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("directory '" + Path("no/dir") + "' does not exist"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("directory '" + Path("no/dir") + "' does not exist"), std::string::npos)
+      << r.output;
   r = corpus("--text " + Path("t.txt") + " --docword " + Path("d"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("give --vocab FILE"), std::string::npos) << r.output;

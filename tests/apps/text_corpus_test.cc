@@ -64,7 +64,7 @@ TEST_F(TextCorpusTest, BuildsAnAlphabeticalVocabularyWithTheFilters) {
   EXPECT_EQ(c->docs[3], (std::vector<Entry>{{1, 1}, {2, 3}, {4, 1}}));
   EXPECT_EQ(c->tokens, 12);
 
-  o.min_df = 2;  // in at least 2 documents: cat (3), dog (2), mat (2)
+  o.min_df = 2;    // in at least 2 documents: cat (3), dog (2), mat (2)
   o.max_df = 0.5;  // in at most 2 of 4 documents: not cat
   c = Build(Write("t.txt", text), o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -85,7 +85,8 @@ TEST_F(TextCorpusTest, FixedVocabularyKeepsItsWordIds) {
 
 TEST_F(TextCorpusTest, WrittenFilesLoadAsADocwordCorpus) {
   std::string text;
-  for (int d = 0; d < 50; ++d) text += "alpha beta beta gamma" + std::string(d % 2 ? " delta\n" : "\n");
+  for (int d = 0; d < 50; ++d)
+    text += "alpha beta beta gamma" + std::string(d % 2 ? " delta\n" : "\n");
   // gzip-compressed input reads the same.
   const std::string gz = (dir_ / "t.txt.gz").string();
   gzFile f = gzopen(gz.c_str(), "wb");
@@ -93,7 +94,8 @@ TEST_F(TextCorpusTest, WrittenFilesLoadAsADocwordCorpus) {
   gzclose(f);
   auto c = Build(gz, Options{});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const std::string docword = (dir_ / "docword.txt").string(), vocab = (dir_ / "vocab.txt").string();
+  const std::string docword = (dir_ / "docword.txt").string(),
+                    vocab = (dir_ / "vocab.txt").string();
   ASSERT_TRUE(corpus::Write(*c, docword, vocab).ok());
   tessera::ContextOptions co;
   co.read_environment = false;

@@ -1,5 +1,7 @@
 // save_array / load_array / save_array_text: round trips of every element type and layout, the
 // documented byte layout, and a clear Status for every kind of bad file.
+#include "tessera/array_io.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -10,7 +12,6 @@
 #include <iterator>
 #include <string>
 
-#include "tessera/array_io.h"
 #include "tessera/tessera.h"
 
 namespace tessera {
@@ -38,8 +39,8 @@ class ArrayIoTest : public ::testing::Test {
   }
   // Rewrites the trailing CRC so that a deliberately inconsistent file passes the checksum.
   static void Reseal(std::string* bytes) {
-    const uint32_t crc = static_cast<uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(bytes->data()), static_cast<uInt>(bytes->size() - 4)));
+    const uint32_t crc = static_cast<uint32_t>(crc32(
+        0, reinterpret_cast<const Bytef*>(bytes->data()), static_cast<uInt>(bytes->size() - 4)));
     std::memcpy(bytes->data() + bytes->size() - 4, &crc, 4);
   }
   static ContextOptions Hermetic() {

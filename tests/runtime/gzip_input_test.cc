@@ -36,7 +36,8 @@ class GzipInputTest : public ::testing::Test {
     const std::string p = (dir_ / name).string();
     gzFile f = gzopen(p.c_str(), "wb");
     EXPECT_NE(f, nullptr);
-    EXPECT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    EXPECT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+              static_cast<int>(text.size()));
     gzclose(f);
     return p;
   }
@@ -53,7 +54,9 @@ class GzipInputTest : public ::testing::Test {
 std::string ManyRatings() {
   std::string text = "user,item,rating,time\n";
   for (int u = 1; u <= 300; ++u) {
-    for (int i = u % 7; i < 40; i += 7) text += std::to_string(u) + "," + std::to_string(i * 3) + "," + std::to_string(1 + (u + i) % 5) + ",88125" + std::to_string(u) + "\n";
+    for (int i = u % 7; i < 40; i += 7)
+      text += std::to_string(u) + "," + std::to_string(i * 3) + "," +
+              std::to_string(1 + (u + i) % 5) + ",88125" + std::to_string(u) + "\n";
   }
   return text;
 }
@@ -79,7 +82,8 @@ TEST_F(GzipInputTest, ByteRangesSplitTheDecompressedText) {
   int nnz = 0;
   for (int d = 1; d <= 3; ++d) {
     for (int w = d; w <= 50; w += 2) {
-      entries += std::to_string(d) + " " + std::to_string(w) + " " + std::to_string(w % 4 + 1) + "\n";
+      entries +=
+          std::to_string(d) + " " + std::to_string(w) + " " + std::to_string(w % 4 + 1) + "\n";
       ++nnz;
     }
   }

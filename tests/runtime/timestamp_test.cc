@@ -1,5 +1,7 @@
 // Timestamp columns of rating files: numbers and ISO 8601 dates pass (and are ignored), anything
 // else is an error naming the line.
+#include "internal/timestamp.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,17 +10,16 @@
 #include <string>
 #include <utility>
 
-#include "internal/timestamp.h"
 #include "tessera/tessera.h"
 
 namespace tessera {
 namespace {
 
 TEST(TimestampTest, NumbersAndIsoDatesAreTimestamps) {
-  for (const char* ok : {"881250949", "+881250949", "881250949.25", "1.1e9", "0", "2005-09-06",
-                         "2005-09-06 13:45", "2005-09-06T13:45:07", "2005-09-06T13:45:07.125Z",
-                         "2005-09-06T13:45:07+02:00", "2005-09-06 13:45:07-0530",
-                         "2016-12-31T23:59:60Z"}) {
+  for (const char* ok :
+       {"881250949", "+881250949", "881250949.25", "1.1e9", "0", "2005-09-06", "2005-09-06 13:45",
+        "2005-09-06T13:45:07", "2005-09-06T13:45:07.125Z", "2005-09-06T13:45:07+02:00",
+        "2005-09-06 13:45:07-0530", "2016-12-31T23:59:60Z"}) {
     EXPECT_TRUE(internal::IsTimestamp(ok)) << ok;
   }
   for (const char* bad : {"", "yesterday", "nan", "inf", "2005-13-01", "2005-09-32", "2005-9-6",

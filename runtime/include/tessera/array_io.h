@@ -62,8 +62,8 @@ constexpr ArrayElementType ElementTypeOf() {
 struct ArrayWriteView {
   ArrayElementType type;
   bool sparse = false;
-  std::vector<int64_t> shape;  // rank = shape.size()
-  int64_t count = 0;           // stored elements
+  std::vector<int64_t> shape;    // rank = shape.size()
+  int64_t count = 0;             // stored elements
   const void* values = nullptr;  // `count` elements
   // Sparse: writes the keys of elements [first, first + n) to out[0, n * rank).
   std::function<void(int64_t first, int64_t n, int64_t* out)> keys;
