@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
   corpus::Options options;
   app.add_option("--text", text_path, "input: one document per line (plain or gzip)")->required();
   app.add_option("--docword", docword_path, "output: the UCI docword file")->required();
-  app.add_option("--vocab", vocab_path,
-                 "output: the vocabulary, one word per line (required unless --vocab-in)");
+  app.add_option(
+      "--vocab", vocab_path,
+      "output: the vocabulary, one word per line (default: none; required unless --vocab-in)");
   app.add_option("--vocab-in", vocab_in,
                  "use this vocabulary (one word per line, e.g. a saved lda model's vocab.txt) "
                  "instead of building one: other words are dropped (default: none)");

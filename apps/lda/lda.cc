@@ -588,7 +588,7 @@ int main(int argc, char** argv) {
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
   app.add_option("--docword", opt.docword_path,
-                 "UCI bag-of-words file (D, W, NNZ, then docID wordID count) (required unless "
+                 "UCI bag-of-words file (D, W, NNZ, then docID wordID count) (default: none; required unless "
                  "--load-model)");
   app.add_option("-K,--topics", opt.topics, "number of topics")
       ->capture_default_str()

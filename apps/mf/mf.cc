@@ -394,8 +394,8 @@ int main(int argc, char** argv) {
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
   app.add_option("--train", opt.train_path,
-                 "ratings file (MovieLens tab, '::', CSV, or 'user item rating') (required unless "
-                 "--load-model)");
+                 "ratings file (MovieLens tab, '::', CSV, or 'user item rating') (default: none; "
+                 "required unless --load-model)");
   app.add_option("--test", opt.test_path, "held-out ratings file (default: none)");
   app.add_option("--test-fraction", opt.test_fraction, "hold out this fraction of --train instead")
       ->check(CLI::Range(0.0, 0.99));
