@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "lda/lda_model.h"
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
 #include "tessera/version.h"
@@ -74,6 +75,7 @@ struct LdaOptions {
   int show_topics = 10;
   int top_words = 8;
   int threads = 1;  // executor threads per process (TESSERA_THREADS is the default)
+  lda::ModelOptions model;  // --save-model, --load-model --infer (lda_model.h)
 };
 
 // A small fast generator (xoshiro-style quality is not needed; splitmix64 is plenty for MH).
@@ -195,6 +197,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       vocab = std::move(read_vocab).value();
     } else {
       fmt::print(stderr, "lda: {}\n", read_vocab.status().ToString());
+      ready = false;
+    }
+  }
+  if (report) {
+    if (tessera::Status s = lda::PrepareSave(opt.model); !s.ok()) {
+      fmt::print(stderr, "lda: --save-model: {}\n", s.ToString());
       ready = false;
     }
   }
@@ -515,6 +523,25 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     }
     if (!AllWorkersOk(ctx, written)) return 1;
   }
+  if (!opt.model.save_model.empty()) {
+    // The counts of the tokens' current topics, made by a loop (the MH sampler keeps no count
+    // tables), whole on every worker.
+    auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
+    auto doc_topic_out = DistArray<int32_t, 2>::dense(ctx, {D, K});
+    tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+      doc_topic_out(key[0], Topic(v)) += 1;
+      word_topic_out(key[1], Topic(v)) += 1;
+    });
+    tessera::Status saved;
+    if (report) {
+      saved = lda::SaveModel(opt.model.save_model,
+                             {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab},
+                             opt.model.model_top_words);
+      if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
+      if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
+    }
+    if (!AllWorkersOk(ctx, saved.ok())) return 1;
+  }
   if (report && !opt.vocab_path.empty()) {
     // The largest topics first, each with its most frequent words.
     std::vector<int> order(K);
@@ -555,8 +582,8 @@ int main(int argc, char** argv) {
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
   app.add_option("--docword", opt.docword_path,
-                 "UCI bag-of-words file (D, W, NNZ, then docID wordID count)")
-      ->required();
+                 "UCI bag-of-words file (D, W, NNZ, then docID wordID count) (default: none; required unless "
+                 "--load-model)");
   app.add_option("-K,--topics", opt.topics, "number of topics")
       ->capture_default_str()
       ->check(CLI::Range(2, 100000));
@@ -619,7 +646,14 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
+  lda::AddModelOptions(app, &opt.model);
   CLI11_PARSE(app, argc, argv);
+  opt.model.seed = opt.seed;
+  if (const std::string bad = lda::CheckModelModes(opt.model, !opt.docword_path.empty());
+      !bad.empty()) {
+    fmt::print(stderr, "lda: {}\n", bad);
+    return 2;
+  }
   // Without --threads, TESSERA_THREADS; a malformed value is an error, before any work.
   if (app.count("--threads") == 0) {
     const tessera::Result<int> env_threads = tessera::ThreadsFromEnvironment();
@@ -636,5 +670,5 @@ int main(int argc, char** argv) {
   tessera::ContextOptions context_options;
   context_options.threads = opt.threads;
   tessera::Context ctx(argc, argv, std::move(context_options));
-  return Run(ctx, opt);
+  return opt.model.load_model.empty() ? Run(ctx, opt) : lda::RunInference(ctx, opt.model);
 }

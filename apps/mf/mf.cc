@@ -8,6 +8,10 @@
 //   mf --train u1.base --test u1.test -k 40 --epochs 20
 //   mf --train ratings.csv --test-fraction 0.1 --metrics mf.jsonl
 //   tessera run -w 2 -s 1 -- mf --train u1.base --test u1.test --metrics mf.jsonl
+//   mf --train u1.base --save-model model/          # then, from the saved model:
+//   mf --load-model model/ --test u1.test           # evaluate
+//   mf --load-model model/ --predict pairs.txt --out predictions.tsv
+//   mf --load-model model/ --recommend 10 --exclude u1.base --out top10.tsv
 //
 // Under `tessera run` every worker runs this program (SPMD) and computes the same numbers (the
 // accumulators are summed across workers); only worker 0 prints progress and writes --metrics.
@@ -26,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "common/app_io.h"
+#include "mf/mf_model.h"
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
 #include "tessera/version.h"
@@ -49,6 +55,14 @@ struct MfOptions {
   std::string metrics_path;
   int data_parallel = -1;  // >= 0: run the SGD loop data-parallel with this staleness
   int threads = 1;         // executor threads per process (TESSERA_THREADS is the default)
+  std::string save_model;  // Default: none; write the trained model into this directory
+  bool model_text = false; // also write the model's arrays as text
+  // Using a saved model instead of training (mf_model.h).
+  std::string load_model;
+  std::string predict_path;  // pairs to predict
+  int recommend = 0;         // top-N items per user
+  std::string exclude_path;  // ratings not to recommend again
+  std::string out_path;      // where predictions or recommendations go
 };
 
 tessera::Result<tessera::TripleFormat> ParseFormat(const std::string& s) {
@@ -86,6 +100,12 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   // The file worker 0 writes is checked before the ratings are even loaded.
   std::optional<tessera::MetricsLog> metrics;
   bool ready = true;
+  if (report && !opt.save_model.empty()) {
+    if (tessera::Status s = tessera::apps::PrepareOutputDir(opt.save_model); !s.ok()) {
+      fmt::print(stderr, "mf: --save-model: {}\n", s.ToString());
+      ready = false;
+    }
+  }
   if (report && !opt.metrics_path.empty()) {
     auto log = tessera::MetricsLog::Open(opt.metrics_path);
     if (log.ok()) {
@@ -241,7 +261,128 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     }
     lr *= opt.decay;
   }
-  return 0;
+  if (opt.save_model.empty()) return 0;
+  // The model leaves through copies made by loops, so that W, H and the biases remain arrays only
+  // loop bodies touch: a distributed run keeps those partitioned between loops, while the copies,
+  // which serial code uses, are whole on every worker (docs/runtime.md, "Partitioned arrays").
+  auto W_out = DistArray<float, 2>::dense(ctx, {users, k});
+  auto H_out = DistArray<float, 2>::dense(ctx, {items, k});
+  auto user_bias_out = DistArray<float, 1>::dense(ctx, {users});
+  auto item_bias_out = DistArray<float, 1>::dense(ctx, {items});
+  tessera::parallel_for(W_out, [&](const Key<2>& key, float& out) { out = W(key[0], key[1]); });
+  tessera::parallel_for(H_out, [&](const Key<2>& key, float& out) { out = H(key[0], key[1]); });
+  tessera::parallel_for(user_bias_out,
+                        [&](const Key<1>& key, float& out) { out = user_bias(key[0]); });
+  tessera::parallel_for(item_bias_out,
+                        [&](const Key<1>& key, float& out) { out = item_bias(key[0]); });
+  bool saved = true;
+  if (report) {
+    mf::ModelView model;
+    model.k = k;
+    model.mu = mu;
+    model.W = &W_out;
+    model.H = &H_out;
+    model.user_bias = &user_bias_out;
+    model.item_bias = &item_bias_out;
+    model.users = &loaded->users;
+    model.items = &loaded->items;
+    if (tessera::Status s = mf::SaveModel(opt.save_model, model, opt.model_text); !s.ok()) {
+      fmt::print(stderr, "mf: --save-model: {}\n", s.ToString());
+      saved = false;
+    } else {
+      fmt::print("mf: model saved to {}\n", opt.save_model);
+    }
+  }
+  return AllWorkersOk(ctx, saved) ? 0 : 1;
+}
+
+// Evaluates, predicts or recommends from a saved model. Every worker of a distributed job computes
+// the same; worker 0 prints and writes.
+int RunFromModel(tessera::Context& ctx, const MfOptions& opt) {
+  using tessera::apps::CheckInputFile;
+  const bool report = ctx.job().rank == 0;
+  tessera::Status ready = tessera::apps::CheckModelDir(opt.load_model, mf::ModelFiles());
+  for (const std::string* path : {&opt.test_path, &opt.predict_path, &opt.exclude_path}) {
+    if (ready.ok() && !path->empty()) ready = CheckInputFile(*path);
+  }
+  if (ready.ok() && report && !opt.out_path.empty()) {
+    ready = tessera::apps::CheckOutputFile(opt.out_path);
+  }
+  if (!ready.ok()) {
+    fmt::print(stderr, "mf: {}\n", ready.ToString());
+    AllWorkersOk(ctx, false);
+    return 1;
+  }
+  if (!AllWorkersOk(ctx, true)) return 1;
+  auto model = mf::Model::Load(ctx, opt.load_model);
+  if (!model.ok()) {
+    fmt::print(stderr, "mf: --load-model: {}\n", model.status().ToString());
+    return 1;
+  }
+  if (report) {
+    fmt::print("mf: model {}: {} users, {} items, k={}\n", opt.load_model, model->num_users(),
+               model->num_items(), model->k());
+  }
+  auto read = [](const std::string& path, bool need_rating) {
+    auto pairs = mf::ReadPairs(path, need_rating);
+    if (!pairs.ok()) fmt::print(stderr, "mf: {}\n", pairs.status().ToString());
+    return pairs;
+  };
+  if (!opt.test_path.empty()) {
+    auto test = read(opt.test_path, /*need_rating=*/true);
+    if (!test.ok()) return 1;
+    const mf::Evaluation e = mf::Evaluate(*model, *test);
+    if (report) {
+      fmt::print("test_rmse {:.4f}  over {} ratings ({} of an unknown user, {} of an unknown item)\n",
+                 e.rmse, e.ratings, e.unknown_users, e.unknown_items);
+    }
+  }
+  tessera::Status written;
+  if (!opt.predict_path.empty()) {
+    auto pairs = read(opt.predict_path, /*need_rating=*/false);
+    if (!pairs.ok()) return 1;
+    if (report) written = mf::WritePredictions(*model, *pairs, opt.out_path);
+    if (report && written.ok()) fmt::print("mf: {} predictions written to {}\n", pairs->size(), opt.out_path);
+  }
+  if (opt.recommend > 0) {
+    std::vector<mf::Pair> exclude;
+    if (!opt.exclude_path.empty()) {
+      auto pairs = read(opt.exclude_path, /*need_rating=*/false);
+      if (!pairs.ok()) return 1;
+      exclude = std::move(pairs).value();
+    }
+    if (report) written = mf::WriteRecommendations(*model, opt.recommend, exclude, opt.out_path);
+    if (report && written.ok()) {
+      fmt::print("mf: top {} items of {} users written to {}\n", opt.recommend, model->num_users(),
+                 opt.out_path);
+    }
+  }
+  if (!written.ok()) fmt::print(stderr, "mf: --out: {}\n", written.ToString());
+  return AllWorkersOk(ctx, written.ok()) ? 0 : 1;
+}
+
+// Flag combinations that cannot work, as a message (empty when fine).
+std::string CheckModes(const MfOptions& opt) {
+  const bool uses_model = !opt.predict_path.empty() || opt.recommend > 0 || !opt.out_path.empty() ||
+                          !opt.exclude_path.empty();
+  if (opt.load_model.empty()) {
+    if (opt.train_path.empty()) return "give --train FILE (or --load-model DIR)";
+    if (uses_model) return "--predict, --recommend, --exclude and --out need --load-model DIR";
+    if (opt.test_fraction > 0 && !opt.test_path.empty()) return "give --test or --test-fraction, not both";
+    return "";
+  }
+  if (!opt.train_path.empty() || !opt.save_model.empty() || opt.test_fraction > 0) {
+    return "--load-model uses a trained model: drop --train, --save-model and --test-fraction";
+  }
+  if (!opt.predict_path.empty() && opt.recommend > 0) return "give --predict or --recommend, not both";
+  if ((!opt.predict_path.empty() || opt.recommend > 0) && opt.out_path.empty()) {
+    return "--predict and --recommend need --out FILE";
+  }
+  if (!opt.exclude_path.empty() && opt.recommend == 0) return "--exclude goes with --recommend";
+  if (opt.test_path.empty() && opt.predict_path.empty() && opt.recommend == 0) {
+    return "with --load-model, give --test, --predict or --recommend";
+  }
+  return "";
 }
 
 }  // namespace
@@ -255,8 +396,8 @@ int main(int argc, char** argv) {
   const char* env_level = std::getenv("TESSERA_LOG_LEVEL");
   std::string log_level = env_level != nullptr && *env_level != '\0' ? env_level : "info";
   app.add_option("--train", opt.train_path,
-                 "ratings file (MovieLens tab, '::', CSV, or 'user item rating')")
-      ->required();
+                 "ratings file (MovieLens tab, '::', CSV, or 'user item rating') (default: none; "
+                 "required unless --load-model)");
   app.add_option("--test", opt.test_path, "held-out ratings file (default: none)");
   app.add_option("--test-fraction", opt.test_fraction, "hold out this fraction of --train instead")
       ->check(CLI::Range(0.0, 0.99));
@@ -296,6 +437,24 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error or off (default: "
                  "TESSERA_LOG_LEVEL, else info)");
+  app.add_option("--save-model", opt.save_model,
+                 "after training, write the model (factors, biases, id maps) into this directory, "
+                 "created if missing (default: none)");
+  app.add_flag("--model-text", opt.model_text,
+               "with --save-model, also write each array as text (.txt beside the .tarr)");
+  app.add_option("--load-model", opt.load_model,
+                 "use the model saved in this directory instead of training (default: none)");
+  app.add_option("--predict", opt.predict_path,
+                 "with --load-model: predict the rating of every 'user item' line of this file "
+                 "into --out (default: none)");
+  app.add_option("--recommend", opt.recommend,
+                 "with --load-model: write the N items of highest predicted rating for every "
+                 "user into --out (default: 0, none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--exclude", opt.exclude_path,
+                 "with --recommend: never recommend the (user, item) pairs of this file, e.g. the "
+                 "training ratings (default: none)");
+  app.add_option("--out", opt.out_path, "where --predict or --recommend write (default: none)");
   CLI11_PARSE(app, argc, argv);
   // Without --threads, TESSERA_THREADS; a malformed value is an error, before any work.
   if (app.count("--threads") == 0) {
@@ -306,8 +465,8 @@ int main(int argc, char** argv) {
     }
     if (*env_threads > 0) opt.threads = *env_threads;
   }
-  if (opt.test_fraction > 0 && !opt.test_path.empty()) {
-    fmt::print(stderr, "mf: give --test or --test-fraction, not both\n");
+  if (const std::string bad = CheckModes(opt); !bad.empty()) {
+    fmt::print(stderr, "mf: {}\n", bad);
     return 2;
   }
   if (tessera::Status s = tessera::SetLogLevel(log_level); !s.ok()) {
@@ -317,5 +476,5 @@ int main(int argc, char** argv) {
   tessera::ContextOptions context_options;
   context_options.threads = opt.threads;
   tessera::Context ctx(argc, argv, std::move(context_options));
-  return Run(ctx, opt);
+  return opt.load_model.empty() ? Run(ctx, opt) : RunFromModel(ctx, opt);
 }

@@ -14,6 +14,7 @@
 
 #include "internal/line_reader.h"
 #include "internal/load_share.h"
+#include "internal/timestamp.h"
 
 namespace tessera {
 namespace {
@@ -153,12 +154,10 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
       return Status::InvalidArgument(fmt::format("{}: rating {} is not a finite number",
                                                  reader.Where(), Quote(fields.f[2])));
     }
-    if (fields.count == 4) {
-      int64_t ts;
-      if (!ParseInt(fields.f[3], &ts)) {
-        return Status::InvalidArgument(fmt::format("{}: timestamp {} is not an integer",
-                                                   reader.Where(), Quote(fields.f[3])));
-      }
+    if (fields.count == 4 && !internal::IsTimestamp(fields.f[3])) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: timestamp {} is neither a number nor an ISO 8601 date (YYYY-MM-DD[THH:MM[:SS]])",
+          reader.Where(), Quote(fields.f[3])));
     }
     out->push_back(r);
   }

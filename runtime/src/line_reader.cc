@@ -35,6 +35,11 @@ Result<LineReader> LineReader::Open(const std::string& path, ReadRange range, in
   if (!in) {
     return Status::NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   }
+  char magic[2] = {0, 0};
+  if (in.read(magic, 2) && magic[0] == '\x1f' && magic[1] == '\x8b') {
+    return OpenGzip(path, range, first_line);
+  }
+  in.clear();
   in.seekg(0, std::ios::end);
   const int64_t size = in.tellg();
   if (size < 0) return Status::DataLoss(fmt::format("cannot determine the size of '{}'", path));

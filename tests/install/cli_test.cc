@@ -34,7 +34,7 @@ RunResult RunBinary(const std::string& binary, const std::string& args,
 }
 
 const std::vector<std::string> kBinaries = {"tessc", "tessera", "tessera-server",
-                                            "mf",    "lda",     "ps_demo"};
+                                            "mf",    "lda",     "ps_demo", "corpus"};
 
 TEST(CliTest, EveryBinaryPrintsTheProjectVersion) {
   for (const std::string& b : kBinaries) {
@@ -87,7 +87,7 @@ std::vector<HelpOption> ParseHelp(const std::string& help) {
 TEST(CliTest, EveryFlagIsDescribedWithItsDefault) {
   const std::vector<std::pair<std::string, std::string>> helps = {
       {"tessc", "--help"},          {"tessera", "--help"}, {"tessera", "run --help"},
-      {"tessera-server", "--help"}, {"mf", "--help"},      {"lda", "--help"},
+      {"tessera-server", "--help"}, {"mf", "--help"},      {"lda", "--help"}, {"corpus", "--help"},
       {"ps_demo", "--help"}};
   for (const auto& [binary, args] : helps) {
     RunResult r = RunBinary(binary, args);

@@ -39,6 +39,10 @@
 // built from all ids is independent of how the file was split. Within one call the map covers the
 // ids seen in that call.
 //
+// gzip: a compressed file (gzip magic bytes; any name) is read as the text inside it; byte ranges
+// and "byte OFFSET" locations then refer to the decompressed text, and every reader of the file
+// decompresses all of it once per open (a split load: each worker, about three times).
+//
 // Thread safety: the functions are reentrant; results are owned by the caller.
 #ifndef TESSERA_DATA_H_
 #define TESSERA_DATA_H_

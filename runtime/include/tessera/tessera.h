@@ -15,6 +15,7 @@
 #define TESSERA_TESSERA_H_
 
 #include "tessera/accumulator.h"
+#include "tessera/array_io.h"
 #include "tessera/context.h"
 #include "tessera/data.h"
 #include "tessera/dist_array.h"

@@ -13,7 +13,10 @@ namespace tessera::internal {
 
 class LineReader {
  public:
-  // Reads the bytes of the lines that start in `range` of `path` into memory.
+  // Reads the bytes of the lines that start in `range` of `path` into memory. A gzip-compressed
+  // file (it starts with the gzip magic bytes) is read as its decompressed bytes: ranges, offsets
+  // and file_size() are those of the decompressed text, so that every reader works on .gz files
+  // unchanged; each Open then decompresses the whole file once (line_reader_gzip.cc).
   // Errors: NotFound when the file cannot be opened, InvalidArgument for a bad range,
   // DataLoss on a read error.
   // `first_line`: the 1-based line number of the range's first line when the caller knows it
@@ -30,6 +33,8 @@ class LineReader {
   bool from_start() const { return start_ == 0; }
 
  private:
+  static Result<LineReader> OpenGzip(const std::string& path, ReadRange range, int64_t first_line);
+
   std::string path_;
   std::string bytes_;
   int64_t start_ = 0;  // file offset of bytes_[0]

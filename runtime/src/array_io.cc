@@ -1,0 +1,364 @@
+#include "tessera/array_io.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string_view>
+
+namespace tessera::internal {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the array format is little-endian; a big-endian build needs byte swapping here");
+
+constexpr char kMagic[8] = {'T', 'E', 'S', 'S', 'A', 'R', 'R', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr int kMaxRank = 8;
+constexpr size_t kFixedHeader = 16;  // magic, version, type, rank, storage, reserved
+
+size_t ElementBytes(ArrayElementType t) {
+  switch (t) {
+    case ArrayElementType::kInt32:
+    case ArrayElementType::kFloat32:
+      return 4;
+    case ArrayElementType::kInt64:
+    case ArrayElementType::kFloat64:
+      return 8;
+  }
+  return 0;
+}
+
+const char* TypeName(uint8_t t) {
+  switch (static_cast<ArrayElementType>(t)) {
+    case ArrayElementType::kInt32:
+      return "int32";
+    case ArrayElementType::kInt64:
+      return "int64";
+    case ArrayElementType::kFloat32:
+      return "float32";
+    case ArrayElementType::kFloat64:
+      return "float64";
+  }
+  return "unknown";
+}
+
+uint32_t Crc(uint32_t crc, const void* data, size_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {  // zlib takes uInt lengths
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    crc = static_cast<uint32_t>(crc32(crc, p, chunk));
+    p += chunk;
+    n -= chunk;
+  }
+  return crc;
+}
+
+Status OpenError(const std::string& path, int err) {
+  std::string msg = fmt::format("cannot create '{}': {}", path, std::strerror(err));
+  if (err == ENOENT) return Status::NotFound(std::move(msg));
+  return Status::InvalidArgument(std::move(msg));
+}
+
+// Writes "<path>.tmp", with a running CRC, and renames it over `path` on Commit. A writer that
+// is not committed removes its temporary file.
+class AtomicFile {
+ public:
+  static Result<std::unique_ptr<AtomicFile>> Create(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return Status::InvalidArgument(fmt::format("cannot write '{}': it is a directory", path));
+    }
+    auto f = std::unique_ptr<AtomicFile>(new AtomicFile(path));
+    f->file_ = std::fopen(f->tmp_.c_str(), "wb");
+    if (f->file_ == nullptr) return OpenError(path, errno);
+    return f;
+  }
+  ~AtomicFile() {
+    if (file_ != nullptr) {
+      std::fclose(file_);
+      std::remove(tmp_.c_str());
+    }
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void Write(const void* data, size_t n) {
+    if (n == 0 || failed_) return;
+    crc_ = Crc(crc_, data, n);
+    if (std::fwrite(data, 1, n, file_) != n) {
+      failed_ = true;
+      errno_ = errno;
+    }
+  }
+  void Write(std::string_view s) { Write(s.data(), s.size()); }
+  uint32_t crc() const { return crc_; }
+
+  Status Commit() {
+    if (!failed_ && std::fflush(file_) != 0) failed_ = true, errno_ = errno;
+    if (!failed_ && ::fsync(::fileno(file_)) != 0) failed_ = true, errno_ = errno;
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (failed_ || !closed) {
+      std::remove(tmp_.c_str());
+      return Status::DataLoss(
+          fmt::format("writing '{}' failed: {}", path_, std::strerror(failed_ ? errno_ : errno)));
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      const int err = errno;
+      std::remove(tmp_.c_str());
+      return Status::InvalidArgument(
+          fmt::format("cannot rename '{}' to '{}': {}", tmp_, path_, std::strerror(err)));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  explicit AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp") {}
+
+  std::string path_, tmp_;
+  std::FILE* file_ = nullptr;
+  uint32_t crc_ = 0;
+  bool failed_ = false;
+  int errno_ = 0;
+};
+
+template <typename V>
+void Put(std::string* out, V v) {
+  char b[sizeof(V)];
+  std::memcpy(b, &v, sizeof(V));
+  out->append(b, sizeof(V));
+}
+
+template <typename V>
+V Get(const std::string& in, size_t at) {
+  V v;
+  std::memcpy(&v, in.data() + at, sizeof(V));
+  return v;
+}
+
+Status CheckView(const ArrayWriteView& v) {
+  if (v.shape.empty() || v.shape.size() > kMaxRank) {
+    return Status::InvalidArgument(
+        fmt::format("arrays of rank {} cannot be saved", v.shape.size()));
+  }
+  return Status::Ok();
+}
+
+// The keys of the sparse elements [first, first + n), in chunks, to `sink`.
+template <typename Sink>
+void ForEachKeyChunk(const ArrayWriteView& v, Sink&& sink) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t rank = static_cast<int64_t>(v.shape.size());
+  std::vector<int64_t> keys(static_cast<size_t>(kChunk * rank));
+  for (int64_t first = 0; first < v.count; first += kChunk) {
+    const int64_t n = std::min(kChunk, v.count - first);
+    v.keys(first, n, keys.data());
+    sink(first, n, keys.data());
+  }
+}
+
+}  // namespace
+
+Status WriteArrayFile(const std::string& path, const ArrayWriteView& v) {
+  TESSERA_RETURN_IF_ERROR(CheckView(v));
+  auto created = AtomicFile::Create(path);
+  if (!created.ok()) return created.status();
+  AtomicFile& f = *created.value();
+  std::string header(kMagic, sizeof kMagic);
+  Put<uint32_t>(&header, kVersion);
+  Put<uint8_t>(&header, static_cast<uint8_t>(v.type));
+  Put<uint8_t>(&header, static_cast<uint8_t>(v.shape.size()));
+  Put<uint8_t>(&header, v.sparse ? 1 : 0);
+  Put<uint8_t>(&header, 0);
+  for (int64_t e : v.shape) Put<int64_t>(&header, e);
+  Put<int64_t>(&header, v.count);
+  f.Write(header);
+  if (v.sparse) {
+    const size_t rank = v.shape.size();
+    ForEachKeyChunk(v, [&](int64_t, int64_t n, const int64_t* keys) {
+      f.Write(keys, static_cast<size_t>(n) * rank * sizeof(int64_t));
+    });
+  }
+  f.Write(v.values, static_cast<size_t>(v.count) * ElementBytes(v.type));
+  std::string trailer;
+  Put<uint32_t>(&trailer, f.crc());
+  f.Write(trailer);
+  return f.Commit();
+}
+
+Status WriteArrayText(const std::string& path, const ArrayWriteView& v) {
+  TESSERA_RETURN_IF_ERROR(CheckView(v));
+  auto created = AtomicFile::Create(path);
+  if (!created.ok()) return created.status();
+  AtomicFile& f = *created.value();
+  const size_t rank = v.shape.size();
+  fmt::memory_buffer buf;
+  auto value = [&](int64_t p) {
+    const char* at = static_cast<const char*>(v.values);
+    switch (v.type) {
+      case ArrayElementType::kInt32:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int32_t*>(at)[p]);
+        break;
+      case ArrayElementType::kInt64:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int64_t*>(at)[p]);
+        break;
+      case ArrayElementType::kFloat32:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const float*>(at)[p]);
+        break;
+      case ArrayElementType::kFloat64:
+        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const double*>(at)[p]);
+        break;
+    }
+  };
+  auto flush = [&](bool force) {
+    if (force || buf.size() > (1 << 20)) {
+      f.Write(buf.data(), buf.size());
+      buf.clear();
+    }
+  };
+  if (!v.sparse && rank <= 2) {
+    // One line per row: a 1-D array is a column.
+    const int64_t width = rank == 2 ? v.shape[1] : 1;
+    for (int64_t p = 0; p < v.count; ++p) {
+      value(p);
+      buf.push_back((p + 1) % std::max<int64_t>(width, 1) == 0 ? '\n' : ' ');
+      flush(false);
+    }
+  } else if (!v.sparse) {
+    std::vector<int64_t> key(rank, 0);
+    for (int64_t p = 0; p < v.count; ++p) {
+      for (int64_t k : key) fmt::format_to(std::back_inserter(buf), "{} ", k);
+      value(p);
+      buf.push_back('\n');
+      for (size_t d = rank; d-- > 0;) {  // odometer, row-major
+        if (++key[d] < v.shape[d]) break;
+        key[d] = 0;
+      }
+      flush(false);
+    }
+  } else {
+    ForEachKeyChunk(v, [&](int64_t first, int64_t n, const int64_t* keys) {
+      for (int64_t i = 0; i < n; ++i) {
+        for (size_t d = 0; d < rank; ++d) {
+          fmt::format_to(std::back_inserter(buf), "{} ", keys[static_cast<size_t>(i) * rank + d]);
+        }
+        value(first + i);
+        buf.push_back('\n');
+        flush(false);
+      }
+    });
+  }
+  flush(true);
+  return f.Commit();
+}
+
+Result<ArrayFileContents> ReadArrayFile(const std::string& path, ArrayElementType type, int rank) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(fmt::format("'{}' is a directory, not an array file", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::DataLoss(fmt::format("cannot read '{}'", path));
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not a Tessera array file (it does not start with TESSARR)", path));
+  }
+  if (bytes.size() < kFixedHeader) {
+    return Status::DataLoss(fmt::format("'{}' is truncated inside its header", path));
+  }
+  const uint32_t version = Get<uint32_t>(bytes, 8);
+  if (version != kVersion) {
+    return Status::InvalidArgument(fmt::format(
+        "'{}' is array format version {}; this build reads version {}", path, version, kVersion));
+  }
+  const uint8_t file_type = Get<uint8_t>(bytes, 12);
+  const int file_rank = Get<uint8_t>(bytes, 13);
+  const uint8_t storage = Get<uint8_t>(bytes, 14);
+  if (file_rank < 1 || file_rank > kMaxRank || storage > 1 ||
+      ElementBytes(static_cast<ArrayElementType>(file_type)) == 0) {
+    return Status::DataLoss(
+        fmt::format("'{}': corrupt header (element type {}, rank {}, storage {})", path, file_type,
+                    file_rank, storage));
+  }
+  const size_t header_bytes = kFixedHeader + 8 * static_cast<size_t>(file_rank) + 8;
+  if (bytes.size() < header_bytes + 4) {
+    return Status::DataLoss(fmt::format("'{}' is truncated inside its header", path));
+  }
+  ArrayFileContents c;
+  c.sparse = storage == 1;
+  int64_t elements = 1;
+  bool overflow = false;
+  for (int d = 0; d < file_rank; ++d) {
+    const int64_t e = Get<int64_t>(bytes, kFixedHeader + 8 * static_cast<size_t>(d));
+    c.shape.push_back(e);
+    overflow |= e < 0 || __builtin_mul_overflow(elements, std::max<int64_t>(e, 1), &elements);
+  }
+  c.count = Get<int64_t>(bytes, header_bytes - 8);
+  const size_t value_bytes = ElementBytes(static_cast<ArrayElementType>(file_type));
+  const size_t per_element = value_bytes + (c.sparse ? 8 * static_cast<size_t>(file_rank) : 0);
+  size_t body = 0;
+  overflow |= c.count < 0 || (c.sparse ? c.count > elements : c.count != elements) ||
+              __builtin_mul_overflow(static_cast<size_t>(std::max<int64_t>(c.count, 0)),
+                                     per_element, &body);
+  if (overflow) {
+    return Status::DataLoss(fmt::format("'{}': corrupt header (extents or element count)", path));
+  }
+  const size_t expected = header_bytes + body + 4;
+  if (bytes.size() != expected) {
+    return Status::DataLoss(fmt::format("'{}' has {} bytes; its header describes {} ({})", path,
+                                        bytes.size(), expected,
+                                        bytes.size() < expected ? "truncated" : "trailing bytes"));
+  }
+  const uint32_t stored = Get<uint32_t>(bytes, expected - 4);
+  const uint32_t computed = Crc(0, bytes.data(), expected - 4);
+  if (stored != computed) {
+    return Status::DataLoss(fmt::format("'{}': checksum mismatch (stored {:08x}, computed {:08x})",
+                                        path, stored, computed));
+  }
+  if (file_type != static_cast<uint8_t>(type) || file_rank != rank) {
+    return Status::InvalidArgument(
+        fmt::format("'{}' holds a rank-{} array of {}; expected a rank-{} array of {}", path,
+                    file_rank, TypeName(file_type), rank, TypeName(static_cast<uint8_t>(type))));
+  }
+  size_t at = header_bytes;
+  if (c.sparse) {
+    const size_t n = static_cast<size_t>(c.count) * static_cast<size_t>(rank);
+    c.keys.resize(n);
+    if (n > 0) std::memcpy(c.keys.data(), bytes.data() + at, n * 8);
+    at += n * 8;
+    std::vector<int64_t> linear(static_cast<size_t>(c.count));
+    for (int64_t p = 0; p < c.count; ++p) {
+      int64_t l = 0;
+      for (int d = 0; d < rank; ++d) {
+        const int64_t k = c.keys[static_cast<size_t>(p * rank + d)];
+        if (k < 0 || k >= c.shape[static_cast<size_t>(d)]) {
+          return Status::InvalidArgument(
+              fmt::format("'{}': element {} has key component {} = {} outside [0, {})", path, p, d,
+                          k, c.shape[static_cast<size_t>(d)]));
+        }
+        l = l * c.shape[static_cast<size_t>(d)] + k;
+      }
+      linear[static_cast<size_t>(p)] = l;
+    }
+    std::sort(linear.begin(), linear.end());
+    if (std::adjacent_find(linear.begin(), linear.end()) != linear.end()) {
+      return Status::InvalidArgument(fmt::format("'{}': a key is stored twice", path));
+    }
+  }
+  c.values.assign(bytes, at, static_cast<size_t>(c.count) * value_bytes);
+  return c;
+}
+
+}  // namespace tessera::internal
