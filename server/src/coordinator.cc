@@ -10,12 +10,14 @@
 #include <set>
 #include <vector>
 
+#include "tessera/common/log_throttle.h"
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
 #include "tessera/transport/router.h"
+#include "tessera/transport/security.h"
 
 namespace tessera {
 namespace {
@@ -23,6 +25,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Barriers a worker may have open at once. A worker waits for each release before the next
+// barrier (Client::Barrier), so one is the norm; a worker whose wait timed out may start another.
+constexpr size_t kMaxOpenBarriersPerWorker = 4;
 
 }  // namespace
 
@@ -42,6 +48,9 @@ class Coordinator::Impl {
                       options_.num_servers, options_.num_workers));
     }
     ConfigureSocket(socket_);
+    SecureBindSide(socket_, options_.secret);
+    LimitIncoming(socket_, kMaxControlMessageBytes, kControlReceiveQueue);
+    proof_ = SecretProof(options_.secret);
     // The end of the job is the coordinator's last word: the Leave to every server goes out just
     // before the loop returns and the owner closes the socket. Without a linger those messages
     // can be dropped at close, and a server that never hears of the end waits forever.
@@ -98,7 +107,9 @@ class Coordinator::Impl {
 
   void SendError(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
                  const std::string& text) {
-    log_->error("rejecting message: {}", text);
+    if (reject_log_.Allow()) {
+      log_->error("rejecting message: {}{}", text, reject_log_.TakeSuppressedNote());
+    }
     OutgoingMessage reply(0, request_id);
     FillError(code, text, reply.envelope().getBody().initError());
     Send(identity, reply);
@@ -140,7 +151,7 @@ class Coordinator::Impl {
   }
 
   void OnRegister(const std::string& identity, uint64_t request_id, proto::Register::Reader reg) {
-    if (reg.getSecret() != options_.secret) {
+    if (reg.getSecret() != proof_) {
       SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
       return;
     }
@@ -198,7 +209,7 @@ class Coordinator::Impl {
   // again (same rank, new endpoint) only before everyone has; answers go out when all have.
   void OnAnnouncePeer(const std::string& identity, uint64_t request_id,
                       proto::AnnouncePeer::Reader a) {
-    if (a.getSecret() != options_.secret) {
+    if (a.getSecret() != proof_) {
       SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
       return;
     }
@@ -231,7 +242,35 @@ class Coordinator::Impl {
     log_->info("peer mesh of {} workers complete", options_.num_workers);
   }
 
+  // Only registered workers count, each once per barrier, with a bounded number of barriers open:
+  // nothing else may hold a barrier back, release it early, or grow the coordinator.
   void OnBarrier(const std::string& identity, uint64_t request_id, uint64_t id) {
+    std::optional<uint32_t> rank;
+    for (const auto& [r, who] : worker_ids_) {
+      if (who == identity) rank = r;
+    }
+    if (!rank) {
+      SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED,
+                fmt::format("barrier {} from a peer that has not registered as a worker", id));
+      return;
+    }
+    size_t open = 0;
+    for (const auto& [open_id, arrivals] : barriers_) {
+      for (const auto& a : arrivals) {
+        if (a.identity != identity) continue;
+        if (open_id == id) {
+          SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                    fmt::format("worker {} is already waiting at barrier {}", *rank, id));
+          return;
+        }
+        ++open;
+      }
+    }
+    if (open >= kMaxOpenBarriersPerWorker) {
+      SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                fmt::format("worker {} waits at {} barriers already", *rank, open));
+      return;
+    }
     auto& arrivals = barriers_[id];
     arrivals.push_back({identity, request_id});
     if (arrivals.size() < static_cast<size_t>(options_.num_workers)) return;
@@ -274,7 +313,7 @@ class Coordinator::Impl {
   // --- liveness (see coordinator.h) ---
 
   void OnHeartbeat(const std::string& identity, proto::Heartbeat::Reader hb) {
-    if (hb.getSecret() != options_.secret) {
+    if (hb.getSecret() != proof_) {
       SendError(identity, 0, proto::ErrorCode::UNAUTHENTICATED,
                 "heartbeat with a wrong job secret");
       return;
@@ -407,6 +446,8 @@ class Coordinator::Impl {
   zmq::socket_t socket_;
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
+  std::string proof_;  // SecretProof(options_.secret): what registrations and heartbeats carry
+  LogThrottle reject_log_;
 
   // Loop-thread state.
   std::vector<std::string> server_endpoints_;

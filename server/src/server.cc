@@ -18,6 +18,7 @@
 #include "tessera/transport/join.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/router.h"
+#include "tessera/transport/security.h"
 
 namespace tessera {
 
@@ -43,7 +44,11 @@ Status Server::Impl::Start() {
   ConfigureSocket(socket_);
   socket_.set(zmq::sockopt::router_mandatory,
               1);  // a vanished client is an error, not a silent drop
+  SecureBindSide(socket_, options_.secret);
+  LimitIncoming(socket_, kMaxDataMessageBytes, kDataReceiveQueue);
   ConfigureSocket(coordinator_);
+  SecureConnectSide(coordinator_, options_.secret);
+  proof_ = SecretProof(options_.secret);
   auto ep = BindSocket(socket_, options_.listen);
   if (!ep.ok()) return ep.status();
   endpoint_ = *ep;
@@ -195,7 +200,9 @@ void Server::Impl::Reject(const std::string& identity, uint64_t request_id, cons
 template <typename Fill>
 void Server::Impl::Reject(const std::string& identity, uint64_t request_id,
                           const std::string& logged, Fill fill) {
-  log_->error("rejected message: {}", logged);
+  if (reject_log_.Allow()) {
+    log_->error("rejected message: {}{}", logged, reject_log_.TakeSuppressedNote());
+  }
   CountStat([](ServerStats& s) { ++s.rejected_messages; });
   OutgoingMessage reply(options_.rank, request_id);
   fill(reply.envelope().getBody().initError());
@@ -269,7 +276,7 @@ void Server::Impl::HandleClient(const std::string& identity, zmq::message_t payl
 
 void Server::Impl::OnRegister(const std::string& identity, uint64_t request_id,
                               proto::Register::Reader reg) {
-  if (reg.getSecret() != options_.secret) {
+  if (reg.getSecret() != proof_) {
     Reject(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
     return;
   }
