@@ -13,6 +13,7 @@
 #include "tessera/common/log_throttle.h"
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/handshake_watch.h"
 #include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
@@ -37,7 +38,8 @@ class Coordinator::Impl {
   Impl(CoordinatorOptions options, zmq::context_t& context)
       : options_(std::move(options)),
         socket_(context, zmq::socket_type::router),
-        log_(MakeLogger("coordinator")) {}
+        log_(MakeLogger("coordinator")),
+        handshakes_(context, socket_, "coordinator", log_) {}
 
   ~Impl() { Stop(); }
 
@@ -80,13 +82,14 @@ class Coordinator::Impl {
  private:
   void Loop() {
     std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                          loop_.waker().poll_item()};
+                                          loop_.waker().poll_item(), handshakes_.poll_item()};
     const bool liveness = options_.heartbeat_timeout.count() > 0;
     const auto tick = liveness ? LivenessTiming::For(options_.heartbeat_timeout).check
                                : std::chrono::milliseconds(-1);
     while (!loop_.stopping() && !finished_) {
       PollItems(items.data(), items.size(), tick);
       if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
+      if (items[2].revents & ZMQ_POLLIN) handshakes_.Drain();
       if (liveness) CheckLiveness(Clock::now());
       while (!loop_.stopping() && !finished_) {
         auto frame = TryReceiveRouted(socket_);
@@ -240,6 +243,7 @@ class Coordinator::Impl {
     }
     peer_waiting_.clear();
     log_->info("peer mesh of {} workers complete", options_.num_workers);
+    log_->debug("peer mesh endpoints: {}", fmt::join(peer_endpoints_, " "));
   }
 
   // Only registered workers count, each once per barrier, with a bounded number of barriers open:
@@ -448,6 +452,7 @@ class Coordinator::Impl {
   std::string endpoint_;
   std::string proof_;  // SecretProof(options_.secret): what registrations and heartbeats carry
   LogThrottle reject_log_;
+  HandshakeWatch handshakes_;  // after socket_: stops watching before the socket closes
 
   // Loop-thread state.
   std::vector<std::string> server_endpoints_;

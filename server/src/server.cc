@@ -36,7 +36,8 @@ Server::Impl::Impl(ServerOptions options, zmq::context_t& context)
       context_(context),
       socket_(context, zmq::socket_type::router),
       coordinator_(context, zmq::socket_type::dealer),
-      log_(MakeLogger(fmt::format("server-{}", options_.rank))) {}
+      log_(MakeLogger(fmt::format("server-{}", options_.rank))),
+      handshakes_(context, socket_, fmt::format("server {}", options_.rank), log_) {}
 
 Status Server::Impl::Start() {
   if (options_.coordinator.empty())
@@ -89,9 +90,13 @@ Status Server::Impl::Start() {
 // after any send on it (Send sets socket_may_have_input_), and the loop waits in poll only
 // when no socket may hold input.
 void Server::Impl::Loop() {
-  std::array<pollfd, 3> fds = {pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
-                               pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
-                               pollfd{loop_.waker().poll_item().fd, POLLIN, 0}};
+  // The handshake watch's socket is drained whenever its FD fires, so its edge is never lost.
+  std::array<pollfd, 4> fds = {
+      pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
+      pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
+      pollfd{loop_.waker().poll_item().fd, POLLIN, 0},
+      pollfd{handshakes_.fd(), POLLIN, 0}};
+  handshakes_.Drain();
   bool coordinator_may_have_input = true;
   socket_may_have_input_ = true;
   const CommOptions& comm = options_.comm;
@@ -111,6 +116,7 @@ void Server::Impl::Loop() {
     if ((fds[0].revents & POLLIN) != 0) socket_may_have_input_ = true;
     if ((fds[1].revents & POLLIN) != 0) coordinator_may_have_input = true;
     if ((fds[2].revents & POLLIN) != 0) loop_.waker().Drain();
+    if ((fds[3].revents & POLLIN) != 0) handshakes_.Drain();
     if (comm.early_sends()) {
       budget.Refill(TokenBucket::Clock::now());
       // Everything sent counts against the budget; only early pushes wait for it.

@@ -23,6 +23,7 @@
 #include "shard_table.h"
 #include "tessera/common/log_throttle.h"
 #include "tessera/server/server.h"
+#include "tessera/transport/handshake_watch.h"
 #include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
@@ -121,6 +122,7 @@ class Server::Impl {
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
   std::string proof_;  // SecretProof(options_.secret): what a client's Register carries
+  HandshakeWatch handshakes_;  // after socket_: stops watching before the socket closes
 
   // Loop-thread state.
   LogThrottle reject_log_;

@@ -16,13 +16,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits for `socket` to become readable until `deadline`; false on time-out.
-bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
-  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+// Waits for `socket` to become readable until `deadline`; false on time-out. Logs the refused
+// handshakes `watch` reports meanwhile, if given.
+bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline,
+                  HandshakeWatch* watch = nullptr) {
+  zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {}};
+  if (watch != nullptr) items[1] = watch->poll_item();
+  const int n = watch != nullptr ? 2 : 1;
   while (Clock::now() < deadline) {  // a signal ends a poll early
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (PollItems(&item, 1, std::max(left, std::chrono::milliseconds(1))) > 0) return true;
+    if (PollItems(items, n, std::max(left, std::chrono::milliseconds(1))) <= 0) continue;
+    if (n == 2 && (items[1].revents & ZMQ_POLLIN) != 0) watch->Drain();
+    if ((items[0].revents & ZMQ_POLLIN) != 0) return true;
   }
   return false;
 }
@@ -78,7 +84,8 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
 PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
     : options_(options),
       inbox_(context, zmq::socket_type::pull),
-      log_(MakeLogger(fmt::format("peer-mesh-{}", options.rank))) {
+      log_(MakeLogger(fmt::format("peer-mesh-{}", options.rank))),
+      handshakes_(context, inbox_, "peer-mesh inbox", log_) {
   ConfigureSocket(inbox_);
   SecureBindSide(inbox_, options_.secret);
   LimitIncoming(inbox_, kMaxDataMessageBytes, kDataReceiveQueue);
@@ -148,7 +155,7 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
       held_.erase(it);
       return msg;
     }
-    if (!WaitReadable(inbox_, deadline)) {
+    if (!WaitReadable(inbox_, deadline, &handshakes_)) {
       return Status::Unavailable(
           fmt::format("peer mesh: worker {} sent nothing for step {} of exchange {} within {} ms "
                       "(is it alive?)",

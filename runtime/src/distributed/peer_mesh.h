@@ -25,6 +25,7 @@
 
 #include "tessera/common/log_throttle.h"
 #include "tessera/common/status.h"
+#include "tessera/transport/handshake_watch.h"
 #include "tessera/transport/message.h"
 
 namespace spdlog {
@@ -89,6 +90,7 @@ class PeerMesh {
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
   std::shared_ptr<spdlog::logger> log_;
+  HandshakeWatch handshakes_;  // after inbox_: stops watching before the socket closes
   LogThrottle drop_log_;
   uint64_t dropped_ = 0;
 };
