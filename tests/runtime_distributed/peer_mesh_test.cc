@@ -16,6 +16,7 @@
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/security.h"
+#include "tests/support/stranger.h"
 
 namespace tessera::internal {
 namespace {
@@ -27,7 +28,7 @@ class PeerMeshTest : public ::testing::Test {
     co.listen = "tcp://127.0.0.1:0";
     co.num_servers = 1;  // none start: the mesh does not need the servers
     co.num_workers = workers;
-    co.secret = "s3cret";
+    co.secret = secret_;
     coordinator_ = std::make_unique<Coordinator>(co, zmq_);
     ASSERT_TRUE(coordinator_->Start().ok());
   }
@@ -37,7 +38,7 @@ class PeerMeshTest : public ::testing::Test {
     o.rank = rank;
     o.num_workers = workers;
     o.coordinator = coordinator_->endpoint();
-    o.secret = "s3cret";
+    o.secret = secret_;
     o.timeout = std::chrono::seconds(20);
     return o;
   }
@@ -74,6 +75,18 @@ class PeerMeshTest : public ::testing::Test {
     return std::string(reinterpret_cast<const char*>(p.begin()), p.size());
   }
 
+  // A message of worker `from` for (tag, step) carrying `text`, encoded.
+  static std::string PeerBytes(uint32_t from, uint64_t tag, int64_t step, const std::string& text) {
+    OutgoingMessage msg(from, 0);
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(tag);
+    peer.setStep(step);
+    peer.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+    const zmq::message_t frame = msg.ToFrame();
+    return std::string(static_cast<const char*>(frame.data()), frame.size());
+  }
+
+  std::string secret_ = "s3cret";
   zmq::context_t zmq_;
   std::unique_ptr<Coordinator> coordinator_;
 };
@@ -195,6 +208,46 @@ TEST_F(PeerMeshTest, TheCoordinatorRefusesBadAnnouncements) {
   ASSERT_NE(meshes[0], nullptr);
   // Once complete, a late announcement is refused rather than silently changing the mesh.
   EXPECT_EQ(announce(1, "s3cret"), proto::ErrorCode::FAILED_PRECONDITION);
+}
+
+// With a job secret a stranger's connection to an inbox fails its handshake: a forged message
+// claiming to come from worker 1 never arrives, the real one does.
+TEST_F(PeerMeshTest, AStrangerCannotSendToAnInbox) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  const std::string forged = PeerBytes(1, 5, 0, "forged");
+  for (const std::string& secret : {std::string(""), std::string("wrong")}) {
+    EXPECT_EQ(testing::ConnectAndSend(zmq_, meshes[0]->endpoint(), secret, forged, zmq::socket_type::push),
+              testing::Handshake::kFailed);
+  }
+  EXPECT_TRUE(testing::SendRawTcp(meshes[0]->endpoint(), testing::HttpHealthCheck()));
+  SendStep(*meshes[1], 0, 5, 0, "real");
+  auto msg = meshes[0]->Receive(1, 5, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "real");
+  EXPECT_EQ(meshes[0]->dropped(), 0u);
+}
+
+// --insecure (no secret): anyone may connect, so nothing is authenticated (a stranger's message
+// claiming to be worker 1 is taken, as documented), but garbage still never stops the receiver:
+// it is dropped and the next message on the same connection is read.
+TEST_F(PeerMeshTest, WithoutASecretGarbageIsStillDropped) {
+  secret_ = "";
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  zmq::socket_t stranger(zmq_, zmq::socket_type::push);
+  ConfigureSocket(stranger);
+  stranger.connect(meshes[0]->endpoint());
+  stranger.send(zmq::buffer(testing::HttpHealthCheck()), zmq::send_flags::none);
+  stranger.send(zmq::buffer(std::string(300, '\xff')), zmq::send_flags::none);
+  const std::string claimed = PeerBytes(1, 9, 0, "unauthenticated");
+  stranger.send(zmq::buffer(claimed), zmq::send_flags::none);
+  auto msg = meshes[0]->Receive(1, 9, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "unauthenticated");
+  EXPECT_EQ(meshes[0]->dropped(), 2u);
 }
 
 }  // namespace

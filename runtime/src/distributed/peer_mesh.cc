@@ -107,6 +107,7 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     return Status(bound.status().code(),
                   fmt::format("peer mesh: binding {}: {}", options.bind, bound.status().message()));
   }
+  mesh->endpoint_ = *bound;
   Result<std::vector<std::string>> endpoints = ExchangeEndpoints(options, context, *bound);
   if (!endpoints.ok()) return endpoints.status();
   mesh->outboxes_.reserve(endpoints->size());

@@ -59,6 +59,8 @@ class PeerMesh {
 
   int rank() const { return options_.rank; }
   int size() const { return options_.num_workers; }
+  // Where this worker's inbox listens (empty for a job of one worker).
+  const std::string& endpoint() const { return endpoint_; }
 
   // Sends a message built on `msg` (whose body must be a PeerMessage) to worker `to`.
   // REQUIRES: to != rank(). The message may not be used afterwards.
@@ -86,6 +88,7 @@ class PeerMesh {
 
   PeerMeshOptions options_;
   zmq::socket_t inbox_;
+  std::string endpoint_;
   std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
