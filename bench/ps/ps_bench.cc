@@ -84,6 +84,8 @@ struct Config {
   // -1 leaves a process to the scheduler.
   int client_cpu = -1;
   int server_cpu = -1;
+  // The job secret: with one, every connection runs CURVE (docs/operations.md, "Security").
+  std::string secret;
 };
 
 // The get patterns have one ceiling: the bare message pattern has no cache to bypass and no
@@ -323,6 +325,7 @@ Report RunTessera(const Config& cfg) {
     tessera::CoordinatorOptions o;
     o.num_servers = cfg.servers;
     o.num_workers = cfg.clients;
+    o.secret = cfg.secret;
     tessera::Coordinator c(o, ctx);
     if (!c.Start().ok()) return 1;
     PublishFile(coord_file, c.endpoint());
@@ -336,6 +339,7 @@ Report RunTessera(const Config& cfg) {
       tessera::ServerOptions o;
       o.rank = s;
       o.coordinator = coordinator;
+      o.secret = cfg.secret;
       tessera::Server server(o, ctx);
       if (!server.Start().ok()) return 1;
       server.WaitUntilDone();
@@ -359,6 +363,7 @@ Report RunTessera(const Config& cfg) {
       o.rank = w;
       o.coordinator = coordinator;
       o.cache_rows = cfg.cache_rows;
+      o.secret = cfg.secret;
       tessera::Client client(o, ctx);
       if (!client.Start().ok()) return 1;
       tessera::TableSpec spec;
@@ -693,6 +698,9 @@ int main(int argc, char** argv) {
   uint64_t cache_rows = 0;
   app.add_option("--cache-rows", cache_rows,
                  "the clients' cache capacity in rows per table (0: no limit)");
+  std::string secret;
+  app.add_option("--secret", secret,
+                 "job secret for Tessera's processes: every connection runs CURVE (default: none)");
   bool per_row_get = false;
   app.add_flag("--per-row-get", per_row_get,
                "get: read each row with Get instead of each batch with GetRows");
@@ -756,6 +764,7 @@ int main(int argc, char** argv) {
   // What every configuration shares; the loops fill in the rest.
   Config shared{};
   shared.cache_rows = cache_rows;
+  shared.secret = secret;
   shared.per_row_get = per_row_get;
   shared.per_row_inc = per_row_inc;
   shared.client_stats = client_stats;

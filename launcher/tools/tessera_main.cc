@@ -176,8 +176,9 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
                 "(see docs/operations.md), or pass --insecure to run unauthenticated");
   }
   if (job.job_secret.empty()) {
-    spdlog::warn("--insecure: TESSERA_JOB_SECRET is not set; the job runs unauthenticated, "
-                 "anyone who can reach its ports can join it or send it data");
+    spdlog::warn(
+        "--insecure: TESSERA_JOB_SECRET is not set; the job runs unauthenticated, "
+        "anyone who can reach its ports can join it or send it data");
   }
   spdlog::debug("--from-env: this task is {}", spec->Label());
   Status s = tl::ExecSpec(*spec);
@@ -275,8 +276,9 @@ int main(int argc, char** argv) {
     return Fail(kUsageError, "--coordinator only applies with --from-env");
   }
   if (!flags.from_env && flags.insecure) {
-    return Fail(kUsageError, "--insecure only applies with --from-env (tessera run makes a fresh "
-                             "secret for every other job)");
+    return Fail(kUsageError,
+                "--insecure only applies with --from-env (tessera run makes a fresh "
+                "secret for every other job)");
   }
 
   // Check the executables here, so that a typo fails before anything starts.

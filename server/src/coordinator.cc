@@ -81,8 +81,8 @@ class Coordinator::Impl {
 
  private:
   void Loop() {
-    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                          loop_.waker().poll_item(), handshakes_.poll_item()};
+    std::vector<zmq::pollitem_t> items = {
+        {socket_.handle(), 0, ZMQ_POLLIN, 0}, loop_.waker().poll_item(), handshakes_.poll_item()};
     const bool liveness = options_.heartbeat_timeout.count() > 0;
     const auto tick = liveness ? LivenessTiming::For(options_.heartbeat_timeout).check
                                : std::chrono::milliseconds(-1);

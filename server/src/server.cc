@@ -91,11 +91,10 @@ Status Server::Impl::Start() {
 // when no socket may hold input.
 void Server::Impl::Loop() {
   // The handshake watch's socket is drained whenever its FD fires, so its edge is never lost.
-  std::array<pollfd, 4> fds = {
-      pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
-      pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
-      pollfd{loop_.waker().poll_item().fd, POLLIN, 0},
-      pollfd{handshakes_.fd(), POLLIN, 0}};
+  std::array<pollfd, 4> fds = {pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
+                               pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
+                               pollfd{loop_.waker().poll_item().fd, POLLIN, 0},
+                               pollfd{handshakes_.fd(), POLLIN, 0}};
   handshakes_.Drain();
   bool coordinator_may_have_input = true;
   socket_may_have_input_ = true;

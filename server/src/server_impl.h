@@ -121,7 +121,7 @@ class Server::Impl {
   std::unique_ptr<LivenessAgent> liveness_;  // null without heartbeats
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
-  std::string proof_;  // SecretProof(options_.secret): what a client's Register carries
+  std::string proof_;          // SecretProof(options_.secret): what a client's Register carries
   HandshakeWatch handshakes_;  // after socket_: stops watching before the socket closes
 
   // Loop-thread state.

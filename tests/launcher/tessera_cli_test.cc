@@ -522,11 +522,11 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
 }
 
 TEST_F(TesseraCliTest, FromEnvOpenMpiWithExplicitCoordinator) {
-  RunResult r = Run(RunArgs(1, 1, {"print:1"},
-                            {"--from-env", "--insecure", "--coordinator", "10.9.8.7:6001", "--bind",
-                             "127.0.0.1"}),
-                    {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-                     {"FAKE_NO_WAIT", "1"}});
+  RunResult r = Run(
+      RunArgs(
+          1, 1, {"print:1"},
+          {"--from-env", "--insecure", "--coordinator", "10.9.8.7:6001", "--bind", "127.0.0.1"}),
+      {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"FAKE_NO_WAIT", "1"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "line 1 of worker 0\n");
   EXPECT_TRUE(Contains(r.err, "runs unauthenticated")) << r.err;

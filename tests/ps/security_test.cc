@@ -3,6 +3,8 @@
 // update applied, no barrier counted); a peer of the job that sends a barrier without having
 // registered, floods barriers or sends an oversized frame is refused, logged (rate-limited) and
 // the job goes on with exact results.
+#include "tessera/transport/security.h"
+
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
@@ -16,7 +18,6 @@
 #include "in_process_cluster.h"
 #include "raw_peer.h"
 #include "tessera/transport/message.h"
-#include "tessera/transport/security.h"
 #include "tests/support/stranger.h"
 
 namespace tessera {
@@ -39,11 +40,14 @@ std::string Bytes(OutgoingMessage& msg) {
 // Every line logged by the nodes made after it (they copy the default logger's sinks).
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<Sink>()) { spdlog::default_logger()->sinks().push_back(sink_); }
+  LogCapture() : sink_(std::make_shared<Sink>()) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
   ~LogCapture() { std::erase(spdlog::default_logger()->sinks(), sink_); }
   int Count(const std::string& text) { return sink_->Count(text); }
   // Whether a line containing `text` comes within `within` (a failure bound).
-  bool WaitFor(const std::string& text, std::chrono::milliseconds within = std::chrono::seconds(20)) {
+  bool WaitFor(const std::string& text,
+               std::chrono::milliseconds within = std::chrono::seconds(20)) {
     return sink_->WaitFor(text, within);
   }
 
@@ -85,8 +89,7 @@ class LogCapture {
 class SecurityTest : public ::testing::Test {
  protected:
   // Over tcp (ZeroMQ runs no security mechanism on inproc://), worker 1 played by raw peers.
-  SecurityTest()
-      : cluster_({.num_servers = 1, .num_workers = 2, .num_clients = 1, .tcp = true}) {}
+  SecurityTest() : cluster_({.num_servers = 1, .num_workers = 2, .num_clients = 1, .tcp = true}) {}
   void SetUp() override { ASSERT_TRUE(cluster_.client(0).CreateTable(Counters()).ok()); }
 
   int64_t Counter0() {
@@ -114,9 +117,9 @@ TEST_F(SecurityTest, AStrangerCanNeitherInjectUpdatesNorCountInABarrier) {
   barrier.envelope().getBody().initBarrier().setId(1);
   const std::string forged_barrier = Bytes(barrier);
   for (const std::string& secret : {std::string(""), std::string("wrong")}) {
-    EXPECT_EQ(ConnectAndSend(cluster_.context(), cluster_.server(0).endpoint(), secret,
-                             forged_update),
-              Handshake::kFailed);
+    EXPECT_EQ(
+        ConnectAndSend(cluster_.context(), cluster_.server(0).endpoint(), secret, forged_update),
+        Handshake::kFailed);
     EXPECT_EQ(ConnectAndSend(cluster_.context(), cluster_.coordinator().endpoint(), secret,
                              forged_barrier),
               Handshake::kFailed);

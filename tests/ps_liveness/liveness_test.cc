@@ -241,8 +241,9 @@ TEST_F(LivenessTest, AgentReportsALostCoordinator) {
 }
 
 // A process with another secret (or none) cannot even complete the handshake: its heartbeats never
-// reach the coordinator, while a process with the secret is answered. A holder of the CURVE keys whose heartbeat carries a wrong proof (an
-// inproc:// peer, where ZeroMQ runs no security mechanism) is refused by the coordinator.
+// reach the coordinator, while a process with the secret is answered. A holder of the CURVE keys
+// whose heartbeat carries a wrong proof (an inproc:// peer, where ZeroMQ runs no security
+// mechanism) is refused by the coordinator.
 TEST_F(LivenessTest, WrongSecretIsRejected) {
   StartCoordinator();
   OutgoingMessage hb(0, 0);

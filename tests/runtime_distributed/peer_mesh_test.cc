@@ -218,7 +218,8 @@ TEST_F(PeerMeshTest, AStrangerCannotSendToAnInbox) {
   ASSERT_NE(meshes[0], nullptr);
   const std::string forged = PeerBytes(1, 5, 0, "forged");
   for (const std::string& secret : {std::string(""), std::string("wrong")}) {
-    EXPECT_EQ(testing::ConnectAndSend(zmq_, meshes[0]->endpoint(), secret, forged, zmq::socket_type::push),
+    EXPECT_EQ(testing::ConnectAndSend(zmq_, meshes[0]->endpoint(), secret, forged,
+                                      zmq::socket_type::push),
               testing::Handshake::kFailed);
   }
   EXPECT_TRUE(testing::SendRawTcp(meshes[0]->endpoint(), testing::HttpHealthCheck()));

@@ -168,8 +168,7 @@ TEST_F(JobUnderAttackTest, StrangersOnEveryPortChangeNothing) {
     ASSERT_EQ(mkfifo((dir_ + "/pause." + std::to_string(r)).c_str(), 0600), 0);
   }
   const pid_t job = Start({TESSERA_LAUNCHER_BINARY, "run", "-w", "2", "-s", "1", "--log-level",
-                           "debug", "--", GUARDED_KERNELS_BINARY, dir_ + "/job",
-                           dir_ + "/pause"});
+                           "debug", "--", GUARDED_KERNELS_BINARY, dir_ + "/job", dir_ + "/pause"});
   const std::string coordinator = AwaitOutput(R"(\[coordinator\].*listening on (tcp://\S+))");
   const std::string server = AwaitOutput(R"(server 0 registered at (tcp://\S+))");
   const std::string peers = AwaitOutput(R"(peer mesh endpoints: (tcp://\S+ tcp://\S+))");

@@ -5,11 +5,10 @@
 #define TESSERA_TESTS_SUPPORT_STRANGER_H_
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,10 +26,10 @@ enum class Handshake { kSucceeded, kFailed, kUndecided };
 // The monitor events of one socket (ZeroMQ's own account of its connections).
 class SocketEvents {
  public:
-  static constexpr int kHandshakeEvents =
-      ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-      ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-      ZMQ_EVENT_DISCONNECTED;
+  static constexpr int kHandshakeEvents = ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
   // Call before the socket connects.
   SocketEvents(zmq::context_t& context, zmq::socket_t& socket, int mask = kHandshakeEvents)
       : socket_(socket), events_(context, zmq::socket_type::pair) {

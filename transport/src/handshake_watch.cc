@@ -16,9 +16,10 @@ std::string Why(uint16_t event, uint32_t value) {
     case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
       return value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC
                  ? "its CURVE handshake failed (another job secret?)"
-                 : fmt::format("it does not speak this job's protocol (ZMTP error {:#x}: no job "
-                               "secret, or not ZeroMQ)",
-                               value);
+                 : fmt::format(
+                       "it does not speak this job's protocol (ZMTP error {:#x}: no job "
+                       "secret, or not ZeroMQ)",
+                       value);
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
       return fmt::format("authentication failed ({})", value);
     default:
@@ -64,8 +65,8 @@ void HandshakeWatch::Drain() {
     std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
     ++refused_;
     if (throttle_.Allow()) {
-      log_->warn("{}: refused a connection to {}: {}{}", what_, address.to_string(),
-                 Why(id, value), throttle_.TakeSuppressedNote());
+      log_->warn("{}: refused a connection to {}: {}{}", what_, address.to_string(), Why(id, value),
+                 throttle_.TakeSuppressedNote());
     }
   }
 }

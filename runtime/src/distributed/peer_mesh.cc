@@ -197,7 +197,8 @@ Status PeerMesh::Hold(zmq::message_t frame) {
 void PeerMesh::Drop(const Status& why) {
   ++dropped_;
   if (drop_log_.Allow()) {
-    log_->warn("peer mesh: dropped a message ({}){}", why.message(), drop_log_.TakeSuppressedNote());
+    log_->warn("peer mesh: dropped a message ({}){}", why.message(),
+               drop_log_.TakeSuppressedNote());
   }
 }
 

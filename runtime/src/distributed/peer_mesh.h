@@ -38,7 +38,7 @@ struct PeerMeshOptions {
   int rank = 0;  // this worker, 0 .. num_workers-1
   int num_workers = 1;
   std::string coordinator;  // REQUIRES: not empty when num_workers > 1
-  std::string secret;  // the job secret; empty: unauthenticated (--insecure)
+  std::string secret;       // the job secret; empty: unauthenticated (--insecure)
   // Where this worker listens, e.g. "tcp://10.0.0.5:0" (port 0: ephemeral) or "inproc://w1".
   // Default: loopback with an ephemeral port.
   std::string bind = "tcp://127.0.0.1:0";
