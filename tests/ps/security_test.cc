@@ -233,5 +233,19 @@ TEST_F(SecurityTest, AnOversizedFrameToTheCoordinatorIsRefused) {
   EXPECT_TRUE(released.get().ok());
 }
 
+// A process started with another secret cannot connect: it fails to join, and says why it may be.
+TEST_F(SecurityTest, AClientWithAnotherSecretCannotJoin) {
+  ClientOptions options;
+  options.rank = 1;
+  options.coordinator = cluster_.coordinator().endpoint();
+  options.secret = "another-secret";
+  options.timeout = std::chrono::milliseconds(1000);  // the wait for a refusal, not a sync point
+  Client c(options, cluster_.context());
+  Status s = c.Start();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("same job secret"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(log_.WaitFor("coordinator: refused a connection"));
+}
+
 }  // namespace
 }  // namespace tessera
