@@ -52,6 +52,10 @@ class Coordinator::Impl {
     ConfigureSocket(socket_);
     SecureBindSide(socket_, options_.secret);
     LimitIncoming(socket_, kMaxControlMessageBytes, kControlReceiveQueue);
+    // A peer that sends without reading its answers (error replies to a flood) must not make the
+    // coordinator queue them without bound: past this many, its answers are dropped. A worker
+    // has at most a few answers outstanding.
+    socket_.set(zmq::sockopt::sndhwm, kControlReceiveQueue);
     proof_ = SecretProof(options_.secret);
     // The end of the job is the coordinator's last word: the Leave to every server goes out just
     // before the loop returns and the owner closes the socket. Without a linger those messages
