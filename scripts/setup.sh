@@ -5,9 +5,10 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config git
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libsodium-dev
   capnproto libcapnp-dev
   llvm-16-dev libclang-16-dev clang-16
+  libclang-rt-16-dev                     # libFuzzer and the sanitizer runtimes for clang (scripts/fuzz.sh)
   llvm-16-tools
   libtbb-dev
   libspdlog-dev libfmt-dev

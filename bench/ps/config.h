@@ -25,6 +25,8 @@ struct Config {
   // -1 leaves a process to the scheduler.
   int client_cpu = -1;
   int server_cpu = -1;
+  // The job secret: with one, every connection runs CURVE (docs/operations.md, "Security").
+  std::string secret;
 };
 
 // The get patterns have one ceiling: the bare message pattern has no cache to bypass and no

@@ -121,6 +121,9 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--bytes-per-client", row_bytes_budget, "row payload each client moves per run");
   uint64_t cache_rows = 0;
+  std::string secret;
+  app.add_option("--secret", secret,
+                 "job secret for Tessera's processes: every connection runs CURVE (default: none)");
   app.add_option("--cache-rows", cache_rows,
                  "the clients' cache capacity in rows per table (0: no limit)");
   bool per_row_get = false;
@@ -186,6 +189,7 @@ int main(int argc, char** argv) {
   // What every configuration shares; the loops fill in the rest.
   Config shared{};
   shared.cache_rows = cache_rows;
+  shared.secret = secret;
   shared.per_row_get = per_row_get;
   shared.per_row_inc = per_row_inc;
   shared.client_stats = client_stats;

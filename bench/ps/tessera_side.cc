@@ -26,6 +26,7 @@ Report RunTessera(const Config& cfg) {
     tessera::CoordinatorOptions o;
     o.num_servers = cfg.servers;
     o.num_workers = cfg.clients;
+    o.secret = cfg.secret;
     tessera::Coordinator c(o, ctx);
     if (!c.Start().ok()) return 1;
     PublishFile(coord_file, c.endpoint());
@@ -39,6 +40,7 @@ Report RunTessera(const Config& cfg) {
       tessera::ServerOptions o;
       o.rank = s;
       o.coordinator = coordinator;
+      o.secret = cfg.secret;
       tessera::Server server(o, ctx);
       if (!server.Start().ok()) return 1;
       server.WaitUntilDone();
@@ -62,6 +64,7 @@ Report RunTessera(const Config& cfg) {
       o.rank = w;
       o.coordinator = coordinator;
       o.cache_rows = cfg.cache_rows;
+      o.secret = cfg.secret;
       tessera::Client client(o, ctx);
       if (!client.Start().ok()) return 1;
       tessera::TableSpec spec;

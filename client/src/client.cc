@@ -13,6 +13,7 @@
 #include "tessera/table/wire.h"
 #include "tessera/transport/join.h"
 #include "tessera/transport/liveness.h"
+#include "tessera/transport/security.h"
 
 namespace tessera {
 
@@ -43,7 +44,7 @@ Status Client::Impl::Start() {
   if (options_.coordinator.empty())
     return Status::InvalidArgument("client: no coordinator endpoint");
   if (options_.num_threads < 1) return Status::InvalidArgument("client: num_threads must be >= 1");
-  TESSERA_RETURN_IF_ERROR(sockets_.ConnectCoordinator(options_.coordinator));
+  TESSERA_RETURN_IF_ERROR(sockets_.ConnectCoordinator(options_.coordinator, options_.secret));
   auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
                                         .role = proto::Role::WORKER,
                                         .rank = static_cast<uint32_t>(options_.rank),
@@ -68,7 +69,7 @@ Status Client::Impl::Start() {
     auto ch = std::make_unique<ServerChannel>();
     ch->endpoint = ep;
     channels_.push_back(std::move(ch));
-    TESSERA_RETURN_IF_ERROR(sockets_.ConnectServer(ep));
+    TESSERA_RETURN_IF_ERROR(sockets_.ConnectServer(ep, options_.secret));
   }
   sockets_.FinishSetup();
   role_.FinishSetup();
@@ -82,7 +83,7 @@ Status Client::Impl::Start() {
     auto rr = owned.back()->envelope().getBody().initRegister();
     rr.setRole(proto::Role::WORKER);
     rr.setRank(options_.rank);
-    rr.setSecret(options_.secret);
+    rr.setSecret(SecretProof(options_.secret));
     msgs.emplace_back(static_cast<int>(s), owned.back().get());
   }
   TESSERA_RETURN_IF_ERROR(CallAll(msgs, "registering with the servers"));

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/security.h"
 
 namespace tessera::client_internal {
 
@@ -20,8 +21,9 @@ ClientSockets::ClientSockets(zmq::context_t& context, Waker& io_waker, ClientCou
       log_(std::move(log)),
       coordinator_(context, zmq::socket_type::dealer) {}
 
-Status ClientSockets::ConnectCoordinator(const std::string& endpoint) {
+Status ClientSockets::ConnectCoordinator(const std::string& endpoint, const std::string& secret) {
   ConfigureSocket(coordinator_);
+  SecureConnectSide(coordinator_, secret);
   coordinator_.set(zmq::sockopt::linger, 2000);  // let the final Leave go out
   try {
     coordinator_.connect(endpoint);
@@ -32,9 +34,10 @@ Status ClientSockets::ConnectCoordinator(const std::string& endpoint) {
   return Status::Ok();
 }
 
-Status ClientSockets::ConnectServer(const std::string& endpoint) {
+Status ClientSockets::ConnectServer(const std::string& endpoint, const std::string& secret) {
   zmq::socket_t socket(context_, zmq::socket_type::dealer);
   ConfigureSocket(socket);
+  SecureConnectSide(socket, secret);
   socket.set(zmq::sockopt::linger, 2000);
   try {
     socket.connect(endpoint);

@@ -48,10 +48,11 @@ class ClientSockets {
   ClientSockets(zmq::context_t& context, Waker& io_waker, ClientCounters& counters,
                 std::atomic<uint64_t>& unbudgeted_bytes, std::shared_ptr<spdlog::logger> log);
 
-  Status ConnectCoordinator(const std::string& endpoint);
+  // `secret`: the job secret, which authenticates the connections (tessera/transport/security.h).
+  Status ConnectCoordinator(const std::string& endpoint, const std::string& secret);
   // For joining the job, before any other use of the sockets.
   zmq::socket_t& coordinator() { return coordinator_; }
-  Status ConnectServer(const std::string& endpoint);
+  Status ConnectServer(const std::string& endpoint, const std::string& secret);
   // Once every server is connected, before the sockets are used.
   void FinishSetup();
   size_t num_sockets() const { return server_sockets_.size() + 1; }

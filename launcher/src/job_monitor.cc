@@ -6,6 +6,7 @@
 
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/security.h"
 
 namespace tessera::launcher {
 namespace {
@@ -35,6 +36,7 @@ Result<std::unique_ptr<JobMonitor>> JobMonitor::Connect(const std::string& endpo
                                                         std::chrono::milliseconds timeout) {
   std::unique_ptr<JobMonitor> m(new JobMonitor(endpoint, secret, timeout));
   ConfigureSocket(m->socket_);
+  SecureConnectSide(m->socket_, secret);
   m->socket_.set(zmq::sockopt::linger, 200);  // the final `leaving` heartbeat
   try {
     m->socket_.connect(endpoint);
@@ -52,7 +54,7 @@ void JobMonitor::Send(bool leaving) {
   hb.setRole(proto::Role::LAUNCHER);
   hb.setPid(static_cast<uint32_t>(::getpid()));
   hb.setHost(host_);
-  hb.setSecret(secret_);
+  hb.setSecret(SecretProof(secret_));
   hb.setLeaving(leaving);
   (void)socket_.send(msg.ToFrame(), zmq::send_flags::dontwait);
 }

@@ -95,6 +95,7 @@ struct RunFlags {
   std::string hostfile;
   std::string ssh = "ssh -o BatchMode=yes";
   bool from_env = false;
+  bool insecure = false;
   std::string coordinator;
   double startup_timeout_s = 30;
   double grace_period_s = 3;
@@ -128,6 +129,9 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
       ->capture_default_str();
   run->add_flag("--from-env", flags->from_env,
                 "Become one process of the job, chosen by the srun/mpirun rank");
+  run->add_flag("--insecure", flags->insecure,
+                "With --from-env: run without TESSERA_JOB_SECRET, unauthenticated (anyone who "
+                "reaches the job's ports can join it)");
   run->add_option("--coordinator", flags->coordinator,
                   "With --from-env: HOST[:PORT] of the coordinator (rank 0) (default: from the "
                   "srun/mpirun environment)");
@@ -179,14 +183,20 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
   if (run.count("--coordinator") > 0) options.coordinator = flags.coordinator;
   if (run.count("--bind") > 0) options.bind_host = flags.bind;
   tl::EnvMap env = tl::CurrentEnvironment();
-  if (auto it = env.find(tl::kEnvJobSecret); it != env.end()) {
-    job.job_secret = it->second;
-  } else {
-    spdlog::warn("TESSERA_JOB_SECRET is not set; the job runs without a shared secret "
-                 "(export one before srun/mpirun, see docs/operations.md)");
-  }
+  if (auto it = env.find(tl::kEnvJobSecret); it != env.end()) job.job_secret = it->second;
   Result<tl::ProcessSpec> spec = tl::SpecFromTaskRank(job, options, env);
   if (!spec.ok()) return Fail(kUsageError, spec.status().message());
+  // The tasks cannot agree on a secret by themselves; without one the job is an open door.
+  if (job.job_secret.empty() && !flags.insecure) {
+    return Fail(kUsageError,
+                "--from-env: TESSERA_JOB_SECRET is not set; export the same secret to every task "
+                "(see docs/operations.md), or pass --insecure to run unauthenticated");
+  }
+  if (job.job_secret.empty()) {
+    spdlog::warn(
+        "--insecure: TESSERA_JOB_SECRET is not set; the job runs unauthenticated, "
+        "anyone who can reach its ports can join it or send it data");
+  }
   spdlog::debug("--from-env: this task is {}", spec->Label());
   Status s = tl::ExecSpec(*spec);
   return Fail(kStartError, s.message());
@@ -290,6 +300,11 @@ int main(int argc, char** argv) {
   }
   if (!flags.from_env && run->count("--coordinator") > 0) {
     return Fail(kUsageError, "--coordinator only applies with --from-env");
+  }
+  if (!flags.from_env && flags.insecure) {
+    return Fail(kUsageError,
+                "--insecure only applies with --from-env (tessera run makes a fresh "
+                "secret for every other job)");
   }
 
   // Check the executables here, so that a typo fails before anything starts.

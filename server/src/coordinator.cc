@@ -10,12 +10,15 @@
 #include <set>
 #include <vector>
 
+#include "tessera/common/log_throttle.h"
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/handshake_watch.h"
 #include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
 #include "tessera/transport/router.h"
+#include "tessera/transport/security.h"
 
 namespace tessera {
 namespace {
@@ -24,6 +27,10 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Barriers a worker may have open at once. A worker waits for each release before the next
+// barrier (Client::Barrier), so one is the norm; a worker whose wait timed out may start another.
+constexpr size_t kMaxOpenBarriersPerWorker = 4;
+
 }  // namespace
 
 class Coordinator::Impl {
@@ -31,7 +38,8 @@ class Coordinator::Impl {
   Impl(CoordinatorOptions options, zmq::context_t& context)
       : options_(std::move(options)),
         socket_(context, zmq::socket_type::router),
-        log_(MakeLogger("coordinator")) {}
+        log_(MakeLogger("coordinator")),
+        handshakes_(context, socket_, "coordinator", log_) {}
 
   ~Impl() { Stop(); }
 
@@ -42,6 +50,13 @@ class Coordinator::Impl {
                       options_.num_servers, options_.num_workers));
     }
     ConfigureSocket(socket_);
+    SecureBindSide(socket_, options_.secret);
+    LimitIncoming(socket_, kMaxControlMessageBytes, kControlReceiveQueue);
+    // A peer that sends without reading its answers (error replies to a flood) must not make the
+    // coordinator queue them without bound: past this many, its answers are dropped. A worker
+    // has at most a few answers outstanding.
+    socket_.set(zmq::sockopt::sndhwm, kControlReceiveQueue);
+    proof_ = SecretProof(options_.secret);
     // The end of the job is the coordinator's last word: the Leave to every server goes out just
     // before the loop returns and the owner closes the socket. Without a linger those messages
     // can be dropped at close, and a server that never hears of the end waits forever.
@@ -70,14 +85,15 @@ class Coordinator::Impl {
 
  private:
   void Loop() {
-    std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                          loop_.waker().poll_item()};
+    std::vector<zmq::pollitem_t> items = {
+        {socket_.handle(), 0, ZMQ_POLLIN, 0}, loop_.waker().poll_item(), handshakes_.poll_item()};
     const bool liveness = options_.heartbeat_timeout.count() > 0;
     const auto tick = liveness ? LivenessTiming::For(options_.heartbeat_timeout).check
                                : std::chrono::milliseconds(-1);
     while (!loop_.stopping() && !finished_) {
       PollItems(items.data(), items.size(), tick);
       if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
+      if (items[2].revents & ZMQ_POLLIN) handshakes_.Drain();
       if (liveness) CheckLiveness(Clock::now());
       while (!loop_.stopping() && !finished_) {
         auto frame = TryReceiveRouted(socket_);
@@ -98,7 +114,9 @@ class Coordinator::Impl {
 
   void SendError(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
                  const std::string& text) {
-    log_->error("rejecting message: {}", text);
+    if (reject_log_.Allow()) {
+      log_->error("rejecting message: {}{}", text, reject_log_.TakeSuppressedNote());
+    }
     OutgoingMessage reply(0, request_id);
     FillError(code, text, reply.envelope().getBody().initError());
     Send(identity, reply);
@@ -140,7 +158,7 @@ class Coordinator::Impl {
   }
 
   void OnRegister(const std::string& identity, uint64_t request_id, proto::Register::Reader reg) {
-    if (reg.getSecret() != options_.secret) {
+    if (reg.getSecret() != proof_) {
       SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
       return;
     }
@@ -198,7 +216,7 @@ class Coordinator::Impl {
   // again (same rank, new endpoint) only before everyone has; answers go out when all have.
   void OnAnnouncePeer(const std::string& identity, uint64_t request_id,
                       proto::AnnouncePeer::Reader a) {
-    if (a.getSecret() != options_.secret) {
+    if (a.getSecret() != proof_) {
       SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
       return;
     }
@@ -229,9 +247,38 @@ class Coordinator::Impl {
     }
     peer_waiting_.clear();
     log_->info("peer mesh of {} workers complete", options_.num_workers);
+    log_->debug("peer mesh endpoints: {}", fmt::join(peer_endpoints_, " "));
   }
 
+  // Only registered workers count, each once per barrier, with a bounded number of barriers open:
+  // nothing else may hold a barrier back, release it early, or grow the coordinator.
   void OnBarrier(const std::string& identity, uint64_t request_id, uint64_t id) {
+    std::optional<uint32_t> rank;
+    for (const auto& [r, who] : worker_ids_) {
+      if (who == identity) rank = r;
+    }
+    if (!rank) {
+      SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED,
+                fmt::format("barrier {} from a peer that has not registered as a worker", id));
+      return;
+    }
+    size_t open = 0;
+    for (const auto& [open_id, arrivals] : barriers_) {
+      for (const auto& a : arrivals) {
+        if (a.identity != identity) continue;
+        if (open_id == id) {
+          SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                    fmt::format("worker {} is already waiting at barrier {}", *rank, id));
+          return;
+        }
+        ++open;
+      }
+    }
+    if (open >= kMaxOpenBarriersPerWorker) {
+      SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                fmt::format("worker {} waits at {} barriers already", *rank, open));
+      return;
+    }
     auto& arrivals = barriers_[id];
     arrivals.push_back({identity, request_id});
     if (arrivals.size() < static_cast<size_t>(options_.num_workers)) return;
@@ -274,7 +321,7 @@ class Coordinator::Impl {
   // --- liveness (see coordinator.h) ---
 
   void OnHeartbeat(const std::string& identity, proto::Heartbeat::Reader hb) {
-    if (hb.getSecret() != options_.secret) {
+    if (hb.getSecret() != proof_) {
       SendError(identity, 0, proto::ErrorCode::UNAUTHENTICATED,
                 "heartbeat with a wrong job secret");
       return;
@@ -407,6 +454,9 @@ class Coordinator::Impl {
   zmq::socket_t socket_;
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
+  std::string proof_;  // SecretProof(options_.secret): what registrations and heartbeats carry
+  LogThrottle reject_log_;
+  HandshakeWatch handshakes_;  // after socket_: stops watching before the socket closes
 
   // Loop-thread state.
   std::vector<std::string> server_endpoints_;

@@ -18,6 +18,7 @@
 #include "tessera/transport/join.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/router.h"
+#include "tessera/transport/security.h"
 
 namespace tessera {
 
@@ -35,7 +36,8 @@ Server::Impl::Impl(ServerOptions options, zmq::context_t& context)
       context_(context),
       socket_(context, zmq::socket_type::router),
       coordinator_(context, zmq::socket_type::dealer),
-      log_(MakeLogger(fmt::format("server-{}", options_.rank))) {}
+      log_(MakeLogger(fmt::format("server-{}", options_.rank))),
+      handshakes_(context, socket_, fmt::format("server {}", options_.rank), log_) {}
 
 Status Server::Impl::Start() {
   if (options_.coordinator.empty())
@@ -43,7 +45,11 @@ Status Server::Impl::Start() {
   ConfigureSocket(socket_);
   socket_.set(zmq::sockopt::router_mandatory,
               1);  // a vanished client is an error, not a silent drop
+  SecureBindSide(socket_, options_.secret);
+  LimitIncoming(socket_, kMaxDataMessageBytes, kDataReceiveQueue);
   ConfigureSocket(coordinator_);
+  SecureConnectSide(coordinator_, options_.secret);
+  proof_ = SecretProof(options_.secret);
   auto ep = BindSocket(socket_, options_.listen);
   if (!ep.ok()) return ep.status();
   endpoint_ = *ep;
@@ -84,9 +90,12 @@ Status Server::Impl::Start() {
 // after any send on it (Send sets socket_may_have_input_), and the loop waits in poll only
 // when no socket may hold input.
 void Server::Impl::Loop() {
-  std::array<pollfd, 3> fds = {pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
+  // The handshake watch's socket is drained whenever its FD fires, so its edge is never lost.
+  std::array<pollfd, 4> fds = {pollfd{socket_.get(zmq::sockopt::fd), POLLIN, 0},
                                pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
-                               pollfd{loop_.waker().poll_item().fd, POLLIN, 0}};
+                               pollfd{loop_.waker().poll_item().fd, POLLIN, 0},
+                               pollfd{handshakes_.fd(), POLLIN, 0}};
+  handshakes_.Drain();
   bool coordinator_may_have_input = true;
   socket_may_have_input_ = true;
   const CommOptions& comm = options_.comm;
@@ -106,6 +115,7 @@ void Server::Impl::Loop() {
     if ((fds[0].revents & POLLIN) != 0) socket_may_have_input_ = true;
     if ((fds[1].revents & POLLIN) != 0) coordinator_may_have_input = true;
     if ((fds[2].revents & POLLIN) != 0) loop_.waker().Drain();
+    if ((fds[3].revents & POLLIN) != 0) handshakes_.Drain();
     if (comm.early_sends()) {
       budget.Refill(TokenBucket::Clock::now());
       // Everything sent counts against the budget; only early pushes wait for it.
@@ -195,7 +205,9 @@ void Server::Impl::Reject(const std::string& identity, uint64_t request_id, cons
 template <typename Fill>
 void Server::Impl::Reject(const std::string& identity, uint64_t request_id,
                           const std::string& logged, Fill fill) {
-  log_->error("rejected message: {}", logged);
+  if (reject_log_.Allow()) {
+    log_->error("rejected message: {}{}", logged, reject_log_.TakeSuppressedNote());
+  }
   CountStat([](ServerStats& s) { ++s.rejected_messages; });
   OutgoingMessage reply(options_.rank, request_id);
   fill(reply.envelope().getBody().initError());
@@ -269,7 +281,7 @@ void Server::Impl::HandleClient(const std::string& identity, zmq::message_t payl
 
 void Server::Impl::OnRegister(const std::string& identity, uint64_t request_id,
                               proto::Register::Reader reg) {
-  if (reg.getSecret() != options_.secret) {
+  if (reg.getSecret() != proof_) {
     Reject(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
     return;
   }

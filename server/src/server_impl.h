@@ -21,7 +21,9 @@
 #include <zmq.hpp>
 
 #include "shard_table.h"
+#include "tessera/common/log_throttle.h"
 #include "tessera/server/server.h"
+#include "tessera/transport/handshake_watch.h"
 #include "tessera/transport/liveness.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/node_thread.h"
@@ -119,8 +121,11 @@ class Server::Impl {
   std::unique_ptr<LivenessAgent> liveness_;  // null without heartbeats
   std::shared_ptr<spdlog::logger> log_;
   std::string endpoint_;
+  std::string proof_;          // SecretProof(options_.secret): what a client's Register carries
+  HandshakeWatch handshakes_;  // after socket_: stops watching before the socket closes
 
   // Loop-thread state.
+  LogThrottle reject_log_;
   uint32_t num_workers_ = 0;
   std::vector<Peer> peers_;
   std::unordered_map<TableId, ShardTable> tables_;

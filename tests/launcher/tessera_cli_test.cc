@@ -522,13 +522,14 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
 }
 
 TEST_F(TesseraCliTest, FromEnvOpenMpiWithExplicitCoordinator) {
-  RunResult r = Run(RunArgs(1, 1, {"print:1"},
-                            {"--from-env", "--coordinator", "10.9.8.7:6001", "--bind", "127.0.0.1"}),
-                    {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-                     {"FAKE_NO_WAIT", "1"}});
+  RunResult r = Run(
+      RunArgs(
+          1, 1, {"print:1"},
+          {"--from-env", "--insecure", "--coordinator", "10.9.8.7:6001", "--bind", "127.0.0.1"}),
+      {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"FAKE_NO_WAIT", "1"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "line 1 of worker 0\n");
-  EXPECT_TRUE(Contains(r.err, "TESSERA_JOB_SECRET is not set")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "runs unauthenticated")) << r.err;
   EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_COORDINATOR"], "tcp://10.9.8.7:6001");
   EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_BIND_HOST"], "127.0.0.1");
 }
@@ -549,6 +550,27 @@ TEST_F(TesseraCliTest, FromEnvErrors) {
                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
   EXPECT_EQ(where.exit_code, 2);
   EXPECT_TRUE(Contains(where.err, "pass --coordinator")) << where.err;
+}
+
+// A task without the job secret refuses to start (nothing is exec'd) unless told --insecure;
+// an empty secret counts as none.
+TEST_F(TesseraCliTest, FromEnvWithoutASecretRefusesToStart) {
+  const std::map<std::string, std::string> task = {{"OMPI_COMM_WORLD_RANK", "2"},
+                                                   {"OMPI_COMM_WORLD_SIZE", "3"},
+                                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                                                   {"FAKE_NO_WAIT", "1"}};
+  for (const std::string& secret : {std::string("unset"), std::string("")}) {
+    auto env = task;
+    if (secret != "unset") env["TESSERA_JOB_SECRET"] = secret;
+    RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}), env);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(Contains(r.err, "TESSERA_JOB_SECRET is not set")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "--insecure")) << r.err;
+  }
+  RunResult local = Run(RunArgs(1, 1, {"print:1"}, {"--insecure"}));
+  EXPECT_EQ(local.exit_code, 2);
+  EXPECT_TRUE(Contains(local.err, "--insecure only applies with --from-env")) << local.err;
 }
 
 }  // namespace

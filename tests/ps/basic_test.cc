@@ -311,7 +311,8 @@ TEST_P(TransportTest, LeaveReturnsOnlyAfterEveryServerAppliedEverything) {
 // The coordinator's end-of-job Leave to the servers is the last thing it sends before its owner
 // closes it; a close that dropped queued messages left a server waiting forever. Here the one
 // "server" is a raw peer that does not read until the coordinator is gone, with megabytes queued
-// ahead of the Leave (membership answers repeating its 1 MiB endpoint), so the Leave is still in
+// ahead of the Leave (membership answers repeating its endpoint of almost 1 MiB, the most a
+// coordinator accepts in a message), so the Leave is still in
 // the coordinator's queue when it closes.
 TEST(CoordinatorTest, EndOfJobReachesAServerWithABacklog) {
   zmq::context_t context;
@@ -332,9 +333,9 @@ TEST(CoordinatorTest, EndOfJobReachesAServerWithABacklog) {
   send([](proto::Envelope::Body::Builder b) {
     auto r = b.initRegister();
     r.setRole(proto::Role::SERVER);
-    r.setEndpoint(std::string(1 << 20, 'x'));
+    r.setEndpoint(std::string((1 << 20) - 4096, 'x'));
   });
-  // The same peer registers as the job's worker, again and again: each answer carries the 1 MiB
+  // The same peer registers as the job's worker, again and again: each answer carries the
   // endpoint. Then it leaves, which ends the job.
   for (int i = 0; i < 24; ++i) {
     send([](proto::Envelope::Body::Builder b) { b.initRegister().setRole(proto::Role::WORKER); });

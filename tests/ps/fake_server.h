@@ -20,6 +20,7 @@
 #include "tessera/transport/join.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/router.h"
+#include "tessera/transport/security.h"
 
 namespace tessera::testing {
 
@@ -37,6 +38,8 @@ class FakeServer {
         rank_(rank) {
     ConfigureSocket(socket_);
     ConfigureSocket(coordinator_);
+    SecureBindSide(socket_, secret);
+    SecureConnectSide(coordinator_, secret);
     auto ep = BindSocket(socket_, listen);
     EXPECT_TRUE(ep.ok()) << ep.status().ToString();
     if (ep.ok()) endpoint_ = *ep;

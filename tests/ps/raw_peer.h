@@ -15,6 +15,7 @@
 #include "in_process_cluster.h"
 #include "tessera/table/row_values.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/security.h"
 
 namespace tessera::testing {
 
@@ -23,6 +24,7 @@ class RawPeer {
   RawPeer(InProcessCluster& cluster, const std::string& endpoint)
       : socket_(cluster.context(), zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
+    SecureConnectSide(socket_, cluster.options().secret);  // a peer of the job (tcp clusters)
     socket_.connect(endpoint);
   }
   void SendBytes(const std::string& bytes) {
@@ -51,7 +53,7 @@ class RawPeer {
     auto r = reg.envelope().getBody().initRegister();
     r.setRole(proto::Role::WORKER);
     r.setRank(rank);
-    r.setSecret(secret);
+    r.setSecret(SecretProof(secret));
     Send(reg);
   }
 

@@ -1,6 +1,6 @@
 // The peer mesh between workers (runtime/src/distributed/peer_mesh.h) with a real coordinator in
 // this process: introductions, matching of (sender, tag, step) whatever the arrival order,
-// all-gather, and clear errors for bad announcements, silent peers and garbage.
+// all-gather, clear errors for bad announcements and silent peers, and garbage dropped.
 #include "distributed/peer_mesh.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,8 @@
 #include "tessera/server/coordinator.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/security.h"
+#include "tests/support/stranger.h"
 
 namespace tessera::internal {
 namespace {
@@ -26,7 +28,7 @@ class PeerMeshTest : public ::testing::Test {
     co.listen = "tcp://127.0.0.1:0";
     co.num_servers = 1;  // none start: the mesh does not need the servers
     co.num_workers = workers;
-    co.secret = "s3cret";
+    co.secret = secret_;
     coordinator_ = std::make_unique<Coordinator>(co, zmq_);
     ASSERT_TRUE(coordinator_->Start().ok());
   }
@@ -36,7 +38,7 @@ class PeerMeshTest : public ::testing::Test {
     o.rank = rank;
     o.num_workers = workers;
     o.coordinator = coordinator_->endpoint();
-    o.secret = "s3cret";
+    o.secret = secret_;
     o.timeout = std::chrono::seconds(20);
     return o;
   }
@@ -73,6 +75,18 @@ class PeerMeshTest : public ::testing::Test {
     return std::string(reinterpret_cast<const char*>(p.begin()), p.size());
   }
 
+  // A message of worker `from` for (tag, step) carrying `text`, encoded.
+  static std::string PeerBytes(uint32_t from, uint64_t tag, int64_t step, const std::string& text) {
+    OutgoingMessage msg(from, 0);
+    auto peer = msg.envelope().getBody().initPeer();
+    peer.setTag(tag);
+    peer.setStep(step);
+    peer.setPayload(kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size()));
+    const zmq::message_t frame = msg.ToFrame();
+    return std::string(static_cast<const char*>(frame.data()), frame.size());
+  }
+
+  std::string secret_ = "s3cret";
   zmq::context_t zmq_;
   std::unique_ptr<Coordinator> coordinator_;
 };
@@ -137,30 +151,46 @@ TEST_F(PeerMeshTest, ASilentPeerIsReportedByRankAfterTheTimeout) {
   EXPECT_NE(msg.status().message().find("worker 1"), std::string::npos) << msg.status().ToString();
 }
 
-TEST_F(PeerMeshTest, GarbageOnTheInboxIsAnErrorNotACrash) {
-  StartCoordinator(2);
-  auto meshes = ConnectAll(2);
-  // A well-formed envelope that is not a PeerMessage, from a connected peer.
-  OutgoingMessage wrong(1, 0);
+// What a connected peer sends that is not a PeerMessage of another worker is dropped and counted;
+// the receiver goes on and gets the real message that follows.
+TEST_F(PeerMeshTest, GarbageOnTheInboxIsDroppedNotAnError) {
+  StartCoordinator(3);
+  auto meshes = ConnectAll(3);
+  OutgoingMessage wrong(1, 0);  // a well-formed envelope that is not a PeerMessage
   wrong.envelope().getBody().initBarrier().setId(3);
   ASSERT_TRUE(meshes[1]->Send(0, wrong).ok());
-  auto msg = meshes[0]->Receive(1, 1, 0);
-  ASSERT_FALSE(msg.ok());
-  EXPECT_EQ(msg.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(msg.status().message().find("not a PeerMessage"), std::string::npos);
+  ASSERT_TRUE(meshes[1]->SendFrame(0, zmq::message_t(std::string("GET / HTTP/1.1\r\n\r\n"))).ok());
+  ASSERT_TRUE(meshes[1]->SendFrame(0, zmq::message_t(std::string(64, '\xff'))).ok());
+  OutgoingMessage self(0, 0);  // claims to come from the receiver itself
+  self.envelope().getBody().initPeer().setTag(1);
+  ASSERT_TRUE(meshes[1]->Send(0, self).ok());
+  SendStep(*meshes[1], 0, 1, 0, "first");
+  SendStep(*meshes[2], 0, 1, 0, "from 2");
+  SendStep(*meshes[1], 0, 1, 1, "second");
+  auto a = meshes[0]->Receive(1, 1, 0);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(PayloadOf(**a), "first");
+  auto from2 = meshes[0]->Receive(2, 1, 0);
+  ASSERT_TRUE(from2.ok()) << from2.status().ToString();
+  EXPECT_EQ(PayloadOf(**from2), "from 2");
+  auto b = meshes[0]->Receive(1, 1, 1);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(PayloadOf(**b), "second");
+  EXPECT_EQ(meshes[0]->dropped(), 4u);
 }
 
 TEST_F(PeerMeshTest, TheCoordinatorRefusesBadAnnouncements) {
   StartCoordinator(2);
   zmq::socket_t raw(zmq_, zmq::socket_type::dealer);
   ConfigureSocket(raw);
+  SecureConnectSide(raw, "s3cret");  // holds the CURVE keys, not the registration proof below
   raw.connect(coordinator_->endpoint());
   auto announce = [&raw](uint32_t rank, const std::string& secret) {
     OutgoingMessage msg(rank, 9);
     auto a = msg.envelope().getBody().initAnnouncePeer();
     a.setRank(rank);
     a.setEndpoint("tcp://127.0.0.1:1");
-    a.setSecret(secret);
+    a.setSecret(SecretProof(secret));
     raw.send(msg.ToFrame(), zmq::send_flags::none);
     zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
     EXPECT_GT(zmq::poll(&item, 1, std::chrono::seconds(10)), 0);
@@ -178,6 +208,47 @@ TEST_F(PeerMeshTest, TheCoordinatorRefusesBadAnnouncements) {
   ASSERT_NE(meshes[0], nullptr);
   // Once complete, a late announcement is refused rather than silently changing the mesh.
   EXPECT_EQ(announce(1, "s3cret"), proto::ErrorCode::FAILED_PRECONDITION);
+}
+
+// With a job secret a stranger's connection to an inbox fails its handshake: a forged message
+// claiming to come from worker 1 never arrives, the real one does.
+TEST_F(PeerMeshTest, AStrangerCannotSendToAnInbox) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  const std::string forged = PeerBytes(1, 5, 0, "forged");
+  for (const std::string& secret : {std::string(""), std::string("wrong")}) {
+    EXPECT_EQ(testing::ConnectAndSend(zmq_, meshes[0]->endpoint(), secret, forged,
+                                      zmq::socket_type::push),
+              testing::Handshake::kFailed);
+  }
+  EXPECT_TRUE(testing::SendRawTcp(meshes[0]->endpoint(), testing::HttpHealthCheck()));
+  SendStep(*meshes[1], 0, 5, 0, "real");
+  auto msg = meshes[0]->Receive(1, 5, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "real");
+  EXPECT_EQ(meshes[0]->dropped(), 0u);
+}
+
+// --insecure (no secret): anyone may connect, so nothing is authenticated (a stranger's message
+// claiming to be worker 1 is taken, as documented), but garbage still never stops the receiver:
+// it is dropped and the next message on the same connection is read.
+TEST_F(PeerMeshTest, WithoutASecretGarbageIsStillDropped) {
+  secret_ = "";
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  zmq::socket_t stranger(zmq_, zmq::socket_type::push);
+  ConfigureSocket(stranger);
+  stranger.connect(meshes[0]->endpoint());
+  stranger.send(zmq::buffer(testing::HttpHealthCheck()), zmq::send_flags::none);
+  stranger.send(zmq::buffer(std::string(300, '\xff')), zmq::send_flags::none);
+  const std::string claimed = PeerBytes(1, 9, 0, "unauthenticated");
+  stranger.send(zmq::buffer(claimed), zmq::send_flags::none);
+  auto msg = meshes[0]->Receive(1, 9, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "unauthenticated");
+  EXPECT_EQ(meshes[0]->dropped(), 2u);
 }
 
 }  // namespace

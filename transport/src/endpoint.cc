@@ -24,4 +24,9 @@ void ConfigureSocket(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::heartbeat_timeout, 5000);
 }
 
+void LimitIncoming(zmq::socket_t& socket, int64_t max_message_bytes, int receive_queue) {
+  socket.set(zmq::sockopt::maxmsgsize, max_message_bytes);
+  socket.set(zmq::sockopt::rcvhwm, receive_queue);
+}
+
 }  // namespace tessera

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tessera/transport/message.h"
+#include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera {
@@ -14,7 +15,7 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
   r.setRole(request.role);
   r.setRank(request.rank);
   r.setEndpoint(request.endpoint);
-  r.setSecret(request.secret);
+  r.setSecret(SecretProof(request.secret));
   coordinator.send(reg.ToFrame(), zmq::send_flags::none);
 
   zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
@@ -26,7 +27,11 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
   }
   if (ready == 0) {
     return Status::Unavailable(
-        fmt::format("no membership from the coordinator within {} ms", timeout.count()));
+        fmt::format("no membership from the coordinator within {} ms{}", timeout.count(),
+                    request.secret.empty()
+                        ? ""
+                        : " (is it running, and does it have the same job secret? a process with "
+                          "another secret cannot connect)"));
   }
   zmq::message_t frame;
   (void)coordinator.recv(frame, zmq::recv_flags::none);

@@ -14,6 +14,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera {
@@ -87,6 +88,8 @@ class LivenessAgent::Impl {
 
   Status Start() {
     ConfigureSocket(socket_);
+    SecureConnectSide(socket_, options_.secret);
+    proof_ = SecretProof(options_.secret);
     // The final heartbeat (`leaving`) must go out even though the socket closes right after it.
     socket_.set(zmq::sockopt::linger, 1000);
     try {
@@ -115,7 +118,7 @@ class LivenessAgent::Impl {
     hb.setRank(options_.rank);
     hb.setPid(static_cast<uint32_t>(::getpid()));
     hb.setHost(host_);
-    hb.setSecret(options_.secret);
+    hb.setSecret(proof_);
     hb.setLeaving(leaving);
     // Never blocks: the queue is unbounded, and a coordinator that does not read is caught by
     // the silence check, not by a stuck send.
@@ -206,6 +209,7 @@ class LivenessAgent::Impl {
   const LivenessTiming timing_;
   zmq::socket_t socket_;  // used by the agent's thread only (after Start)
   const std::string host_;
+  std::string proof_;  // SecretProof(options_.secret), set by Start
   std::shared_ptr<spdlog::logger> log_;
   Waker waker_;
   std::atomic<bool> left_{false};

@@ -1,12 +1,15 @@
 #include "distributed/peer_mesh.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdint>
 #include <utility>
 
 #include "tessera/common/check.h"
+#include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera::internal {
@@ -14,13 +17,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits for `socket` to become readable until `deadline`; false on time-out.
-bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
-  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+// Waits for `socket` to become readable until `deadline`; false on time-out. Logs the refused
+// handshakes `watch` reports meanwhile, if given.
+bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline,
+                  HandshakeWatch* watch = nullptr) {
+  zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {}};
+  if (watch != nullptr) items[1] = watch->poll_item();
+  const int n = watch != nullptr ? 2 : 1;
   while (Clock::now() < deadline) {  // a signal ends a poll early
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (PollItems(&item, 1, std::max(left, std::chrono::milliseconds(1))) > 0) return true;
+    if (PollItems(items, n, std::max(left, std::chrono::milliseconds(1))) <= 0) continue;
+    if (n == 2 && (items[1].revents & ZMQ_POLLIN) != 0) watch->Drain();
+    if ((items[0].revents & ZMQ_POLLIN) != 0) return true;
   }
   return false;
 }
@@ -30,6 +39,7 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
                                                    const std::string& endpoint) {
   zmq::socket_t coordinator(ctx, zmq::socket_type::dealer);
   ConfigureSocket(coordinator);
+  SecureConnectSide(coordinator, o.secret);
   try {
     coordinator.connect(o.coordinator);
   } catch (const zmq::error_t& e) {
@@ -40,7 +50,7 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
   auto a = msg.envelope().getBody().initAnnouncePeer();
   a.setRank(static_cast<uint32_t>(o.rank));
   a.setEndpoint(endpoint);
-  a.setSecret(o.secret);
+  a.setSecret(SecretProof(o.secret));
   coordinator.send(msg.ToFrame(), zmq::send_flags::none);
   if (!WaitReadable(coordinator, Clock::now() + o.timeout)) {
     return Status::Unavailable(
@@ -73,8 +83,13 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
 }  // namespace
 
 PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
-    : options_(options), inbox_(context, zmq::socket_type::pull) {
+    : options_(options),
+      inbox_(context, zmq::socket_type::pull),
+      log_(MakeLogger(fmt::format("peer-mesh-{}", options.rank))),
+      handshakes_(context, inbox_, "peer-mesh inbox", log_) {
   ConfigureSocket(inbox_);
+  SecureBindSide(inbox_, options_.secret);
+  LimitIncoming(inbox_, kMaxDataMessageBytes, kDataReceiveQueue);
 }
 
 PeerMesh::~PeerMesh() = default;
@@ -93,6 +108,7 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     return Status(bound.status().code(),
                   fmt::format("peer mesh: binding {}: {}", options.bind, bound.status().message()));
   }
+  mesh->endpoint_ = *bound;
   Result<std::vector<std::string>> endpoints = ExchangeEndpoints(options, context, *bound);
   if (!endpoints.ok()) return endpoints.status();
   mesh->outboxes_.reserve(endpoints->size());
@@ -101,6 +117,7 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     if (r == options.rank) continue;
     zmq::socket_t out(context, zmq::socket_type::push);
     ConfigureSocket(out);
+    SecureConnectSide(out, options.secret);
     out.set(zmq::sockopt::linger, 10000);  // a worker's last hand-over must reach its peers
     try {
       out.connect((*endpoints)[r]);
@@ -163,37 +180,53 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
           "worker must make the same parallel_for calls and reductions",
           from, step, tag));
     }
-    if (!WaitReadable(inbox_, deadline)) {
+    if (!WaitReadable(inbox_, deadline, &handshakes_)) {
       return Status::Unavailable(
           fmt::format("peer mesh: worker {} sent nothing for step {} of exchange {} within {} ms "
                       "(is it alive?)",
                       from, step, tag, options_.timeout.count()));
     }
     zmq::message_t frame;
-    (void)inbox_.recv(frame, zmq::recv_flags::none);
-    auto parsed = IncomingMessage::Parse(std::move(frame));
-    if (!parsed.ok()) {
-      return Status(parsed.status().code(),
-                    fmt::format("peer mesh: bad message: {}", parsed.status().message()));
+    if (!inbox_.recv(frame, zmq::recv_flags::dontwait)) continue;
+    if (Status s = Hold(std::move(frame)); !s.ok()) Drop(s);
+  }
+}
+
+// A message that is not a well-formed PeerMessage from another worker of the job is dropped, not
+// an error: whatever reaches the inbox (a stray client, a health check, a port scan under
+// --insecure) must not stop this worker. With a job secret only the job's workers get through.
+Status PeerMesh::Hold(zmq::message_t frame) {
+  auto parsed = IncomingMessage::Parse(std::move(frame));
+  if (!parsed.ok()) return parsed.status();
+  try {
+    auto env = (*parsed)->envelope();
+    if (!env.getBody().isPeer()) return Status::DataLoss("not a PeerMessage");
+    const int sender = static_cast<int>(env.getSender());
+    if (sender < 0 || sender >= options_.num_workers || sender == options_.rank) {
+      return Status::DataLoss(fmt::format("from unknown worker {}", sender));
     }
-    try {
-      auto env = (*parsed)->envelope();
-      if (!env.getBody().isPeer())
-        return Status::DataLoss("peer mesh: a message that is not a PeerMessage");
-      const int sender = static_cast<int>(env.getSender());
-      if (sender < 0 || sender >= options_.num_workers || sender == options_.rank) {
-        return Status::DataLoss(fmt::format("peer mesh: message from unknown worker {}", sender));
-      }
-      auto peer = env.getBody().getPeer();
-      if (peer.getTag() == kLeavingTag && peer.getStep() == kLeavingStep) {
-        left_.insert(sender);
-        continue;
-      }
-      held_[std::make_tuple(sender, peer.getTag(), peer.getStep())] = std::move(*parsed);
-    } catch (const kj::Exception& e) {
-      return Status::DataLoss(
-          fmt::format("peer mesh: malformed message: {}", e.getDescription().cStr()));
+    auto peer = env.getBody().getPeer();
+    if (peer.getTag() == kLeavingTag && peer.getStep() == kLeavingStep) {
+      left_.insert(sender);
+      return Status::Ok();
     }
+    const auto key = std::make_tuple(sender, peer.getTag(), peer.getStep());
+    if (held_.contains(key)) {
+      return Status::DataLoss(fmt::format("a second one from worker {} for step {} of exchange {}",
+                                          sender, peer.getStep(), peer.getTag()));
+    }
+    held_[key] = std::move(*parsed);
+  } catch (const kj::Exception& e) {
+    return Status::DataLoss(fmt::format("malformed message: {}", e.getDescription().cStr()));
+  }
+  return Status::Ok();
+}
+
+void PeerMesh::Drop(const Status& why) {
+  ++dropped_;
+  if (drop_log_.Allow()) {
+    log_->warn("peer mesh: dropped a message ({}){}", why.message(),
+               drop_log_.TakeSuppressedNote());
   }
 }
 

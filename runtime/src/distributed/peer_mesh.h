@@ -5,7 +5,10 @@
 // Each worker binds one PULL socket and connects one PUSH socket to every other worker; the
 // coordinator introduces them (AnnouncePeer / PeerList). Messages are PeerMessage envelopes.
 // ZeroMQ keeps the order of messages from one sender; Receive() matches on (sender, tag, step)
-// and holds messages that arrive before they are asked for.
+// and holds messages that arrive before they are asked for. Anything else that reaches the
+// inbox (garbage, another kind of envelope, a claimed sender outside the job) is dropped with a
+// rate-limited warning and never stops the worker. With a job secret, every connection of the
+// mesh is CURVE-authenticated (tessera/transport/security.h): only the job's workers get in.
 //
 // Thread safety: none; one thread (the one running the Context) uses a mesh.
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_PEER_MESH_H_
@@ -21,8 +24,14 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "tessera/common/log_throttle.h"
 #include "tessera/common/status.h"
+#include "tessera/transport/handshake_watch.h"
 #include "tessera/transport/message.h"
+
+namespace spdlog {
+class logger;
+}
 
 namespace tessera::internal {
 
@@ -30,7 +39,7 @@ struct PeerMeshOptions {
   int rank = 0;  // this worker, 0 .. num_workers-1
   int num_workers = 1;
   std::string coordinator;  // REQUIRES: not empty when num_workers > 1
-  std::string secret;
+  std::string secret;       // the job secret; empty: unauthenticated (--insecure)
   // Where this worker listens, e.g. "tcp://10.0.0.5:0" (port 0: ephemeral) or "inproc://w1".
   // Default: loopback with an ephemeral port.
   std::string bind = "tcp://127.0.0.1:0";
@@ -51,6 +60,8 @@ class PeerMesh {
 
   int rank() const { return options_.rank; }
   int size() const { return options_.num_workers; }
+  // Where this worker's inbox listens (empty for a job of one worker).
+  const std::string& endpoint() const { return endpoint_; }
 
   // Sends a message built on `msg` (whose body must be a PeerMessage) to worker `to`.
   // REQUIRES: to != rank(). The message may not be used afterwards.
@@ -74,16 +85,26 @@ class PeerMesh {
   Result<std::vector<std::string>> AllToAll(uint64_t tag, std::vector<std::string> to_each);
 
   uint64_t bytes_sent() const { return bytes_sent_; }
+  // Messages dropped because they were malformed or not from another worker of the job.
+  uint64_t dropped() const { return dropped_; }
 
  private:
   PeerMesh(const PeerMeshOptions& options, zmq::context_t& context);
+  // Keeps a received message until Receive asks for it; an error says why it was not kept.
+  Status Hold(zmq::message_t frame);
+  void Drop(const Status& why);
 
   PeerMeshOptions options_;
   zmq::socket_t inbox_;
+  std::string endpoint_;
   std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
   std::set<int> left_;  // peers that announced leaving
+  std::shared_ptr<spdlog::logger> log_;
+  HandshakeWatch handshakes_;  // after inbox_: stops watching before the socket closes
+  LogThrottle drop_log_;
+  uint64_t dropped_ = 0;
 };
 
 }  // namespace tessera::internal

@@ -35,7 +35,8 @@ struct ClientOptions {
   int rank = 0;
   // The coordinator's endpoint. REQUIRES: not empty.
   std::string coordinator;
-  // The job secret. Default: empty.
+  // The job secret: authenticates every tcp/ipc connection (CURVE, tessera/transport/security.h)
+  // and registrations (SecretProof). Default: empty, unauthenticated.
   std::string secret;
   // Threads of this process that call Clock(). Default: 1.
   int num_threads = 1;

@@ -1,8 +1,10 @@
 // Coordinator: the one place of a job that knows who is in it.
 //
-// Servers and workers register with it (checked against the job secret); once every server has
+// Servers and workers register with it (with a job secret, only over CURVE-authenticated
+// connections, tessera/transport/security.h, and with the secret's proof); once every server has
 // registered it tells each registrant the server endpoints and the number of workers. It also
-// runs job-wide barriers and, when every worker has left, tells the servers the job is over.
+// runs job-wide barriers (counting registered workers only, each once, at most 4 open per worker)
+// and, when every worker has left, tells the servers the job is over.
 //
 // Liveness (heartbeat_timeout > 0): every server and worker, and the launcher, heartbeats to the
 // coordinator (LivenessAgent, tessera/transport/liveness.h). A server or worker unheard for
@@ -32,7 +34,8 @@ struct CoordinatorOptions {
   // Job size. Default: 1 server, 1 worker.
   int num_servers = 1;
   int num_workers = 1;
-  // Registrations must carry this secret. Default: empty (any registrant is accepted).
+  // The job secret: connections must be CURVE-authenticated with its keys and registrations carry
+  // SecretProof(secret). Default: empty (any registrant is accepted).
   std::string secret;
   // How long a process may stay silent before the job fails (see above). Default: 0, no checks
   // (tessera-server sets it from TESSERA_HEARTBEAT_TIMEOUT).

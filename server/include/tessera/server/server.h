@@ -27,7 +27,8 @@ struct ServerOptions {
   std::string coordinator;
   // Where clients reach this server; tcp port 0 picks an ephemeral port. Default: loopback.
   std::string listen = "tcp://127.0.0.1:0";
-  // The job secret, sent to the coordinator and required from clients. Default: empty.
+  // The job secret: authenticates every tcp/ipc connection (CURVE, tessera/transport/security.h)
+  // and registrations (SecretProof). Default: empty, unauthenticated.
   std::string secret;
   // How long Start() waits for the coordinator's membership. Default: 30 s.
   std::chrono::milliseconds join_timeout{30000};

@@ -2,6 +2,7 @@
 #ifndef TESSERA_TRANSPORT_ENDPOINT_H_
 #define TESSERA_TRANSPORT_ENDPOINT_H_
 
+#include <cstdint>
 #include <string>
 #include <zmq.hpp>
 
@@ -13,10 +14,33 @@ namespace tessera {
 // (or "*") picks an ephemeral port; the result names the port actually bound.
 Result<std::string> BindSocket(zmq::socket_t& socket, const std::string& endpoint);
 
-// Socket options every Tessera socket uses: no linger on close, unlimited queues (the
-// protocol's own flow control, SSP, bounds what is in flight) and TCP heartbeats so a vanished
-// peer is noticed.
+// Socket options every Tessera socket uses: no linger on close, unlimited send queues (the
+// protocol's own flow control, SSP, bounds what is in flight; they hold only this node's own
+// messages) and TCP heartbeats so a vanished peer is noticed.
 void ConfigureSocket(zmq::socket_t& socket);
+
+// Bounds on what a bound socket accepts from each connection (docs/operations.md, "Security").
+// A frame larger than the bound makes ZeroMQ drop the connection before reading it whole; a
+// connection with this many messages queued is not read from until the node takes some (TCP
+// back-pressure, nothing is lost).
+//
+// The coordinator handles control messages only: registrations, barriers, heartbeats and peer
+// announcements, each an endpoint string and a few integers (under 1 KiB with a 256-byte
+// endpoint); 1 MiB leaves a wide margin.
+inline constexpr int64_t kMaxControlMessageBytes = int64_t{1} << 20;
+// Servers and peer-mesh inboxes take data messages: update batches and array hand-overs whose
+// size follows the program's tables and arrays. Their bound is the protocol's own, the most a
+// Cap'n Proto reader of this build walks (IncomingMessage::Parse: 2^30 words); a larger frame
+// could never be parsed.
+inline constexpr int64_t kMaxDataMessageBytes = (int64_t{1} << 30) * 8;
+// Messages queued per connection on a receiving socket. A worker has at most a few control
+// messages outstanding, and at most 32 unacknowledged update batches per server (client's flow
+// control); peer-mesh hand-overs are bounded by the schedule's pipeline depth.
+inline constexpr int kControlReceiveQueue = 1000;
+inline constexpr int kDataReceiveQueue = 10000;
+
+// Sets ZMQ_MAXMSGSIZE and the receive high-water mark. Call before bind.
+void LimitIncoming(zmq::socket_t& socket, int64_t max_message_bytes, int receive_queue);
 
 }  // namespace tessera
 

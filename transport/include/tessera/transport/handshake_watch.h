@@ -1,0 +1,53 @@
+// HandshakeWatch: the trace of strangers. With a job secret, ZeroMQ refuses a connection that
+// fails the CURVE handshake (no secret, a wrong one, an HTTP request, garbage) before any of it
+// reaches Tessera's code; this watches a bound socket's monitor events and logs each refusal,
+// rate-limited (LogThrottle), so an operator sees who knocks and the node goes on.
+//
+// Thread safety: none; the thread that polls the socket's node owns the watch.
+#ifndef TESSERA_TRANSPORT_HANDSHAKE_WATCH_H_
+#define TESSERA_TRANSPORT_HANDSHAKE_WATCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "tessera/common/log_throttle.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace tessera {
+
+class HandshakeWatch {
+ public:
+  // Watches `socket` (call before it binds; it must outlive the watch). `what` names the node in
+  // the log line ("coordinator", "peer-mesh inbox").
+  HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string what,
+                 std::shared_ptr<spdlog::logger> log);
+  ~HandshakeWatch();
+  HandshakeWatch(const HandshakeWatch&) = delete;
+  HandshakeWatch& operator=(const HandshakeWatch&) = delete;
+
+  // Readable when events are waiting (for zmq_poll; or poll(2) on its fd, then Drain()).
+  zmq::pollitem_t poll_item();
+  // Its file descriptor, for poll(2): edge-triggered, so Drain() whenever it fires.
+  int fd();
+  // Logs the refusals that arrived. Never blocks.
+  void Drain();
+  // Connections refused so far (those drained).
+  uint64_t refused() const { return refused_; }
+
+ private:
+  zmq::socket_t& socket_;
+  zmq::socket_t events_;
+  std::string what_;
+  std::shared_ptr<spdlog::logger> log_;
+  LogThrottle throttle_;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_TRANSPORT_HANDSHAKE_WATCH_H_

@@ -1,0 +1,74 @@
+#include "tessera/transport/handshake_watch.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+namespace tessera {
+namespace {
+
+constexpr int kRefusals = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+
+std::string Why(uint16_t event, uint32_t value) {
+  switch (event) {
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+      return value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC
+                 ? "its CURVE handshake failed (another job secret?)"
+                 : fmt::format(
+                       "it does not speak this job's protocol (ZMTP error {:#x}: no job "
+                       "secret, or not ZeroMQ)",
+                       value);
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+      return fmt::format("authentication failed ({})", value);
+    default:
+      return fmt::format("its handshake failed ({})", std::strerror(static_cast<int>(value)));
+  }
+}
+
+}  // namespace
+
+HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string what,
+                               std::shared_ptr<spdlog::logger> log)
+    : socket_(socket),
+      events_(context, zmq::socket_type::pair),
+      what_(std::move(what)),
+      log_(std::move(log)) {
+  // Unique within the context: the socket's address.
+  const std::string endpoint = fmt::format("inproc://tessera-handshakes-{}", socket.handle());
+  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), kRefusals) != 0) {
+    log_->warn("{}: cannot watch handshakes: {}", what_, zmq_strerror(zmq_errno()));
+    return;
+  }
+  events_.set(zmq::sockopt::linger, 0);
+  events_.connect(endpoint);
+}
+
+HandshakeWatch::~HandshakeWatch() { zmq_socket_monitor(socket_.handle(), nullptr, 0); }
+
+zmq::pollitem_t HandshakeWatch::poll_item() {
+  return zmq::pollitem_t{events_.handle(), 0, ZMQ_POLLIN, 0};
+}
+
+int HandshakeWatch::fd() { return events_.get(zmq::sockopt::fd); }
+
+void HandshakeWatch::Drain() {
+  zmq::message_t event;
+  while (events_.recv(event, zmq::recv_flags::dontwait)) {
+    zmq::message_t address;
+    if (event.more()) (void)events_.recv(address, zmq::recv_flags::dontwait);
+    if (event.size() < 6) continue;
+    uint16_t id = 0;
+    uint32_t value = 0;
+    std::memcpy(&id, event.data(), sizeof(id));
+    std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
+    ++refused_;
+    if (throttle_.Allow()) {
+      log_->warn("{}: refused a connection to {}: {}{}", what_, address.to_string(), Why(id, value),
+                 throttle_.TakeSuppressedNote());
+    }
+  }
+}
+
+}  // namespace tessera
