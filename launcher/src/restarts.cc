@@ -97,7 +97,7 @@ Result<int> RunJobWithRestarts(const RunOptions& options, const RunIo& io, int m
     bool resume_set = false;
     for (auto& [name, value] : attempt.job.extra_env) {
       if (name == kEnvResume) {
-        value = "1";
+        value.assign(1, '1');  // not `= "1"`: g++ 12 warns falsely (-Wrestrict) on that
         resume_set = true;
       }
     }
