@@ -6,9 +6,13 @@
 
 #include <kj/string.h>
 
+// kj declares them itself without three-way comparison (e.g. CMake's compiler check, which
+// compiles in the compiler's default standard).
+#if __cpp_impl_three_way_comparison
 namespace kj {
 inline bool operator==(const char* a, const StringPtr& b) { return b == StringPtr(a); }
 inline bool operator!=(const char* a, const StringPtr& b) { return !(b == StringPtr(a)); }
 }  // namespace kj
+#endif
 
 #endif  // TESSERA_FUZZ_CAPNP_CLANG_COMPAT_H_
