@@ -430,11 +430,23 @@ std::string EntryLocation(const std::string& path, ReadRange range, int64_t firs
 IdMap::IdMap(std::vector<int64_t> ids) : external_(std::move(ids)) {
   std::sort(external_.begin(), external_.end());
   external_.erase(std::unique(external_.begin(), external_.end()), external_.end());
+  // Ids without gaps (1..n, 0..n-1: most data sets) need no hash index: index = id - first.
+  if (external_.empty() ||
+      static_cast<uint64_t>(external_.back()) - static_cast<uint64_t>(external_.front()) ==
+          external_.size() - 1) {
+    return;
+  }
   index_.reserve(external_.size());
   for (size_t i = 0; i < external_.size(); ++i) index_.emplace(external_[i], static_cast<int64_t>(i));
 }
 
 int64_t IdMap::index(int64_t external_id) const {
+  if (index_.empty()) {  // no gaps (or no ids)
+    if (external_.empty() || external_id < external_.front() || external_id > external_.back()) {
+      return -1;
+    }
+    return external_id - external_.front();
+  }
   auto it = index_.find(external_id);
   return it == index_.end() ? -1 : it->second;
 }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <string>
@@ -268,6 +269,32 @@ TEST_F(DataTest, MetricsLogWritesJsonLines) {
   EXPECT_EQ(l2, R"({"epoch":2,"rmse":null})");
   EXPECT_EQ(MetricsLog::Open((dir_ / "no" / "such" / "dir").string()).status().code(),
             StatusCode::kNotFound);
+}
+
+// Ids with and without gaps map alike: index = rank among the distinct ids, -1 when unknown.
+TEST(IdMapTest, IdsWithAndWithoutGapsMapToTheirRank) {
+  const std::vector<std::vector<int64_t>> cases = {
+      {5, 3, 4, 3, 6},             // no gaps, duplicates
+      {-2, 0, -1},                 // no gaps, negative
+      {7},                         // one id
+      {10, 1, 1000000007, 3, 10},  // gaps
+      {INT64_MIN, INT64_MAX, 0},   // gaps as wide as they come
+  };
+  for (const auto& ids : cases) {
+    const IdMap map(ids);
+    std::set<int64_t> distinct(ids.begin(), ids.end());
+    ASSERT_EQ(map.size(), static_cast<int64_t>(distinct.size()));
+    int64_t rank = 0;
+    for (int64_t id : distinct) {
+      EXPECT_EQ(map.index(id), rank);
+      EXPECT_EQ(map.external(rank), id);
+      ++rank;
+    }
+    for (int64_t unknown : {int64_t{-3}, int64_t{1}, int64_t{2}, int64_t{8}, int64_t{11}}) {
+      if (distinct.count(unknown) == 0) EXPECT_EQ(map.index(unknown), -1) << unknown;
+    }
+  }
+  EXPECT_EQ(IdMap().index(0), -1);
 }
 
 }  // namespace

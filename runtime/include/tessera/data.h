@@ -102,7 +102,7 @@ class IdMap {
 
  private:
   std::vector<int64_t> external_;  // sorted
-  std::unordered_map<int64_t, int64_t> index_;
+  std::unordered_map<int64_t, int64_t> index_;  // empty when the ids have no gaps
 };
 
 template <typename T>
