@@ -5,6 +5,7 @@
 #ifndef TESSERA_FUZZ_FRAMES_H_
 #define TESSERA_FUZZ_FRAMES_H_
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -44,19 +45,42 @@ inline std::string Encode(OutgoingMessage& msg) {
   return std::string(static_cast<const char*>(frame.data()), frame.size());
 }
 
+// Sends `frame` on `peer`, again when a signal interrupts the send: libFuzzer's timers interrupt
+// blocking calls (EINTR), which is no finding.
+inline void SendRetrying(zmq::socket_t& peer, zmq::message_t& frame) {
+  for (;;) {
+    try {
+      peer.send(frame, zmq::send_flags::none);
+      return;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+}
+
 // Sends `frames` then `sentinel` (whose request id is `sentinel_id`) on `peer`, and reads answers
 // until the sentinel's; aborts if it does not come within 10 s.
 inline void SendAndSync(zmq::socket_t& peer, const std::vector<std::string>& frames,
                         OutgoingMessage& sentinel, uint64_t sentinel_id) {
-  for (const std::string& f : frames) peer.send(zmq::buffer(f), zmq::send_flags::none);
-  peer.send(sentinel.ToFrame(), zmq::send_flags::none);
+  for (const std::string& f : frames) {
+    zmq::message_t frame(f.data(), f.size());
+    SendRetrying(peer, frame);
+  }
+  zmq::message_t last = sentinel.ToFrame();
+  SendRetrying(peer, last);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   zmq::pollitem_t item{peer.handle(), 0, ZMQ_POLLIN, 0};
   while (std::chrono::steady_clock::now() < deadline) {
     // zmq_poll, not zmq::poll: libFuzzer's timers interrupt it (EINTR), which is no finding.
     if (zmq_poll(&item, 1, 100) <= 0) continue;
     zmq::message_t frame;
-    while (peer.recv(frame, zmq::recv_flags::dontwait)) {
+    for (;;) {
+      try {
+        if (!peer.recv(frame, zmq::recv_flags::dontwait)) break;
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) throw;
+        break;  // polled again
+      }
       auto msg = IncomingMessage::Parse(std::move(frame));
       if (msg.ok() && (*msg)->envelope().getRequestId() == sentinel_id) return;
     }
