@@ -9,12 +9,12 @@
 #include <cstring>
 #include <limits>
 
+#include "internal/capnp_util.h"
 #include "tessera/proto/tessera.capnp.h"
 
 namespace tessera::internal {
-namespace {
 
-proto::ErrorCode ToProto(StatusCode code) {
+proto::ErrorCode ErrorCodeToProto(StatusCode code) {
   switch (code) {
     case StatusCode::kNotFound: return proto::ErrorCode::NOT_FOUND;
     case StatusCode::kOutOfRange: return proto::ErrorCode::OUT_OF_RANGE;
@@ -25,7 +25,7 @@ proto::ErrorCode ToProto(StatusCode code) {
   }
 }
 
-Status FromProto(proto::ErrorCode code, std::string message) {
+Status StatusFromProto(proto::ErrorCode code, std::string message) {
   switch (code) {
     case proto::ErrorCode::NOT_FOUND: return Status::NotFound(std::move(message));
     case proto::ErrorCode::OUT_OF_RANGE: return Status::OutOfRange(std::move(message));
@@ -35,21 +35,23 @@ Status FromProto(proto::ErrorCode code, std::string message) {
   }
 }
 
-void SetError(const Status& error, proto::LoadedShare::Builder share) {
-  if (error.ok()) return;
-  share.setError(error.message().empty() ? std::string(StatusCodeName(error.code()))
-                                         : error.message());
-  share.setErrorCode(ToProto(error.code()));
-}
-
 // The message flat, as capnp::messageToFlatArray lays it out, written straight into the string.
-std::string Flatten(capnp::MessageBuilder& message) {
+std::string FlattenMessage(capnp::MessageBuilder& message) {
   const auto segments = message.getSegmentsForOutput();
   std::string out(capnp::computeSerializedSizeInWords(segments) * sizeof(capnp::word), '\0');
   kj::ArrayOutputStream stream(
       kj::arrayPtr(reinterpret_cast<kj::byte*>(out.data()), out.size()));
   capnp::writeMessage(stream, segments);
   return out;
+}
+
+namespace {
+
+void SetError(const Status& error, proto::LoadedShare::Builder share) {
+  if (error.ok()) return;
+  share.setError(error.message().empty() ? std::string(StatusCodeName(error.code()))
+                                         : error.message());
+  share.setErrorCode(ErrorCodeToProto(error.code()));
 }
 
 void EncodeRatings(const std::vector<RatingRecord>& records, proto::RatingRecords::Builder out) {
@@ -120,7 +122,7 @@ std::string EncodeShare(const RatingShare& share) {
     EncodeRatings(share.train, triples.initTrain());
     EncodeRatings(share.test, triples.initTest());
   }
-  return Flatten(message);
+  return FlattenMessage(message);
 }
 
 std::string EncodeShare(const DocwordShare& share) {
@@ -137,7 +139,7 @@ std::string EncodeShare(const DocwordShare& share) {
     words.set(i, share.entries[i].word);
     counts.set(i, share.entries[i].count);
   }
-  return Flatten(message);
+  return FlattenMessage(message);
 }
 
 Status MergeShare(std::string_view bytes, RatingShare* into) {
@@ -146,7 +148,7 @@ Status MergeShare(std::string_view bytes, RatingShare* into) {
     if (share.getError().size() > 0) {
       const bool in_test = share.getErrorInTest();
       if (into->error.ok() || (into->error_in_test && !in_test)) {
-        into->error = FromProto(share.getErrorCode(), share.getError());
+        into->error = StatusFromProto(share.getErrorCode(), share.getError());
         into->error_in_test = in_test;
       }
       return Status::Ok();
@@ -160,7 +162,7 @@ Status MergeShare(std::string_view bytes, DocwordShare* into) {
   return WithShare(bytes, [into](proto::LoadedShare::Reader share) -> Status {
     if (!share.isDocword()) return Status::DataLoss("loaded share: expected docword entries");
     if (share.getError().size() > 0) {
-      if (into->error.ok()) into->error = FromProto(share.getErrorCode(), share.getError());
+      if (into->error.ok()) into->error = StatusFromProto(share.getErrorCode(), share.getError());
       return Status::Ok();
     }
     const auto docs = share.getDocword().getDocs();

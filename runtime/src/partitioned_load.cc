@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "internal/capnp_util.h"
 #include "internal/load_share.h"
 #include "internal/loop_blocks.h"
 #include "internal/record_exchange.h"
@@ -18,40 +19,6 @@
 
 namespace tessera::internal {
 namespace {
-
-std::string Flatten(capnp::MessageBuilder& message) {
-  const auto segments = message.getSegmentsForOutput();
-  std::string out(capnp::computeSerializedSizeInWords(segments) * sizeof(capnp::word), '\0');
-  kj::ArrayOutputStream stream(kj::arrayPtr(reinterpret_cast<kj::byte*>(out.data()), out.size()));
-  capnp::writeMessage(stream, segments);
-  return out;
-}
-
-proto::ErrorCode ToProto(StatusCode code) {
-  switch (code) {
-    case StatusCode::kNotFound:
-      return proto::ErrorCode::NOT_FOUND;
-    case StatusCode::kOutOfRange:
-      return proto::ErrorCode::OUT_OF_RANGE;
-    case StatusCode::kDataLoss:
-      return proto::ErrorCode::DATA_LOSS;
-    default:
-      return proto::ErrorCode::INVALID_ARGUMENT;
-  }
-}
-
-Status FromProto(proto::ErrorCode code, std::string message) {
-  switch (code) {
-    case proto::ErrorCode::NOT_FOUND:
-      return Status::NotFound(std::move(message));
-    case proto::ErrorCode::OUT_OF_RANGE:
-      return Status::OutOfRange(std::move(message));
-    case proto::ErrorCode::DATA_LOSS:
-      return Status::DataLoss(std::move(message));
-    default:
-      return Status::InvalidArgument(std::move(message));
-  }
-}
 
 // What one worker said in a LoadedIds message.
 struct WorkerIds {
@@ -85,7 +52,7 @@ std::string EncodeIds(const RatingShare& share) {
   if (!share.error.ok()) {
     m.setError(share.error.message().empty() ? std::string(StatusCodeName(share.error.code()))
                                              : share.error.message());
-    m.setErrorCode(ToProto(share.error.code()));
+    m.setErrorCode(ErrorCodeToProto(share.error.code()));
     m.setErrorInTest(share.error_in_test);
   }
   auto u = m.initUsers(static_cast<unsigned>(users.size()));
@@ -94,7 +61,7 @@ std::string EncodeIds(const RatingShare& share) {
   for (size_t i = 0; i < items.size(); ++i) it.set(static_cast<unsigned>(i), items[i]);
   m.setTrainCount(share.train.size());
   m.setTestCount(share.test.size());
-  return Flatten(message);
+  return FlattenMessage(message);
 }
 
 Status DecodeIds(const std::string& bytes, int from, WorkerIds* out) {
@@ -109,7 +76,7 @@ Status DecodeIds(const std::string& bytes, int from, WorkerIds* out) {
     capnp::FlatArrayMessageReader reader(words.asPtr(), options);
     auto m = reader.getRoot<proto::LoadedIds>();
     if (m.getError().size() > 0) {
-      out->error = FromProto(m.getErrorCode(), m.getError());
+      out->error = StatusFromProto(m.getErrorCode(), m.getError());
       out->error_in_test = m.getErrorInTest();
     }
     for (int64_t id : m.getUsers()) out->users.push_back(id);
@@ -134,7 +101,7 @@ Result<std::vector<WorkerIds>> GatherIds(const LoadSplit& split, std::string min
   return ids;
 }
 
-// The smallest duplicated key among `batch`'s (sorted linear keys) as an error, or Ok.
+// The smallest key `a` holds twice, as the error a whole-file read reports, or Ok.
 Status FindDuplicate(const std::string& path, const ArrayBase& a, const IdMap& users,
                      const IdMap& items) {
   const int64_t n = a.size(), width = a.extent(1);

@@ -9,18 +9,11 @@
 #include <cstring>
 #include <limits>
 
+#include "internal/capnp_util.h"
 #include "tessera/proto/tessera.capnp.h"
 
 namespace tessera::internal {
 namespace {
-
-std::string Flatten(capnp::MessageBuilder& message) {
-  const auto segments = message.getSegmentsForOutput();
-  std::string out(capnp::computeSerializedSizeInWords(segments) * sizeof(capnp::word), '\0');
-  kj::ArrayOutputStream stream(kj::arrayPtr(reinterpret_cast<kj::byte*>(out.data()), out.size()));
-  capnp::writeMessage(stream, segments);
-  return out;
-}
 
 // Reads a message of type M from `bytes` (copied to word alignment) and hands it to `use`.
 template <typename M, typename Fn>
@@ -63,7 +56,7 @@ std::string EncodeShipment(const std::vector<RecordBatch>& batches) {
       low.set(static_cast<unsigned>(i), b.order[i].low);
     }
   }
-  return Flatten(message);
+  return FlattenMessage(message);
 }
 
 // The batches of `bytes`, one per array, checked against the arrays' ranks and element sizes.
@@ -117,7 +110,7 @@ Result<std::vector<std::vector<uint64_t>>> AllGatherCounts(const AllGatherFn& al
   auto counts =
       message.initRoot<proto::KeyCounts>().initCounts(static_cast<unsigned>(local.size()));
   for (size_t i = 0; i < local.size(); ++i) counts.set(static_cast<unsigned>(i), local[i]);
-  Result<std::vector<std::string>> all = all_gather(Flatten(message));
+  Result<std::vector<std::string>> all = all_gather(FlattenMessage(message));
   if (!all.ok()) return all.status();
   std::vector<std::vector<uint64_t>> out(all->size());
   for (size_t w = 0; w < all->size(); ++w) {

@@ -246,18 +246,7 @@ Result<std::vector<std::string>> PeerMesh::AllGather(uint64_t tag, std::string b
       if (Status s = SendCopy(r, frame); !s.ok()) return s;
     }
   }
-  for (int r = 0; r < options_.num_workers; ++r) {
-    if (r == options_.rank) continue;
-    auto msg = Receive(r, tag, 0);
-    if (!msg.ok()) return msg.status();
-    try {
-      auto payload = (*msg)->envelope().getBody().getPeer().getPayload();
-      all[r].assign(reinterpret_cast<const char*>(payload.begin()), payload.size());
-    } catch (const kj::Exception& e) {
-      return Status::DataLoss(fmt::format("peer mesh: malformed all-gather part from worker {}: {}",
-                                          r, e.getDescription().cStr()));
-    }
-  }
+  if (Status s = ReceivePayloads(tag, "all-gather", &all); !s.ok()) return s;
   all[options_.rank] = std::move(bytes);
   return all;
 }
@@ -276,20 +265,25 @@ Result<std::vector<std::string>> PeerMesh::AllToAll(uint64_t tag, std::vector<st
     std::string().swap(bytes);
     if (Status s = Send(r, msg); !s.ok()) return s;
   }
+  if (Status s = ReceivePayloads(tag, "all-to-all", &got); !s.ok()) return s;
+  got[options_.rank] = std::move(to_each[options_.rank]);
+  return got;
+}
+
+Status PeerMesh::ReceivePayloads(uint64_t tag, const char* what, std::vector<std::string>* into) {
   for (int r = 0; r < options_.num_workers; ++r) {
     if (r == options_.rank) continue;
     auto msg = Receive(r, tag, 0);
     if (!msg.ok()) return msg.status();
     try {
       auto payload = (*msg)->envelope().getBody().getPeer().getPayload();
-      got[r].assign(reinterpret_cast<const char*>(payload.begin()), payload.size());
+      (*into)[r].assign(reinterpret_cast<const char*>(payload.begin()), payload.size());
     } catch (const kj::Exception& e) {
-      return Status::DataLoss(fmt::format("peer mesh: malformed all-to-all part from worker {}: {}",
+      return Status::DataLoss(fmt::format("peer mesh: malformed {} part from worker {}: {}", what,
                                           r, e.getDescription().cStr()));
     }
   }
-  got[options_.rank] = std::move(to_each[options_.rank]);
-  return got;
+  return Status::Ok();
 }
 
 }  // namespace tessera::internal

@@ -90,6 +90,9 @@ class PeerMesh {
 
  private:
   PeerMesh(const PeerMeshOptions& options, zmq::context_t& context);
+  // Every other worker's step-0 payload tagged `tag`, into (*into)[rank]; `what` names the
+  // exchange in errors.
+  Status ReceivePayloads(uint64_t tag, const char* what, std::vector<std::string>* into);
   // Keeps a received message until Receive asks for it; an error says why it was not kept.
   Status Hold(zmq::message_t frame);
   void Drop(const Status& why);
