@@ -15,6 +15,7 @@
 
 #include "checkpoint/checkpointing_executor.h"
 #include "distributed/distributed_executor.h"
+#include "distributed/malloc_policy.h"
 #include "distributed/row_layout.h"
 #include "internal/loop_schedule.h"
 #include "internal/parallel_executor.h"
@@ -116,6 +117,7 @@ std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(Context& ctx, 
   }
   TESSERA_CHECK_MSG(env->has_value(), "launched as a worker without TESSERA_COORDINATOR");
   const JobEnvironment& job = **env;
+  log->info("{}", internal::FixWorkerMmapThreshold());
   internal::DistributedExecutorOptions o;
   o.rank = job.rank;
   o.num_workers = job.num_workers;

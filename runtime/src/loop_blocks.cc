@@ -64,12 +64,21 @@ void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b) {
   for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
   std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
   b->positions.resize(block_of.size());
-  for (size_t p = 0; p < block_of.size(); ++p)
-    b->positions[fill[block_of[p]]++] = static_cast<int64_t>(p);
+  bool identity = true;
+  for (size_t p = 0; p < block_of.size(); ++p) {
+    const int64_t at = fill[block_of[p]]++;
+    b->positions[at] = static_cast<int64_t>(p);
+    identity = identity && at == static_cast<int64_t>(p);
+  }
+  if (identity) {
+    std::vector<int64_t>().swap(b->positions);
+    b->identity = true;
+  }
 }
 
 void MarkContiguous(Blocks* b) {
   b->contiguous.assign(static_cast<size_t>(b->num_blocks()), 1);
+  if (b->identity) return;
   for (int64_t blk = 0; blk < b->num_blocks(); ++blk) {
     for (int64_t i = b->offsets[blk] + 1; i < b->offsets[blk + 1]; ++i) {
       if (b->positions[i] != b->positions[i - 1] + 1) {
@@ -178,7 +187,7 @@ void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {
     for (int64_t blk = 0; blk < blocks; ++blk) {
       int64_t lo = INT64_MAX, hi = INT64_MIN;
       for (int64_t i = b->offsets[blk]; i < b->offsets[blk + 1]; ++i) {
-        const int64_t k = keys[b->positions[i]];
+        const int64_t k = keys[b->position(i)];
         lo = std::min(lo, k);
         hi = std::max(hi, k);
       }
@@ -193,7 +202,7 @@ void RunBlock(const Blocks& b, int64_t block, const LoopTask& task) {
   const int64_t count = b.block_size(block);
   if (count == 0) return;
   if (b.contiguous[block]) {
-    task.RunRange(b.positions[begin], b.positions[begin] + count);
+    task.RunRange(b.position(begin), b.position(begin) + count);
   } else {
     task.RunPositions(b.positions.data() + begin, static_cast<size_t>(count));
   }

@@ -130,6 +130,38 @@ int IntOr(const Json& j, const char* name, int fallback) {
   return it != j.end() && it->is_number_integer() ? it->get<int>() : fallback;
 }
 
+// The key dim d when the array's index_map says dim 0 follows key[d] and every access's first
+// subscript is exactly key[d] (tessc's {"key": e_d, "constant": 0}); -1 otherwise.
+int ExactRowKeyDim(const Json& a) {
+  auto map = a.find("index_map");
+  if (map == a.end() || !map->is_array() || map->empty() || !(*map)[0].is_number_integer()) {
+    return -1;
+  }
+  const int d = (*map)[0].get<int>();
+  auto accesses = a.find("accesses");
+  if (d < 0 || accesses == a.end() || !accesses->is_array() || accesses->empty()) return -1;
+  for (const Json& access : *accesses) {
+    auto subscripts = access.find("subscripts");
+    if (!access.is_object() || subscripts == access.end() || !subscripts->is_array() ||
+        subscripts->empty() || !(*subscripts)[0].is_object()) {
+      return -1;
+    }
+    const Json& first = (*subscripts)[0];
+    auto key = first.find("key");
+    if (IntOr(first, "constant", 1) != 0 || key == first.end() || !key->is_array() ||
+        static_cast<int>(key->size()) <= d) {
+      return -1;
+    }
+    for (size_t i = 0; i < key->size(); ++i) {
+      if (!(*key)[i].is_number_integer() ||
+          (*key)[i].get<int>() != (static_cast<int>(i) == d ? 1 : 0)) {
+        return -1;
+      }
+    }
+  }
+  return d;
+}
+
 // One entry of the JSON's `arrays`; fields that are missing or of the wrong type keep the
 // conservative default (unbound, placement unknown).
 LoopSchedule::Array ParseArray(const Json& a) {
@@ -151,6 +183,7 @@ LoopSchedule::Array ParseArray(const Json& a) {
   }
   out.read = BoolOr(a, "read", true);
   out.write = BoolOr(a, "write", true);
+  out.row_key_dim = ExactRowKeyDim(a);
   auto origin = a.find("origin");
   if (origin != a.end() && origin->is_object() && origin->contains("file") &&
       (*origin)["file"].is_string() && origin->contains("line") &&

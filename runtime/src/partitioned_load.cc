@@ -157,49 +157,56 @@ Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& pa
   origin.member = "test";
   data.test = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
 
-  // This worker's records as elements, each with its place in file order.
+  // Equal-count user ranges, one per worker (the layout a loop over users wants).
   auto& train = const_cast<ArrayBase&>(data.train.base());
   auto& test = const_cast<ArrayBase&>(data.test.base());
   std::vector<uint64_t> counts(static_cast<size_t>(2 * shape[0]), 0);
-  auto import = [&](std::vector<RatingRecord>& records, uint64_t offset, uint64_t total,
-                    size_t count_base, ArrayBase& into) {
-    RecordBatch b;
-    b.keys.reserve(2 * records.size());
-    b.values.resize(records.size() * sizeof(T));
-    b.order.reserve(records.size());
-    for (size_t i = 0; i < records.size(); ++i) {
-      const int64_t u = data.users.index(records[i].user), it = data.items.index(records[i].item);
-      b.keys.push_back(u);
-      b.keys.push_back(it);
-      const T v = static_cast<T>(records[i].value);
-      std::memcpy(b.values.data() + i * sizeof(T), &v, sizeof(T));
-      b.order.push_back({0, offset + i});
-      ++counts[count_base + static_cast<size_t>(u)];
-    }
-    std::vector<RatingRecord>().swap(records);
-    RecordPartition p{0, 0, shape[0], static_cast<int64_t>(total)};
-    std::vector<RecordBatch> one;
-    one.push_back(std::move(b));
-    into.ImportRecords(std::move(one), &p);
-  };
-  const size_t rank = static_cast<size_t>(split.rank);
-  import(share.train, train_offset[rank], train_total, 0, train);
-  import(share.test, test_offset[rank], test_total, static_cast<size_t>(shape[0]), test);
+  for (const RatingRecord& r : share.train) ++counts[static_cast<size_t>(data.users.index(r.user))];
+  for (const RatingRecord& r : share.test) {
+    ++counts[static_cast<size_t>(shape[0] + data.users.index(r.user))];
+  }
   const double parse_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  // Equal-count user ranges, one per worker (the layout a loop over users wants).
   Result<std::vector<uint64_t>> sum = SumCounts(split.gather, std::move(counts));
   if (!sum.ok()) return sum.status();
   const std::vector<uint64_t> train_counts(sum->begin(), sum->begin() + shape[0]);
   const std::vector<uint64_t> test_counts(sum->begin() + shape[0], sum->end());
+  std::vector<uint64_t>().swap(*sum);
   const int W = split.num_workers;
   const RecordPlan train_plan = PlanFromCuts(0, shape[0], CutsFromCounts(train_counts, W), 1, W,
                                              static_cast<int64_t>(train_total));
   const RecordPlan test_plan = PlanFromCuts(0, shape[0], CutsFromCounts(test_counts, W), 1, W,
                                             static_cast<int64_t>(test_total));
-  TESSERA_RETURN_IF_ERROR(
-      Repartition(split.exchange, split.rank, {&train, &test}, {train_plan, test_plan}));
+
+  // Each record straight to its holder as an element, with its place in file order; the parsed
+  // records go as soon as they are copied, so a worker never holds its share twice over.
+  std::vector<std::vector<RecordBatch>> out(static_cast<size_t>(W), std::vector<RecordBatch>(2));
+  auto ship = [&](std::vector<RatingRecord>& records, uint64_t offset, const RecordPlan& plan,
+                  size_t a) {
+    std::vector<size_t> sizes(static_cast<size_t>(W), 0);
+    for (const RatingRecord& r : records) ++sizes[OwnerOf(plan, data.users.index(r.user))];
+    for (size_t w = 0; w < sizes.size(); ++w) {
+      out[w][a].keys.reserve(2 * sizes[w]);
+      out[w][a].values.reserve(sizes[w] * sizeof(T));
+      out[w][a].order.reserve(sizes[w]);
+    }
+    for (size_t i = 0; i < records.size(); ++i) {
+      const int64_t u = data.users.index(records[i].user), it = data.items.index(records[i].item);
+      RecordBatch& b = out[OwnerOf(plan, u)][a];
+      b.keys.push_back(u);
+      b.keys.push_back(it);
+      const T v = static_cast<T>(records[i].value);
+      const char* bytes = reinterpret_cast<const char*>(&v);
+      b.values.insert(b.values.end(), bytes, bytes + sizeof(T));
+      b.order.push_back({0, offset + i});
+    }
+    std::vector<RatingRecord>().swap(records);
+  };
+  const size_t rank = static_cast<size_t>(split.rank);
+  ship(share.train, train_offset[rank], train_plan, 0);
+  ship(share.test, test_offset[rank], test_plan, 1);
+  TESSERA_RETURN_IF_ERROR(ExchangeRecords(split.exchange, split.rank, {&train, &test},
+                                          {train_plan, test_plan}, std::move(out)));
 
   // Every key now lives on one worker: duplicates are found there, and the smallest is reported
   // (the ranges increase with rank), as a whole-file read does.
@@ -217,8 +224,8 @@ Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& pa
     if (!w.error.ok() && (dup == nullptr || (dup->error_in_test && !w.error_in_test))) dup = &w;
   }
   if (dup != nullptr) return dup->error;
-  // The exchange's buffers are freed by now, but glibc keeps much of them in the heap (its mmap
-  // threshold rises after large frees); give them back, or they count in every worker's peak.
+  // The exchange's buffers are freed by now; what glibc still keeps of them in its heap (see
+  // distributed/malloc_policy.h) goes back, or it would count in every worker's peak.
   malloc_trim(0);
   ctx.logger().info(
       "loaded {}: {} of {} training and {} of {} held-out ratings held by this worker, users "

@@ -162,6 +162,11 @@ RecordPlan PlanFromCuts(int dim, int64_t extent, const std::vector<int64_t>& cut
   return plan;
 }
 
+size_t OwnerOf(const RecordPlan& plan, int64_t v) {
+  const auto it = std::upper_bound(plan.bounds.begin() + 1, plan.bounds.end() - 1, v);
+  return static_cast<size_t>(it - (plan.bounds.begin() + 1));
+}
+
 Status Repartition(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
                    const std::vector<RecordPlan>& plans) {
   const size_t workers = plans.empty() ? 1 : plans[0].bounds.size() - 1;
@@ -169,23 +174,25 @@ Status Repartition(const AllToAllFn& all_to_all, int rank, const std::vector<Arr
   for (size_t a = 0; a < arrays.size(); ++a) {
     const RecordPlan& plan = plans[a];
     std::vector<RecordBatch> by_worker(workers);
-    arrays[a]->ExportRecords(
-        [&plan](const int64_t* key) {
-          const auto it =
-              std::upper_bound(plan.bounds.begin() + 1, plan.bounds.end() - 1, key[plan.dim]);
-          return static_cast<size_t>(it - (plan.bounds.begin() + 1));
-        },
-        &by_worker);
+    arrays[a]->ExportRecords([&plan](const int64_t* key) { return OwnerOf(plan, key[plan.dim]); },
+                             &by_worker);
     for (size_t w = 0; w < workers; ++w) out[w][a] = std::move(by_worker[w]);
   }
+  return ExchangeRecords(all_to_all, rank, arrays, plans, std::move(out));
+}
+
+Status ExchangeRecords(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
+                       const std::vector<RecordPlan>& plans,
+                       std::vector<std::vector<RecordBatch>> out) {
+  const size_t workers = out.size();
   std::vector<std::vector<RecordBatch>> in(arrays.size());
-  for (auto& a : in) a.push_back({});
-  for (size_t a = 0; a < arrays.size(); ++a)
-    in[a][0] = std::move(out[static_cast<size_t>(rank)][a]);
+  for (size_t a = 0; a < arrays.size(); ++a) {
+    in[a].push_back(std::move(out[static_cast<size_t>(rank)][a]));
+  }
   std::vector<std::string> messages(workers);
   for (size_t w = 0; w < workers; ++w) {
     if (static_cast<int>(w) != rank) messages[w] = EncodeShipment(out[w]);
-    out[w].clear();
+    std::vector<RecordBatch>().swap(out[w]);
   }
   Result<std::vector<std::string>> got = all_to_all(std::move(messages));
   if (!got.ok()) return got.status();

@@ -6,10 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+#include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "internal/loop_blocks.h"
+#include "internal/loop_schedule.h"
 #include "tessera/tessera.h"
 
 namespace tessera::internal {
@@ -87,6 +92,84 @@ TEST(RecordExchangeTest, ElementsMoveBetweenArraysInSerialOrder) {
     EXPECT_LT(a.base().key_component(p - 1, 0) * 4 + a.base().key_component(p - 1, 1),
               a.base().key_component(p, 0) * 4 + a.base().key_component(p, 1));
   }
+}
+
+TEST(RecordExchangeTest, ImportMergesManyBatchesIntoSerialOrder) {
+  // Batches as senders make them (each in serial order), interleaved in the serial order, plus
+  // one out of order (a sender breaking the contract is still sorted).
+  Context ctx;
+  auto a = DistArray<double, 2>::sparse(ctx, {1000, 10});
+  std::mt19937 rng(4);
+  const int kBatches = 5;
+  std::vector<RecordBatch> in(kBatches);
+  const uint64_t n = 3000;
+  for (uint64_t place = 0; place < n; ++place) {
+    RecordBatch& b = in[rng() % kBatches];
+    const int64_t key0 = static_cast<int64_t>(place / 10), key1 = static_cast<int64_t>(place % 10);
+    b.keys.push_back(key0);
+    b.keys.push_back(key1);
+    const double v = static_cast<double>(place) + 0.25;
+    const char* bytes = reinterpret_cast<const char*>(&v);
+    b.values.insert(b.values.end(), bytes, bytes + sizeof(v));
+    b.order.push_back({place % 7, place});  // high part first: the order is not file order
+  }
+  // The expected serial order: by (place % 7, place).
+  std::vector<uint64_t> expected(n);
+  std::iota(expected.begin(), expected.end(), 0);
+  std::sort(expected.begin(), expected.end(),
+            [](uint64_t x, uint64_t y) { return std::pair(x % 7, x) < std::pair(y % 7, y); });
+  for (RecordBatch& b : in) {  // each batch sorted by its places, as a sender's storage is
+    std::vector<size_t> idx(b.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&b](size_t x, size_t y) { return b.order[x] < b.order[y]; });
+    RecordBatch sorted;
+    for (size_t i : idx) {
+      sorted.keys.insert(sorted.keys.end(), {b.keys[2 * i], b.keys[2 * i + 1]});
+      sorted.values.insert(sorted.values.end(), b.values.begin() + i * 8, b.values.begin() + i * 8 + 8);
+      sorted.order.push_back(b.order[i]);
+    }
+    b = std::move(sorted);
+  }
+  std::reverse(in[2].keys.begin(), in[2].keys.end());  // pairs reversed: (item, user) ...
+  for (size_t i = 0; i < in[2].size(); ++i) std::swap(in[2].keys[2 * i], in[2].keys[2 * i + 1]);
+  std::reverse(in[2].order.begin(), in[2].order.end());
+  for (size_t i = 0; i < in[2].size() / 2; ++i) {  // ... and values reversed with them
+    std::swap_ranges(in[2].values.begin() + i * 8, in[2].values.begin() + i * 8 + 8,
+                     in[2].values.end() - (i + 1) * 8);
+  }
+  RecordPartition part{0, 0, 1000, static_cast<int64_t>(n)};
+  auto& base = const_cast<ArrayBase&>(a.base());
+  base.ImportRecords(std::move(in), &part);
+  ASSERT_EQ(base.size(), static_cast<int64_t>(n));
+  for (uint64_t p = 0; p < n; ++p) {
+    const uint64_t place = expected[p];
+    ASSERT_EQ(base.key_component(static_cast<int64_t>(p), 0), static_cast<int64_t>(place / 10)) << p;
+    ASSERT_EQ(base.key_component(static_cast<int64_t>(p), 1), static_cast<int64_t>(place % 10)) << p;
+    double v;
+    std::memcpy(&v, static_cast<const char*>(base.value_data()) + p * sizeof(double), sizeof(v));
+    ASSERT_EQ(v, static_cast<double>(place) + 0.25) << p;
+  }
+}
+
+TEST(RecordExchangeTest, BlocksInStorageOrderKeepNoPositions) {
+  Context ctx;
+  auto a = DistArray<float, 2>::sparse(ctx, {8, 4});
+  for (int64_t u = 0; u < 8; ++u) a.insert(Key<2>{{u, u % 4}}, 1.0f);
+  LoopSchedule s;
+  s.strategy = LoopStrategy::kIndependent;
+  s.rank = 2;
+  s.space_dim = 0;
+  // Sorted by user: each block is a run of consecutive positions, in order.
+  Blocks sorted = MakeBlocks(s, a.base(), BlockGrid{.space_parts = 3});
+  EXPECT_TRUE(sorted.identity);
+  EXPECT_TRUE(sorted.positions.empty());
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(sorted.position(i), i);
+  for (uint8_t c : sorted.contiguous) EXPECT_EQ(c, 1);
+  // Shuffled: positions are kept.
+  a.shuffle(3);
+  Blocks shuffled = MakeBlocks(s, a.base(), BlockGrid{.space_parts = 3});
+  EXPECT_FALSE(shuffled.identity);
+  EXPECT_EQ(shuffled.positions.size(), 8u);
 }
 
 }  // namespace

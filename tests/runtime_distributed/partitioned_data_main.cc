@@ -43,15 +43,20 @@ int main(int argc, char** argv) {
   // 2d, order-dependent: each element is visited in its block's serial order.
   auto user_state = DistArray<double, 1>::dense(ctx, {users});
   auto item_state = DistArray<double, 1>::dense(ctx, {items});
+  // Only loops touch item_factor: it stays partitioned, rotating in the 2d loop; the test loop
+  // reads it by key[1] only, so it rotates there too instead of being made whole.
+  auto item_factor = DistArray<double, 1>::random(ctx, {items}, 11, -1.0, 1.0);
   tessera::parallel_for(ratings, [&](const Key<2>& k, double& r) {
     const double e = r - user_state(k[0]) * item_state(k[1]);
     user_state(k[0]) += 0.01 * e + 0.001;
     item_state(k[1]) += 0.02 * e - 0.001;
+    item_factor(k[1]) += 0.001 * e * item_factor(k[1]);
     r += 0.5;  // the space written: each element stays with the one worker that runs it
   });
-  tessera::Accumulator<double> test_sum(ctx);
+  tessera::Accumulator<double> test_sum(ctx), test_items(ctx);
   tessera::parallel_for(test, [&](const Key<2>& k, double& r) {
     test_sum += r * static_cast<double>(k[0] + 1) + user_state(k[0]);
+    test_items += r * item_factor(k[1]);
   });
 
   const std::string name = std::string(argv[1]) + "." + std::to_string(ctx.job().rank);
@@ -60,8 +65,8 @@ int main(int argc, char** argv) {
     std::perror(name.c_str());
     return 2;
   }
-  std::fprintf(out, "nnz %" PRId64 " %" PRId64 " test_sum %.17g\n", ratings.nnz(), test.nnz(),
-               test_sum.value());
+  std::fprintf(out, "nnz %" PRId64 " %" PRId64 " test_sum %.17g test_items %.17g\n", ratings.nnz(),
+               test.nnz(), test_sum.value(), test_items.value());
   for (int64_t u = 0; u < users; ++u) {
     std::fprintf(out, "user %" PRId64 " %.17g %.17g\n", u, by_user(u), user_state(u));
   }

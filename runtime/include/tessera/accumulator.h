@@ -54,7 +54,6 @@ class Accumulator final : private internal::AccumulatorBase {
   void reset() {
     for (int i = 0; i < internal::kMaxExecutorSlots; ++i) slots_[i].value = T{};
     remote_ = T{};
-    reported_ = T{};
   }
 
  private:
@@ -63,10 +62,11 @@ class Accumulator final : private internal::AccumulatorBase {
   size_t value_bytes() const override { return sizeof(T); }
   void TakeLoopContribution(void* out) override {
     T loop_sum{};
-    for (int i = 1; i < internal::kMaxExecutorSlots; ++i) loop_sum += slots_[i].value;
-    const T delta = loop_sum - reported_;
-    reported_ = loop_sum;
-    std::memcpy(out, &delta, sizeof(T));
+    for (int i = 1; i < internal::kMaxExecutorSlots; ++i) {
+      loop_sum += slots_[i].value;
+      slots_[i].value = T{};
+    }
+    std::memcpy(out, &loop_sum, sizeof(T));
   }
   void AddRemote(const void* value) override {
     T v;
@@ -88,8 +88,9 @@ class Accumulator final : private internal::AccumulatorBase {
   };
   Context* ctx_;
   std::unique_ptr<Slot[]> slots_;
-  T remote_{};    // other workers' loop contributions
-  T reported_{};  // this worker's loop contributions already sent
+  // Every worker's loop contributions, this one's included, added in rank order: the same sum
+  // on every worker.
+  T remote_{};
 };
 
 }  // namespace tessera

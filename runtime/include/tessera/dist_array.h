@@ -322,7 +322,7 @@ class DistArray {
     for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with the portable generator
       std::swap(order[i - 1], order[internal::SplitMix64(state) % i]);
     }
-    s_->Permute(order);
+    s_->Permute(std::move(order));
   }
   // Reorders the stored elements into a grid of blocks -- blocks[d] equal parts of dimension d --
   // visited in a seeded random order; within a block the elements are shuffled, or sorted by key
@@ -338,12 +338,11 @@ class DistArray {
       num_blocks *= blocks[d];
     }
     const auto& keys = s_->keys_;
-    std::vector<int64_t> block_of(keys.size());
-    for (size_t p = 0; p < keys.size(); ++p) {
+    auto block_of_key = [&](const Key<N>& k) {
       int64_t b = 0;
-      for (int d = 0; d < N; ++d) b = b * blocks[d] + keys[p].idx[d] * blocks[d] / s_->shape_[d];
-      block_of[p] = b;
-    }
+      for (int d = 0; d < N; ++d) b = b * blocks[d] + k.idx[d] * blocks[d] / s_->shape_[d];
+      return b;
+    };
     uint64_t state = seed;
     std::vector<int64_t> visit(num_blocks);  // visit[b]: when block b comes
     std::iota(visit.begin(), visit.end(), 0);
@@ -352,11 +351,14 @@ class DistArray {
       // Partitioned: each worker orders what it holds by (block's turn, key), the serial order.
       std::vector<internal::RecordOrder> order(keys.size());
       for (size_t p = 0; p < keys.size(); ++p) {
-        order[p] = {static_cast<uint64_t>(visit[block_of[p]]), static_cast<uint64_t>(s_->Linear(keys[p]))};
+        order[p] = {static_cast<uint64_t>(visit[block_of_key(keys[p])]),
+                    static_cast<uint64_t>(s_->Linear(keys[p]))};
       }
       s_->Reorder(std::move(order));
       return;
     }
+    std::vector<int64_t> block_of(keys.size());
+    for (size_t p = 0; p < keys.size(); ++p) block_of[p] = block_of_key(keys[p]);
     std::vector<int64_t> start(num_blocks + 1, 0);  // counting sort by visit order
     for (int64_t b : block_of) ++start[visit[b] + 1];
     for (int64_t i = 0; i < num_blocks; ++i) start[i + 1] += start[i];
@@ -373,7 +375,7 @@ class DistArray {
         std::swap(order[start[i] + n - 1], order[start[i] + static_cast<int64_t>(internal::SplitMix64(state) % n)]);
       }
     }
-    s_->Permute(order);
+    s_->Permute(std::move(order));
   }
   // Reorders the stored elements by key, row-major (key[0] slowest).
   void sort_keys() {
@@ -389,7 +391,7 @@ class DistArray {
     std::stable_sort(order.begin(), order.end(), [this](int64_t a, int64_t b) {
       return s_->keys_[a].idx < s_->keys_[b].idx;
     });
-    s_->Permute(order);
+    s_->Permute(std::move(order));
   }
 
   // --- For the runtime (parallel_for, executors). ---

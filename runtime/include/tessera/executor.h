@@ -137,9 +137,11 @@ class AccumulatorBase {
  public:
   virtual ~AccumulatorBase() = default;
   virtual size_t value_bytes() const = 0;
-  // Writes (into `out`, value_bytes() long) what executor threads added since the previous call.
+  // Writes (into `out`, value_bytes() long) what executor threads added since the previous call,
+  // and takes it out of the value until it comes back through AddRemote.
   virtual void TakeLoopContribution(void* out) = 0;
-  // Adds other workers' contributions (value_bytes() long).
+  // Adds a worker's contribution (value_bytes() long). Every worker adds every worker's, its own
+  // included, in rank order, so that all compute the same sum.
   virtual void AddRemote(const void* value) = 0;
   // Checkpoints: the whole value (what value() returns), and setting it outside loops as if
   // code outside loops had made it (value_bytes() long).

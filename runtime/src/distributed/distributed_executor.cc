@@ -40,10 +40,38 @@ void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, cons
   if (to <= from) return;
   const int64_t begin = b.offsets[block] + from;
   if (b.contiguous[block]) {
-    task.RunRange(b.positions[begin], b.positions[begin] + (to - from));
+    task.RunRange(b.position(begin), b.position(begin) + (to - from));
   } else {
     task.RunPositions(b.positions.data() + begin, static_cast<size_t>(to - from));
   }
+}
+
+// An independent loop that reads some arrays only by rows of another key dim d may run as a 2d
+// loop with time dim d (its iterations commute): those arrays then rotate block by block between
+// workers instead of being made whole on each. nullopt when the loop reads no such array.
+std::optional<LoopSchedule> RotatingReads(const LoopSchedule& s) {
+  if (s.strategy != LoopStrategy::kIndependent || s.rank < 2 || s.space_dim < 0 ||
+      s.writes_unknown) {
+    return std::nullopt;
+  }
+  LoopSchedule out = s;
+  int d = -1;
+  for (size_t i = 1; i < out.arrays.size(); ++i) {
+    LoopSchedule::Array& a = out.arrays[i];
+    if (a.placement != "replicated" || a.write || a.relaxed || a.may_alias || !a.loop_only ||
+        a.row_key_dim < 0 || a.row_key_dim == s.space_dim || (d >= 0 && a.row_key_dim != d)) {
+      continue;
+    }
+    d = a.row_key_dim;
+    a.placement = "rotating";
+    a.array_dim = 0;
+    a.key_dim = d;
+    a.halo_lo = a.halo_hi = 0;
+  }
+  if (d < 0) return std::nullopt;
+  out.strategy = LoopStrategy::k2D;
+  out.time_dim = d;
+  return out;
 }
 
 }  // namespace
@@ -160,15 +188,16 @@ class DistributedExecutor::Impl {
       return;
     }
     SiteState& state = StateFor(site, space);
-    const LoopSchedule& s = state.schedule;
+    const SiteBinding binding = BindArrays(state.schedule, space, ctx_.arrays());
+    const bool rotate = RotateReads(site, state, binding);
+    const LoopSchedule& s = rotate ? *state.rotating : state.schedule;
     const int T = options_.threads;
     const int P = options_.num_workers * T;  // partitions; this worker's are rank*T .. rank*T+T-1
-    const SiteBinding binding = BindArrays(s, space, ctx_.arrays());
     ReportBinding(site, s, binding, &state);
     // Collectives with tags of their own, before the loop's tag: a peer's step messages carry
     // the loop's tag, and two messages of one sender with one tag and step would be confused.
     const bool split_space = records_->Place(s, space, binding);
-    const Blocks& b = BlocksFor(&state, space, split_space);
+    const Blocks& b = BlocksFor(s, rotate ? &state.rotating_blocks : &state.blocks, space, split_space);
     ++tag_;
     applied_step_ = -1;
     BeginLoop(s, space, binding);
@@ -276,7 +305,34 @@ class DistributedExecutor::Impl {
     LoopSchedule schedule;
     std::map<int64_t, Blocks> blocks;  // by array id
     std::string binding_reported;      // the last binding logged for the site
+    // The schedule run instead while an array it reads is split between workers (RotatingReads).
+    std::optional<LoopSchedule> rotating;
+    std::map<int64_t, Blocks> rotating_blocks;
+    bool rotating_reported = false;
   };
+
+  // Whether the site runs as state.rotating now: some array it would rotate is bound and split
+  // between the workers (the same answer on every worker). Making such an array whole for a
+  // loop that only reads it would cost every worker its full size.
+  bool RotateReads(const LoopSite& site, SiteState& state, const SiteBinding& binding) {
+    if (!state.rotating || !partitioned_->Placeable(*state.rotating, binding)) return false;
+    bool split = false;
+    for (size_t i = 1; i < state.rotating->arrays.size(); ++i) {
+      const LoopSchedule::Array& a = state.rotating->arrays[i];
+      if (binding.arrays[i] != nullptr && a.placement == "rotating" &&
+          state.schedule.arrays[i].placement == "replicated") {
+        split = split || partitioned_->Split(*binding.arrays[i]);
+      }
+    }
+    if (split && !state.rotating_reported) {
+      logger_->info("parallel_for at {}:{}: reads arrays split between the workers by rows of "
+                    "key[{}]; runs as a 2d loop whose blocks of them rotate, instead of making "
+                    "them whole",
+                    site.location.file_name(), site.location.line(), state.rotating->time_dim);
+      state.rotating_reported = true;
+    }
+    return split;
+  }
 
   // Says which of the site's names are bound to which arrays, whenever that changes.
   void ReportBinding(const LoopSite& site, const LoopSchedule& s, const SiteBinding& binding,
@@ -556,7 +612,6 @@ class DistributedExecutor::Impl {
     Result<std::vector<std::string>> all = mesh_->AllGather(++tag_, std::move(mine));
     CheckOk(all.status(), "reducing accumulators");
     for (int r = 0; r < static_cast<int>(all->size()); ++r) {
-      if (r == options_.rank) continue;
       const std::string& part = (*all)[r];
       size_t at = 0;
       for (AccumulatorBase* acc : accs) {
@@ -573,6 +628,7 @@ class DistributedExecutor::Impl {
     if (it != sites_.end()) return it->second;
     SiteState state;
     state.schedule = ScheduleForSiteOrDie(site, space);
+    state.rotating = RotatingReads(state.schedule);
     logger_->info("parallel_for at {}:{}: {} schedule over {} workers x {} threads",
                   site.location.file_name(), site.location.line(),
                   LoopStrategyName(state.schedule.strategy), options_.num_workers,
@@ -582,15 +638,16 @@ class DistributedExecutor::Impl {
 
   // `split_space`: the space is partitioned (PartitionedRecords::Place), so its cuts and key
   // bounds come from every worker's elements.
-  const Blocks& BlocksFor(SiteState* state, const ArrayBase& space, bool split_space) {
-    return CachedBlocks(&state->blocks, space, [&] {
+  const Blocks& BlocksFor(const LoopSchedule& s, std::map<int64_t, Blocks>* cache,
+                          const ArrayBase& space, bool split_space) {
+    return CachedBlocks(cache, space, [&] {
       const int parts = options_.num_workers * options_.threads;
       BlockGrid grid{.space_parts = parts,
                      .time_parts = parts * options_.pipeline_depth,
                      .wave_parts = parts,
                      .exact_wave_parts = true};
       if (split_space) records_->FillGrid(&grid);
-      Blocks fresh = MakeBlocks(state->schedule, space, grid);
+      Blocks fresh = MakeBlocks(s, space, grid);
       ComputeKeyBounds(space, &fresh);
       if (split_space) records_->CombineKeyBounds(&fresh);
       return fresh;

@@ -143,12 +143,12 @@ void TrackStep(const Blocks& b, const std::vector<Part>& parts, Tracked* tracked
     }
     case Tracked::Scope::kPositions:
       for (const Part& part : parts) {
-        const int64_t* pos = b.positions.data() + b.offsets[part.block];
         for (int64_t i = part.from; i < part.to; ++i) {
-          if (!t.regions.empty() && t.regions.back().second == pos[i]) {
+          const int64_t pos = b.position(b.offsets[part.block] + i);
+          if (!t.regions.empty() && t.regions.back().second == pos) {
             ++t.regions.back().second;
           } else {
-            t.regions.push_back({pos[i], pos[i] + 1});
+            t.regions.push_back({pos, pos + 1});
           }
         }
       }

@@ -19,8 +19,12 @@ struct Blocks {
   int64_t array_id = -1;
   uint64_t layout_version = 0;
   int64_t size = -1;
-  std::vector<int64_t> positions;
+  std::vector<int64_t> positions;  // empty when `identity`
   std::vector<int64_t> offsets{0};
+  // positions[i] == i for every i (the blocks are consecutive ranges in storage order, as when a
+  // worker's partitioned share is one block): then positions is left empty, saving 8 bytes per
+  // element for as long as the blocks are cached.
+  bool identity = false;
   // contiguous[b]: the block's positions are consecutive, so it can run as one range (no
   // per-position key lookup; dense arrays split along dim 0 always are).
   std::vector<uint8_t> contiguous;
@@ -31,6 +35,7 @@ struct Blocks {
   int rank = 0;
   std::vector<int64_t> key_lo, key_hi;
 
+  int64_t position(int64_t i) const { return identity ? i : positions[i]; }
   int64_t num_blocks() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t block_size(int64_t b) const { return offsets[b + 1] - offsets[b]; }
   bool Matches(const ArrayBase& space) const {

@@ -94,6 +94,9 @@ struct LoopSchedule {
     std::string origin_unknown;
     // With an origin: no code outside loops touches the array (tessc's `loop_only`).
     bool loop_only = false;
+    // Every access indexes dim 0 with exactly key[row_key_dim] (no offset), so a block of
+    // that key dim touches only its own rows; -1 otherwise.
+    int row_key_dim = -1;
   };
   std::vector<Array> arrays;
 };

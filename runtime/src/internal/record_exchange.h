@@ -43,6 +43,9 @@ struct RecordPlan {
   bool operator==(const RecordPlan&) const = default;
 };
 
+// The worker whose range of `plan` holds key value `v` (in [0, extent)).
+size_t OwnerOf(const RecordPlan& plan, int64_t v);
+
 // The plan whose ranges are the unions of `per_worker` consecutive blocks of `cuts` (the W *
 // per_worker - 1 cuts of EqualCountCuts), so that every worker holds its blocks' elements.
 RecordPlan PlanFromCuts(int dim, int64_t extent, const std::vector<int64_t>& cuts, int per_worker,
@@ -53,6 +56,13 @@ RecordPlan PlanFromCuts(int dim, int64_t extent, const std::vector<int64_t>& cut
 // Errors: the exchange's (a peer gone, a malformed message); the arrays are then undefined.
 Status Repartition(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
                    const std::vector<RecordPlan>& plans);
+
+// Repartition's exchange, for callers that built the outgoing elements themselves: out[w][i] are
+// the elements of arrays[i] for worker w (out[rank] stays here), each batch in serial order.
+// Replaces the arrays' elements by what this worker receives.
+Status ExchangeRecords(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
+                       const std::vector<RecordPlan>& plans,
+                       std::vector<std::vector<RecordBatch>> out);
 
 // Makes a partitioned array whole: every worker gets every element, in serial order.
 Status GatherWhole(const AllGatherFn& all_gather, ArrayBase* array);

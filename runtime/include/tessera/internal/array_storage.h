@@ -220,50 +220,56 @@ class ArrayStorage final : public ArrayBase {
     std::vector<RecordOrder>().swap(order_);
     Relaid();
   }
+  // Each batch arrives in serial order (its sender's storage order), so the batches are appended
+  // one at a time, each freed once copied, and then put in order by a merge of the runs applied
+  // in place: at most the elements, one batch and a permutation are resident, not two copies.
   void ImportRecords(std::vector<RecordBatch> in, const RecordPartition* partition) override {
     TESSERA_CHECK_MSG(sparse_, "ImportRecords into a dense array");
     size_t n = 0;
     for (const RecordBatch& b : in) n += b.size();
-    std::vector<std::pair<RecordOrder, std::pair<uint32_t, uint32_t>>> all;  // (order, (batch, i))
-    all.reserve(n);
-    for (size_t b = 0; b < in.size(); ++b) {
-      for (size_t i = 0; i < in[b].size(); ++i) {
-        all.push_back({in[b].order[i], {static_cast<uint32_t>(b), static_cast<uint32_t>(i)}});
-      }
-    }
-    std::sort(all.begin(), all.end());
     std::vector<Key<N>>().swap(keys_);
     std::vector<T>().swap(values_);
-    keys_.resize(n);
-    values_.resize(n);
-    order_.clear();
-    if (partition != nullptr) order_.resize(n);
-    for (size_t p = 0; p < n; ++p) {
-      const RecordBatch& b = in[all[p].second.first];
-      const size_t i = all[p].second.second;
-      for (int d = 0; d < N; ++d) keys_[p].idx[d] = b.keys[i * N + d];
-      std::memcpy(&values_[p], b.values.data() + i * sizeof(T), sizeof(T));
-      if (partition != nullptr) order_[p] = all[p].first;
+    std::vector<RecordOrder>().swap(order_);
+    keys_.reserve(n);
+    values_.reserve(n);
+    order_.reserve(n);
+    std::vector<size_t> runs{0};  // runs[r]..runs[r + 1]: batch r's elements
+    bool sorted = true;
+    for (RecordBatch& b : in) {
+      TESSERA_CHECK_MSG(b.keys.size() == b.size() * N && b.values.size() == b.size() * sizeof(T),
+                        "ImportRecords: a batch's keys, values and places disagree in length");
+      for (size_t i = 0; i < b.size(); ++i) {
+        Key<N> k;
+        for (int d = 0; d < N; ++d) k.idx[d] = b.keys[i * N + d];
+        keys_.push_back(k);
+        T v;
+        std::memcpy(&v, b.values.data() + i * sizeof(T), sizeof(T));
+        values_.push_back(v);
+        sorted = sorted && (order_.empty() || order_.back() < b.order[i]);
+        order_.push_back(b.order[i]);
+      }
+      runs.push_back(order_.size());
+      b = RecordBatch();  // its memory goes now
     }
+    if (!sorted) MergeRuns(runs);
     if (partition != nullptr) {
       partition_ = *partition;
     } else {
       partition_.reset();
+      std::vector<RecordOrder>().swap(order_);
     }
     Relaid();
   }
   // Partitioned: gives every held element a new place in the serial order (order[p] for
-  // position p) and sorts the held elements by it.
+  // position p) and sorts the held elements by it, in place.
   void Reorder(std::vector<RecordOrder> order) {
-    std::vector<int64_t> perm(order.size());
-    std::iota(perm.begin(), perm.end(), 0);
-    std::sort(perm.begin(), perm.end(), [&order](int64_t a, int64_t b) { return order[a] < order[b]; });
-    order_.clear();  // so that Permute leaves the places alone
-    Permute(perm);
-    std::sort(order.begin(), order.end());
+    std::vector<size_t> from(order.size());
+    std::iota(from.begin(), from.end(), 0);
+    std::sort(from.begin(), from.end(), [&order](size_t a, size_t b) { return order[a] < order[b]; });
     order_ = std::move(order);
+    ApplyPermutation(0, from.size(), &from);
+    Relaid();
   }
-
   // Sparse element lookup; the hash index is built on first use because loops only need the
   // key/value vectors, and loading is faster without maintaining it.
   T* SparseFind(const Key<N>& k) {
@@ -302,20 +308,9 @@ class ArrayStorage final : public ArrayBase {
     }
     return values_[it->second];
   }
-  void Permute(const std::vector<int64_t>& order) {
-    std::vector<Key<N>> keys(keys_.size());
-    std::vector<T> values(values_.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      keys[i] = keys_[order[i]];
-      values[i] = values_[order[i]];
-    }
-    keys_.swap(keys);
-    values_.swap(values);
-    if (!order_.empty()) {
-      std::vector<RecordOrder> places(order_.size());
-      for (size_t i = 0; i < order.size(); ++i) places[i] = order_[order[i]];
-      order_.swap(places);
-    }
+  // Element order[p] goes to position p (order: a permutation of the positions), in place.
+  void Permute(std::vector<int64_t> order) {
+    ApplyPermutation(0, order.size(), &order);
     Relaid();
   }
 
@@ -364,6 +359,71 @@ class ArrayStorage final : public ArrayBase {
       TESSERA_CHECK_MSG(inserted, "sparse DistArray holds a key twice (SparseAppendUnchecked misuse)");
     }
     index_valid_ = true;
+  }
+
+  // Sorts the elements by order_, given that each range [runs[r], runs[r + 1]) is sorted: a k-way
+  // merge gives each new position its element, applied in place cycle by cycle. A run that is
+  // not sorted (a sender broke the contract) is sorted first.
+  void MergeRuns(const std::vector<size_t>& runs) {
+    const size_t n = order_.size();
+    std::vector<size_t> from(n);  // from[p]: the element that goes to position p
+    std::vector<size_t> next(runs.begin(), runs.end() - 1);
+    for (size_t r = 0; r + 1 < runs.size(); ++r) {
+      if (!std::is_sorted(order_.begin() + runs[r], order_.begin() + runs[r + 1])) {
+        std::vector<size_t> idx(runs[r + 1] - runs[r]);
+        std::iota(idx.begin(), idx.end(), runs[r]);
+        std::stable_sort(idx.begin(), idx.end(),
+                         [this](size_t a, size_t b) { return order_[a] < order_[b]; });
+        std::copy(idx.begin(), idx.end(), from.begin() + runs[r]);
+        ApplyPermutation(runs[r], runs[r + 1], &from);
+      }
+    }
+    auto later = [this, &next](size_t a, size_t b) { return order_[next[b]] < order_[next[a]]; };
+    std::vector<size_t> heap;  // runs with elements left, smallest next place on top
+    for (size_t r = 0; r + 1 < runs.size(); ++r) {
+      if (runs[r] < runs[r + 1]) heap.push_back(r);
+    }
+    std::make_heap(heap.begin(), heap.end(), later);
+    for (size_t p = 0; p < n; ++p) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const size_t r = heap.back();
+      from[p] = next[r]++;
+      if (next[r] < runs[r + 1]) {
+        std::push_heap(heap.begin(), heap.end(), later);
+      } else {
+        heap.pop_back();
+      }
+    }
+    ApplyPermutation(0, n, &from);
+  }
+
+  // Moves element from[p] to position p for p in [lo, hi) (from: a permutation of [lo, hi)),
+  // following cycles; `from` is consumed.
+  template <typename Index>
+  void ApplyPermutation(size_t lo, size_t hi, std::vector<Index>* from) {
+    std::vector<Index>& f = *from;
+    const bool places = !order_.empty();
+    for (size_t i = lo; i < hi; ++i) {
+      if (static_cast<size_t>(f[i]) == i) continue;
+      Key<N> key = keys_[i];
+      T value = std::move(values_[i]);
+      RecordOrder place = places ? order_[i] : RecordOrder{};
+      size_t j = i;
+      while (true) {
+        const size_t k = static_cast<size_t>(f[j]);
+        f[j] = static_cast<Index>(j);
+        if (k == i) {
+          keys_[j] = key;
+          values_[j] = std::move(value);
+          if (places) order_[j] = place;
+          break;
+        }
+        keys_[j] = keys_[k];
+        values_[j] = std::move(values_[k]);
+        if (places) order_[j] = order_[k];
+        j = k;
+      }
+    }
   }
 
   // Positions changed meaning.
