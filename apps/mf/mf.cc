@@ -168,6 +168,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     tessera::Accumulator<double> train_sq(ctx);
+    const tessera::Traffic traffic0 = ctx.traffic();
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
     // One body for both schedules: tessc's 2D schedule by default, or, with --data-parallel S,
@@ -246,7 +247,15 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
           .set("updates_per_cpu_s", updates_per_cpu_s)
           .set("epoch_s", train_seconds)
           .set("elapsed_s", elapsed);
-      if (distributed) record.set("workers", ctx.job().num_workers);
+      if (distributed) {
+        // What this worker sent in the epoch's loops, by kind (docs/runtime.md).
+        const tessera::Traffic sent = ctx.traffic() - traffic0;
+        record.set("workers", ctx.job().num_workers)
+            .set("bytes_rotation", static_cast<int64_t>(sent.rotation))
+            .set("bytes_repartition", static_cast<int64_t>(sent.repartition))
+            .set("bytes_patches", static_cast<int64_t>(sent.patches))
+            .set("bytes_server_updates", static_cast<int64_t>(sent.server_updates));
+      }
       if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
       tessera::Status s = metrics->Write(record);
       if (!s.ok()) {

@@ -400,6 +400,10 @@ Result<std::vector<std::string>> Context::AllGather(std::string bytes) {
   return impl_->distributed->AllGather(std::move(bytes));
 }
 
+Traffic Context::traffic() const {
+  return impl_->distributed != nullptr ? impl_->distributed->traffic() : Traffic{};
+}
+
 Result<std::vector<std::string>> Context::AllToAll(std::vector<std::string> to_each) {
   if (impl_->distributed == nullptr) {
     TESSERA_CHECK_MSG(to_each.size() == 1, "AllToAll outside a job takes one message");

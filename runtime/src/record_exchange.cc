@@ -168,7 +168,7 @@ size_t OwnerOf(const RecordPlan& plan, int64_t v) {
 }
 
 Status Repartition(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
-                   const std::vector<RecordPlan>& plans) {
+                   const std::vector<RecordPlan>& plans, uint64_t* bytes_sent) {
   const size_t workers = plans.empty() ? 1 : plans[0].bounds.size() - 1;
   std::vector<std::vector<RecordBatch>> out(workers, std::vector<RecordBatch>(arrays.size()));
   for (size_t a = 0; a < arrays.size(); ++a) {
@@ -178,12 +178,12 @@ Status Repartition(const AllToAllFn& all_to_all, int rank, const std::vector<Arr
                              &by_worker);
     for (size_t w = 0; w < workers; ++w) out[w][a] = std::move(by_worker[w]);
   }
-  return ExchangeRecords(all_to_all, rank, arrays, plans, std::move(out));
+  return ExchangeRecords(all_to_all, rank, arrays, plans, std::move(out), bytes_sent);
 }
 
 Status ExchangeRecords(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
                        const std::vector<RecordPlan>& plans,
-                       std::vector<std::vector<RecordBatch>> out) {
+                       std::vector<std::vector<RecordBatch>> out, uint64_t* bytes_sent) {
   const size_t workers = out.size();
   std::vector<std::vector<RecordBatch>> in(arrays.size());
   for (size_t a = 0; a < arrays.size(); ++a) {
@@ -192,6 +192,7 @@ Status ExchangeRecords(const AllToAllFn& all_to_all, int rank, const std::vector
   std::vector<std::string> messages(workers);
   for (size_t w = 0; w < workers; ++w) {
     if (static_cast<int>(w) != rank) messages[w] = EncodeShipment(out[w]);
+    if (bytes_sent != nullptr) *bytes_sent += messages[w].size();
     std::vector<RecordBatch>().swap(out[w]);
   }
   Result<std::vector<std::string>> got = all_to_all(std::move(messages));
@@ -212,10 +213,13 @@ Status ExchangeRecords(const AllToAllFn& all_to_all, int rank, const std::vector
   return Status::Ok();
 }
 
-Status GatherWhole(const AllGatherFn& all_gather, ArrayBase* array) {
+Status GatherWhole(const AllGatherFn& all_gather, ArrayBase* array, uint64_t* bytes_sent) {
   std::vector<RecordBatch> mine(1);
   array->ExportRecords([](const int64_t*) { return size_t{0}; }, &mine);
-  Result<std::vector<std::string>> all = all_gather(EncodeShipment(mine));
+  std::string shipment = EncodeShipment(mine);
+  const size_t shipment_bytes = shipment.size();
+  Result<std::vector<std::string>> all = all_gather(std::move(shipment));
+  if (bytes_sent != nullptr && all.ok()) *bytes_sent += shipment_bytes * (all->size() - 1);
   if (!all.ok()) return all.status();
   std::vector<std::vector<RecordBatch>> in(1);
   for (size_t w = 0; w < all->size(); ++w) {

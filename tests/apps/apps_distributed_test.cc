@@ -134,6 +134,11 @@ TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
   for (size_t i = 0; i < d.size(); ++i) {
     EXPECT_EQ(d[i]["epoch"], static_cast<int>(i) + 1);
     EXPECT_EQ(d[i]["workers"], 2);
+    // What worker 0 sent in the epoch: H's blocks rotated; every array the loops write is
+    // partitioned, so no patches of replicated arrays.
+    EXPECT_GT(d[i]["bytes_rotation"].get<int64_t>(), 0) << d[i];
+    EXPECT_EQ(d[i]["bytes_patches"].get<int64_t>(), 0) << d[i];
+    EXPECT_EQ(d[i]["bytes_server_updates"].get<int64_t>(), 0) << d[i];
   }
   const double serial_rmse = s.back()["test_rmse"], dist_rmse = d.back()["test_rmse"];
   RecordProperty("serial_test_rmse", std::to_string(serial_rmse));
@@ -149,7 +154,7 @@ TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
   for (std::sregex_iterator it(dist.output.begin(), dist.output.end(), line), end; it != end; ++it) {
     held[std::stoi((*it)[2])][std::stoi((*it)[1])] = {std::stoll((*it)[3]), std::stoll((*it)[4])};
   }
-  int split = 0;
+  int split = 0, rotated = 0;
   for (const auto& [array, workers] : held) {
     if (workers.size() != 2) continue;
     const auto [n0, rows] = workers.at(0);
@@ -158,8 +163,15 @@ TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
       EXPECT_EQ(n0 + n1, rows) << "array #" << array << " rows held once";
       ++split;
     }
+    // H and the item biases rotate in both loops (the test loop reads them by key[1] only, so
+    // they are never made whole): each time block ends on one worker.
+    if (rows == 1682 && n0 < rows && n1 < rows) {
+      EXPECT_EQ(n0 + n1, rows) << "array #" << array << " rows held once";
+      ++rotated;
+    }
   }
   EXPECT_EQ(split, 2) << "W and user_bias partitioned by user\n" << dist.output;
+  EXPECT_EQ(rotated, 2) << "H and item_bias split by item\n" << dist.output;
 }
 
 // Measured (first 2000 documents, K=20, 20 iterations): log-likelihood per token -9.203 serial,

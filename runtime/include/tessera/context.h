@@ -25,6 +25,7 @@
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
 #include "tessera/schedule.h"
+#include "tessera/traffic.h"
 
 namespace spdlog {
 class logger;
@@ -102,6 +103,8 @@ class Context {
   // are skipped (accumulators take their logged values), its serial code runs as it did.
   bool replaying() const;
   const JobInfo& job() const;
+  // Bytes this worker sent so far, by kind (all zero outside a distributed job).
+  Traffic traffic() const;
   Executor& executor();
   spdlog::logger& logger();
 

@@ -137,12 +137,20 @@ class DistributedExecutor::Impl {
         "communication: {} loops, {} steps, {} B of patches to peers ({} B on the mesh); "
         "parameter servers: {} clocks, {} B of updates early and {} B at clock boundaries "
         "({} rows early), {} reads (staleness mean {:.2f}, max {})",
-        stats_.loops, stats_.steps, stats_.patch_bytes_sent, mesh_ ? mesh_->bytes_sent() : 0,
+        stats_.loops, stats_.steps, stats_.patch_bytes_sent + stats_.block_bytes_sent,
+        mesh_ ? mesh_->bytes_sent() : 0,
         servers_->clocks(), c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
         c.staleness_max);
     partitioned_->Report(*logger_);
     records_->Report(*logger_);
+    for (const auto& [schedule, state] : sites_) {
+      const Traffic& t = state.traffic;
+      logger_->info("parallel_for at {}: {} runs sent {} B: {} B of rotating blocks, {} B moved "
+                    "between layouts, {} B of patches, {} B of server updates",
+                    state.where, state.runs, t.total(), t.rotation, t.repartition, t.patches,
+                    t.server_updates);
+    }
     // A peer still waiting for this worker's messages (its program went on where this one
     // returned) fails at once instead of after the mesh's timeout.
     if (mesh_ != nullptr && mesh_->size() > 1) {
@@ -177,7 +185,26 @@ class DistributedExecutor::Impl {
   }
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
 
+  Traffic traffic() const {
+    Traffic t;
+    t.rotation = partitioned_->rotation_bytes();
+    t.repartition = partitioned_->repartition_bytes() + records_->bytes_sent();
+    t.patches = stats_.patch_bytes_sent;
+    const ClientStats c = client_->stats();
+    t.server_updates = c.early_bytes_sent + c.boundary_bytes_sent;
+    return t;
+  }
+
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
+    const Traffic before = traffic();
+    RunLoop(site, space, task);
+    if (site.schedule == nullptr) return;
+    SiteState& state = sites_.at(site.schedule);
+    ++state.runs;
+    state.traffic += traffic() - before;
+  }
+
+  void RunLoop(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
     ++stats_.loops;
     if (site.schedule == nullptr) {
       records_->GatherAll();  // the body may touch any array
@@ -309,6 +336,10 @@ class DistributedExecutor::Impl {
     std::optional<LoopSchedule> rotating;
     std::map<int64_t, Blocks> rotating_blocks;
     bool rotating_reported = false;
+    // What the site's runs sent, for the final report.
+    std::string where;
+    uint64_t runs = 0;
+    Traffic traffic;
   };
 
   // Whether the site runs as state.rotating now: some array it would rotate is bound and split
@@ -487,7 +518,7 @@ class DistributedExecutor::Impl {
     }
     if (per_peer) {
       for (const auto& own : *extra) {
-        for (const PatchData& p : own) stats_.patch_bytes_sent += p.values.size();
+        for (const PatchData& p : own) stats_.block_bytes_sent += p.values.size();
       }
     }
     if (!per_peer) {
@@ -629,6 +660,7 @@ class DistributedExecutor::Impl {
     SiteState state;
     state.schedule = ScheduleForSiteOrDie(site, space);
     state.rotating = RotatingReads(state.schedule);
+    state.where = fmt::format("{}:{}", site.location.file_name(), site.location.line());
     logger_->info("parallel_for at {}:{}: {} schedule over {} workers x {} threads",
                   site.location.file_name(), site.location.line(),
                   LoopStrategyName(state.schedule.strategy), options_.num_workers,
@@ -677,7 +709,8 @@ class DistributedExecutor::Impl {
   struct Stats {
     uint64_t loops = 0;
     uint64_t steps = 0;
-    uint64_t patch_bytes_sent = 0;  // element payload of patches sent to peers
+    uint64_t patch_bytes_sent = 0;  // element payload of patches sent to every peer
+    uint64_t block_bytes_sent = 0;  // element payload sent to one peer (rotating blocks)
   } stats_;
 };
 
@@ -704,6 +737,7 @@ Result<std::vector<std::string>> DistributedExecutor::AllToAll(std::vector<std::
   return impl_->AllToAll(std::move(to_each));
 }
 void DistributedExecutor::GatherWhole(ArrayBase& array) { impl_->GatherWhole(array); }
+Traffic DistributedExecutor::traffic() const { return impl_->traffic(); }
 void DistributedExecutor::SettleForCheckpoint() { impl_->SettleForCheckpoint(); }
 bool DistributedExecutor::HeldRows(const ArrayBase& a,
                                    const std::function<void(int64_t, int64_t, uint64_t)>& f) {

@@ -34,6 +34,7 @@
 #include "tessera/client/client.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
+#include "tessera/traffic.h"
 
 namespace spdlog {
 class logger;
@@ -89,6 +90,8 @@ class DistributedExecutor final : public Executor {
   Result<std::vector<std::string>> AllGather(std::string bytes);
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
   void GatherWhole(ArrayBase& array);
+  // Bytes sent so far, by kind (Context::traffic).
+  Traffic traffic() const;
 
   // Checkpoints (checkpoint/checkpoint_host.h), between loops. Collective: relaxed arrays read
   // back from the servers with every worker's updates in.

@@ -384,6 +384,12 @@ class PartitionedArrays::Impl {
   }
 
   const std::map<int64_t, Role>& roles() const { return loop_roles_; }
+  struct Stats {
+    uint64_t rotation_bytes_sent = 0;     // rotating blocks to their next holder
+    uint64_t repartition_bytes_sent = 0;  // rows moved when a loop needs another layout
+    uint64_t materializations = 0;        // loops that needed partitioned arrays whole
+  };
+  const Stats& stats() const { return stats_; }
   uint64_t tag_ = 0;  // the running loop's exchange tag
 
  private:
@@ -394,11 +400,7 @@ class PartitionedArrays::Impl {
   std::map<int64_t, RowLayout> virgin_;   // deferred arrays: rows no worker has computed (bit 0)
   std::map<int64_t, Role> loop_roles_;    // their roles in the running loop
   int rotating_dim_ = -1;                 // the running 2d loop's time dim
-  struct Stats {
-    uint64_t rotation_bytes_sent = 0;     // rotating blocks to their next holder
-    uint64_t repartition_bytes_sent = 0;  // rows moved when a loop needs another layout
-    uint64_t materializations = 0;        // loops that needed partitioned arrays whole
-  } stats_;
+  Stats stats_;
 };
 
 PartitionedArrays::PartitionedArrays(const Options& options, Context& ctx, PeerMesh& mesh)
@@ -425,6 +427,10 @@ void PartitionedArrays::Finish(const LoopSchedule& s, const Blocks& b) {
   impl_->FinishPartitioned(s, b);
 }
 void PartitionedArrays::Report(spdlog::logger& log) const { impl_->Report(log); }
+uint64_t PartitionedArrays::rotation_bytes() const { return impl_->stats().rotation_bytes_sent; }
+uint64_t PartitionedArrays::repartition_bytes() const {
+  return impl_->stats().repartition_bytes_sent;
+}
 bool PartitionedArrays::HeldRows(const ArrayBase& a,
                                  const std::function<void(int64_t, int64_t, uint64_t)>& f) {
   return impl_->HeldRows(a, f);

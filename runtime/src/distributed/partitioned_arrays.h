@@ -77,6 +77,9 @@ class PartitionedArrays {
   // After every worker restored all of `a` from a checkpoint: whole everywhere, nothing left to
   // compute.
   void RestoredWhole(const ArrayBase& a);
+  // Bytes sent so far: rotating blocks, and rows moved between layouts.
+  uint64_t rotation_bytes() const;
+  uint64_t repartition_bytes() const;
   // Rows held per array and bytes moved, at info level.
   void Report(spdlog::logger& log) const;
 

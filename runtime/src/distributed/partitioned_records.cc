@@ -61,7 +61,7 @@ bool PartitionedRecords::Place(const LoopSchedule& s, const ArrayBase& space,
   CheckOk(agree.status(), "agreeing on the layout of a partitioned array");
   for (const auto& w : *agree) fits = fits && w[0] == 1;
   if (!fits) {
-    CheckOk(Repartition(all_to_all_, options_.rank, {&mutable_space}, {plan}),
+    CheckOk(Repartition(all_to_all_, options_.rank, {&mutable_space}, {plan}, &stats_.bytes_sent),
             "moving the elements of a partitioned array");
     ++stats_.repartitions;
   }
@@ -78,7 +78,8 @@ void PartitionedRecords::GatherAll() {
 
 void PartitionedRecords::GatherWhole(ArrayBase& array) {
   if (array.record_partition() == nullptr) return;
-  CheckOk(internal::GatherWhole(all_gather_, &array), "gathering a partitioned array");
+  CheckOk(internal::GatherWhole(all_gather_, &array, &stats_.bytes_sent),
+          "gathering a partitioned array");
   for (auto it = counts_.begin(); it != counts_.end();) {
     it = it->first.first == array.id() ? counts_.erase(it) : std::next(it);
   }

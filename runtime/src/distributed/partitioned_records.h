@@ -57,6 +57,8 @@ class PartitionedRecords {
   void FillGrid(BlockGrid* grid) const;
   // Key bounds of every block (ComputeKeyBounds) from every worker's elements.
   void CombineKeyBounds(Blocks* b);
+  // Bytes of elements sent to other workers so far (relayouts and gathers).
+  uint64_t bytes_sent() const { return stats_.bytes_sent; }
   // Elements held, moved and gathered, at info level.
   void Report(spdlog::logger& log) const;
 
@@ -75,6 +77,7 @@ class PartitionedRecords {
   struct Stats {
     uint64_t repartitions = 0;
     uint64_t gathers = 0;
+    uint64_t bytes_sent = 0;
   } stats_;
 };
 

@@ -54,18 +54,19 @@ RecordPlan PlanFromCuts(int dim, int64_t extent, const std::vector<int64_t>& cut
 // Moves the elements of `arrays` (partitioned or whole, sparse) so that worker `rank` holds those
 // plans[i] gives it, in serial order; each array is then partitioned as its plan says.
 // Errors: the exchange's (a peer gone, a malformed message); the arrays are then undefined.
+// When `bytes_sent` is given, the bytes sent to other workers are added to it.
 Status Repartition(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
-                   const std::vector<RecordPlan>& plans);
+                   const std::vector<RecordPlan>& plans, uint64_t* bytes_sent = nullptr);
 
 // Repartition's exchange, for callers that built the outgoing elements themselves: out[w][i] are
 // the elements of arrays[i] for worker w (out[rank] stays here), each batch in serial order.
 // Replaces the arrays' elements by what this worker receives.
 Status ExchangeRecords(const AllToAllFn& all_to_all, int rank, const std::vector<ArrayBase*>& arrays,
                        const std::vector<RecordPlan>& plans,
-                       std::vector<std::vector<RecordBatch>> out);
+                       std::vector<std::vector<RecordBatch>> out, uint64_t* bytes_sent = nullptr);
 
 // Makes a partitioned array whole: every worker gets every element, in serial order.
-Status GatherWhole(const AllGatherFn& all_gather, ArrayBase* array);
+Status GatherWhole(const AllGatherFn& all_gather, ArrayBase* array, uint64_t* bytes_sent = nullptr);
 
 }  // namespace tessera::internal
 
