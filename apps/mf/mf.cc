@@ -78,6 +78,12 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// "  eta 1m05s" while epochs remain: the rest of the run at the pace so far.
+std::string EtaSuffix(double elapsed, int done, int total) {
+  const std::string eta = tessera::FormatEta(elapsed, done, total);
+  return eta.empty() ? eta : "  " + eta;
+}
+
 // Whether `ok` holds on every worker. A check that only worker 0 makes (its --metrics file) must
 // stop every worker, or the others would wait for it forever; serially it is `ok` itself.
 bool AllWorkersOk(tessera::Context& ctx, bool ok) {
@@ -231,8 +237,9 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     if (report) {
       fmt::print(
           "epoch {:3d}  train_rmse {:.4f}  test_rmse {:.4f}  updates/s {:.3e} ({:.3e}/cpu-s)  "
-          "lr {:.5f}  {:.2f}s{}\n",
-          epoch, train_rmse, test_rmse, updates_per_s, updates_per_cpu_s, lr, elapsed, workers);
+          "lr {:.5f}  {:.2f}s{}{}\n",
+          epoch, train_rmse, test_rmse, updates_per_s, updates_per_cpu_s, lr, elapsed, workers,
+          EtaSuffix(elapsed, epoch, opt.epochs));
       std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
     }
     bool written = true;
