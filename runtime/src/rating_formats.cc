@@ -1,12 +1,12 @@
 #include "internal/rating_formats.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "internal/timestamp.h"
 
@@ -27,7 +27,8 @@ namespace {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -112,7 +113,8 @@ Result<int64_t> NetflixMovieBefore(const std::string& path, int64_t before, cons
     const std::string_view id = Trim(text.substr(0, text.size() - 1));
     if (parse.string_ids) return string_id_key(id);
     if (!ParseInt(id, &movie)) {
-      return Status::InvalidArgument(fmt::format("{}: movie id {} is out of range", path, Quote(id)));
+      return Status::InvalidArgument(
+          fmt::format("{}: movie id {} is out of range", path, Quote(id)));
     }
     return movie;
   }
@@ -150,9 +152,9 @@ Status ParseId(std::string_view text, const IdParse& parse, bool user, const Lin
   if (names != nullptr) {
     auto [it, inserted] = names->try_emplace(*id, text);
     if (!inserted && it->second != text) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: {} ids {} and {} have the same key {}: rename one of them", reader.Where(), what,
-          Quote(it->second), Quote(text), *id));
+      return Status::InvalidArgument(
+          fmt::format("{}: {} ids {} and {} have the same key {}: rename one of them",
+                      reader.Where(), what, Quote(it->second), Quote(text), *id));
     }
   }
   return Status::Ok();
@@ -194,9 +196,9 @@ Status ReadNetflixRatings(const std::string& path, ReadRange range, const IdPars
           "{}: a Netflix movie line is a movie id and ':', found {}", reader.Where(), Quote(text)));
     }
     if (!have_movie) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: rating line {} before any 'MOVIE_ID:' line (Netflix prize format)", reader.Where(),
-          Quote(text)));
+      return Status::InvalidArgument(
+          fmt::format("{}: rating line {} before any 'MOVIE_ID:' line (Netflix prize format)",
+                      reader.Where(), Quote(text)));
     }
     std::string_view fields[3];
     int count = 0;
@@ -216,13 +218,13 @@ Status ReadNetflixRatings(const std::string& path, ReadRange range, const IdPars
     r.item = movie;
     TESSERA_RETURN_IF_ERROR(ParseId(fields[0], parse, true, reader, &r.user));
     if (!ParseFinite(fields[1], &r.value)) {
-      return Status::InvalidArgument(fmt::format("{}: rating {} is not a finite number",
-                                                 reader.Where(), Quote(fields[1])));
+      return Status::InvalidArgument(
+          fmt::format("{}: rating {} is not a finite number", reader.Where(), Quote(fields[1])));
     }
     if (count == 3 && !IsTimestamp(fields[2])) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: date {} is neither a number nor an ISO 8601 date (YYYY-MM-DD)", reader.Where(),
-          Quote(fields[2])));
+      return Status::InvalidArgument(
+          fmt::format("{}: date {} is neither a number nor an ISO 8601 date (YYYY-MM-DD)",
+                      reader.Where(), Quote(fields[2])));
     }
     if (!parse.names_only) out->push_back(r);
   }

@@ -79,8 +79,8 @@ class MfFormatsTest : public ::testing::Test {
     EXPECT_EQ(std::set<std::string>(item_lines.begin(), item_lines.end()), items);
 
     Write("pairs.txt", "007,sku:3\nU-b,sku:2\nnobody,sku:1\n");
-    r = RunCommand(Mf() + " --load-model " + model + " --predict " + Path("pairs.txt") +
-                   " --out " + Path("predictions.tsv") + " 2>&1");
+    r = RunCommand(Mf() + " --load-model " + model + " --predict " + Path("pairs.txt") + " --out " +
+                   Path("predictions.tsv") + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::vector<std::string> predictions = Lines(Path("predictions.tsv"));
     ASSERT_EQ(predictions.size(), 3u);
@@ -90,8 +90,8 @@ class MfFormatsTest : public ::testing::Test {
     EXPECT_EQ(first[1], "sku:3");
     EXPECT_TRUE(std::isfinite(std::strtod(first[2].c_str(), nullptr)));
 
-    r = RunCommand(Mf() + " --load-model " + model + " --recommend 2 --out " +
-                   Path("top.tsv") + " 2>&1");
+    r = RunCommand(Mf() + " --load-model " + model + " --recommend 2 --out " + Path("top.tsv") +
+                   " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::vector<std::string> top = Lines(Path("top.tsv"));
     EXPECT_EQ(top.size(), 2 * users.size());
@@ -129,8 +129,8 @@ TEST_F(MfFormatsTest, StringIdsFromATwoWorkerJob) {
 
 TEST_F(MfFormatsTest, StringIdsWithoutTheFlagSayWhatToPass) {
   std::set<std::string> users, items;
-  RunResult r = RunCommand(Mf() + " --train " + StringIdRatings(&users, &items) +
-                           " --epochs 1 2>&1");
+  RunResult r =
+      RunCommand(Mf() + " --train " + StringIdRatings(&users, &items) + " --epochs 1 2>&1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("ratings.csv:2: item id 'sku:1' is not an integer (for ids that are "
                           "strings, load with string ids: mf --string-ids)"),

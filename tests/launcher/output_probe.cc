@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include <tessera/tessera.h>
+#include "tessera/tessera.h"
 
 int main(int argc, char** argv) {
   tessera::Context ctx(argc, argv);

@@ -40,9 +40,9 @@ class LauncherOutputTest : public TesseraHarness {
 
   std::vector<std::string> Args(int workers, const std::string& level,
                                 std::vector<std::string> program) {
-    std::vector<std::string> args = {"run", "-w", std::to_string(workers), "-s", "1",
-                                     "--log-level", level, "--server-bin", TESSERA_SERVER_BINARY,
-                                     "--"};
+    std::vector<std::string> args = {
+        "run", "-w",           std::to_string(workers), "-s", "1", "--log-level",
+        level, "--server-bin", TESSERA_SERVER_BINARY,   "--"};
     args.insert(args.end(), program.begin(), program.end());
     return args;
   }
@@ -80,9 +80,9 @@ TEST_F(LauncherOutputTest, WarnLevelSilencesInfoEverywhere) {
   RunResult r = Run(Args(1, "warn", {TESSERA_OUTPUT_PROBE}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string all = r.out + r.err;
-  EXPECT_FALSE(Contains(all, "listening on ")) << all;       // the coordinator's info line
-  EXPECT_FALSE(Contains(all, "serving at ")) << all;         // the server's
-  EXPECT_FALSE(Contains(all, "probe: info line")) << all;    // the program's
+  EXPECT_FALSE(Contains(all, "listening on ")) << all;     // the coordinator's info line
+  EXPECT_FALSE(Contains(all, "serving at ")) << all;       // the server's
+  EXPECT_FALSE(Contains(all, "probe: info line")) << all;  // the program's
   EXPECT_TRUE(Contains(LinesOf(all, "[worker 0] "), "probe: warning line")) << all;
   EXPECT_TRUE(Contains(r.out, "[worker 0] probe: first line\n")) << r.out;
 }
@@ -124,8 +124,9 @@ TEST_F(LauncherOutputTest, MfProgressLinesCarryAnEta) {
     }
   }
   ratings.close();
-  RunResult r = Run(Args(2, "info", {TESSERA_MF_BINARY, "--train", dir_ + "/ratings.tsv",
-                                     "--epochs", "3", "-k", "4"}));
+  RunResult r =
+      Run(Args(2, "info",
+               {TESSERA_MF_BINARY, "--train", dir_ + "/ratings.tsv", "--epochs", "3", "-k", "4"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string progress = LinesOf(r.out, "[worker 0] epoch ");
   std::istringstream lines(progress);
@@ -144,11 +145,11 @@ TEST_F(LauncherOutputTest, AnUnreachableCoordinatorIsNamedWithinSeconds) {
   ASSERT_GT(port, 0);
   // A runtime program joins through the liveness agent, which watches the connection.
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
-  pid_t task = Start({"run", "-w", "1", "-s", "1", "--from-env", "--coordinator",
-                      "127.0.0.1:" + std::to_string(port), "--server-bin", TESSERA_SERVER_BINARY,
-                      "--", TESSERA_OUTPUT_PROBE},
-                     {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"},
-                      {"TESSERA_JOB_SECRET", "e2e-secret"}});
+  pid_t task =
+      Start({"run", "-w", "1", "-s", "1", "--from-env", "--coordinator",
+             "127.0.0.1:" + std::to_string(port), "--server-bin", TESSERA_SERVER_BINARY, "--",
+             TESSERA_OUTPUT_PROBE},
+            {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"TESSERA_JOB_SECRET", "e2e-secret"}});
   const auto start = Clock::now();
   const std::string expected = "cannot reach the coordinator at " + endpoint;
   bool said = false;

@@ -1,12 +1,11 @@
 #include "tessera/transport/endpoint.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace tessera {
 namespace {
