@@ -499,8 +499,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     if (report) {
       const std::string ll_text =
           ll_per_token ? fmt::format("ll/token {:.5f}", *ll_per_token) : std::string("ll/token -");
-      fmt::print("iter {:4d}  {}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}\n", iter,
-                 ll_text, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers);
+      const std::string eta = tessera::FormatEta(elapsed, iter, opt.iterations);
+      fmt::print("iter {:4d}  {}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}{}\n",
+                 iter, ll_text, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers,
+                 eta.empty() ? eta : "  " + eta);
       std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
     }
     bool written = true;

@@ -42,7 +42,8 @@ struct MfOptions {
   std::string train_path;
   std::string test_path;        // Default: none (then test_fraction may hold out ratings)
   double test_fraction = 0.0;   // Default: 0
-  std::string format = "auto";  // auto | tab | colon | csv | plain
+  std::string format = "auto";  // auto | tab | colon | csv | plain | netflix
+  bool string_ids = false;      // ids are strings, mapped to dense indices
   int rank = 40;                // k
   int epochs = 20;
   float learning_rate = 0.03f;
@@ -71,11 +72,18 @@ tessera::Result<tessera::TripleFormat> ParseFormat(const std::string& s) {
   if (s == "colon") return tessera::TripleFormat::kDoubleColon;
   if (s == "csv") return tessera::TripleFormat::kCsv;
   if (s == "plain") return tessera::TripleFormat::kWhitespace;
+  if (s == "netflix") return tessera::TripleFormat::kNetflix;
   return tessera::Status::InvalidArgument("unknown --format '" + s + "'");
 }
 
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// "  eta 1m05s" while epochs remain: the rest of the run at the pace so far.
+std::string EtaSuffix(double elapsed, int done, int total) {
+  const std::string eta = tessera::FormatEta(elapsed, done, total);
+  return eta.empty() ? eta : "  " + eta;
 }
 
 // Whether `ok` holds on every worker. A check that only worker 0 makes (its --metrics file) must
@@ -121,6 +129,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   read.test_path = opt.test_path;
   read.test_fraction = opt.test_fraction;
   read.split_seed = opt.seed;
+  read.string_ids = opt.string_ids;
   auto loaded = tessera::load_triples<float>(ctx, opt.train_path, read);
   if (!loaded.ok()) {
     fmt::print(stderr, "mf: {}\n", loaded.status().ToString());
@@ -232,8 +241,9 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     if (report) {
       fmt::print(
           "epoch {:3d}  train_rmse {:.4f}  test_rmse {:.4f}  updates/s {:.3e} ({:.3e}/cpu-s)  "
-          "lr {:.5f}  {:.2f}s{}\n",
-          epoch, train_rmse, test_rmse, updates_per_s, updates_per_cpu_s, lr, elapsed, workers);
+          "lr {:.5f}  {:.2f}s{}{}\n",
+          epoch, train_rmse, test_rmse, updates_per_s, updates_per_cpu_s, lr, elapsed, workers,
+          EtaSuffix(elapsed, epoch, opt.epochs));
       std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
     }
     bool written = true;
@@ -295,7 +305,16 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     model.item_bias = &item_bias_out;
     model.users = &loaded->users;
     model.items = &loaded->items;
-    if (tessera::Status s = mf::SaveModel(opt.save_model, model, opt.model_text); !s.ok()) {
+    // The strings of string ids, read back from the files where the model is written.
+    tessera::Result<tessera::IdNames> names = tessera::IdNames{};
+    if (opt.string_ids) names = tessera::read_id_names(opt.train_path, read, loaded->users, loaded->items);
+    if (names.ok() && opt.string_ids) {
+      model.user_names = &names->users;
+      model.item_names = &names->items;
+    }
+    if (tessera::Status s = names.ok() ? mf::SaveModel(opt.save_model, model, opt.model_text)
+                                       : names.status();
+        !s.ok()) {
       fmt::print(stderr, "mf: --save-model: {}\n", s.ToString());
       saved = false;
     } else {
@@ -332,8 +351,8 @@ int RunFromModel(tessera::Context& ctx, const MfOptions& opt) {
     fmt::print("mf: model {}: {} users, {} items, k={}\n", opt.load_model, model->num_users(),
                model->num_items(), model->k());
   }
-  auto read = [](const std::string& path, bool need_rating) {
-    auto pairs = mf::ReadPairs(path, need_rating);
+  auto read = [&model](const std::string& path, bool need_rating) {
+    auto pairs = mf::ReadPairs(path, need_rating, model->string_ids());
     if (!pairs.ok()) fmt::print(stderr, "mf: {}\n", pairs.status().ToString());
     return pairs;
   };
@@ -410,7 +429,15 @@ int main(int argc, char** argv) {
   app.add_option("--test", opt.test_path, "held-out ratings file (default: none)");
   app.add_option("--test-fraction", opt.test_fraction, "hold out this fraction of --train instead")
       ->check(CLI::Range(0.0, 0.99));
-  app.add_option("--format", opt.format, "auto, tab, colon, csv or plain")->capture_default_str();
+  app.add_option("--format", opt.format,
+                 "auto, tab, colon, csv, plain or netflix ('MOVIE:' lines, each followed by "
+                 "'user,rating,date' lines; auto detects it)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "tab", "colon", "csv", "plain", "netflix"}));
+  app.add_flag("--string-ids", opt.string_ids,
+               "user and item ids are strings (e.g. Amazon's 'A3SGXH7AUHU8GW'), mapped to dense "
+               "indices; --save-model writes the strings, and --load-model matches them as "
+               "written (default: off, ids are integers)");
   app.add_option("-k,--rank", opt.rank, "latent factors")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

@@ -42,9 +42,20 @@ std::string CanonicalId(std::string_view s) {
   return std::string(s);
 }
 
-Status WriteIds(const std::string& path, const tessera::IdMap& ids) {
+// The ids of a map, one per line by index: `names[i]` when given (string ids), else the key.
+Status WriteIds(const std::string& path, const tessera::IdMap& ids,
+                const std::vector<std::string>* names) {
+  if (names != nullptr && static_cast<int64_t>(names->size()) != ids.size()) {
+    return Status::Internal(fmt::format("'{}': {} names for {} ids", path, names->size(), ids.size()));
+  }
   std::ofstream out(path + ".tmp", std::ios::binary | std::ios::trunc);
-  for (int64_t i = 0; i < ids.size(); ++i) out << ids.external(i) << '\n';
+  for (int64_t i = 0; i < ids.size(); ++i) {
+    if (names != nullptr) {
+      out << (*names)[static_cast<size_t>(i)] << '\n';
+    } else {
+      out << ids.external(i) << '\n';
+    }
+  }
   out.close();
   if (!out) return Status::DataLoss(fmt::format("writing '{}' failed", path));
   std::error_code ec;
@@ -105,6 +116,13 @@ std::vector<std::string_view> SplitLine(std::string_view line, std::string_view 
   }
 }
 
+bool IsNumber(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
 }  // namespace
 
 const std::vector<std::string>& ModelFiles() {
@@ -119,8 +137,8 @@ Status SaveModel(const std::string& dir, const ModelView& m, bool text) {
   TESSERA_RETURN_IF_ERROR(Save(dir, "H", *m.H, text));
   TESSERA_RETURN_IF_ERROR(Save(dir, "user_bias", *m.user_bias, text));
   TESSERA_RETURN_IF_ERROR(Save(dir, "item_bias", *m.item_bias, text));
-  TESSERA_RETURN_IF_ERROR(WriteIds(In(dir, "users.txt"), *m.users));
-  TESSERA_RETURN_IF_ERROR(WriteIds(In(dir, "items.txt"), *m.items));
+  TESSERA_RETURN_IF_ERROR(WriteIds(In(dir, "users.txt"), *m.users, m.user_names));
+  TESSERA_RETURN_IF_ERROR(WriteIds(In(dir, "items.txt"), *m.items, m.item_names));
   // model.json last: a directory with it is complete.
   nlohmann::json j = {{"model", "tessera-mf"},
                       {"model_version", kModelVersion},
@@ -128,6 +146,7 @@ Status SaveModel(const std::string& dir, const ModelView& m, bool text) {
                       {"mu", m.mu},
                       {"users", m.users->size()},
                       {"items", m.items->size()},
+                      {"string_ids", m.user_names != nullptr},
                       {"written_by", std::string("mf ") + tessera::kVersion}};
   const std::string path = In(dir, "model.json");
   std::ofstream out(path + ".tmp", std::ios::trunc);
@@ -160,6 +179,7 @@ Result<Model> Model::Load(tessera::Context& ctx, const std::string& dir) {
     return Status::InvalidArgument(fmt::format("'{}' lacks k, mu, users or items", json_path));
   }
   m.k_ = j["k"].get<int>();
+  m.string_ids_ = j.value("string_ids", false);
   m.mu_ = j["mu"].get<float>();
   const int64_t users = j["users"].get<int64_t>(), items = j["items"].get<int64_t>();
   auto W = tessera::load_array<float, 2>(ctx, In(dir, "W.tarr"));
@@ -219,7 +239,7 @@ float Model::Predict(int64_t u, int64_t i) const {
   return p;
 }
 
-Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating) {
+Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating, bool string_ids) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("cannot open '{}'", path));
   std::vector<Pair> pairs;
@@ -237,17 +257,22 @@ Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating) {
             : l.find('\t') != std::string_view::npos ? "\t"
             : l.find(',') != std::string_view::npos  ? ","
                                                      : "";
-      if (sep == "," &&
-          std::none_of(l.begin(), l.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        continue;  // "userId,movieId,...": a header
-      }
+      // "userId,movieId,...": a header. String ids may hold no digit at all: then only a line
+      // whose rating is no number is one (and a file without ratings has no header).
+      const bool header =
+          sep == "," &&
+          (string_ids
+               ? need_rating && SplitLine(l, sep).size() >= 3 && !IsNumber(SplitLine(l, sep)[2])
+               : std::none_of(l.begin(), l.end(), [](char c) { return c >= '0' && c <= '9'; }));
+      if (header) continue;
     }
     const std::vector<std::string_view> f = SplitLine(l, sep);
     if (f.size() < (need_rating ? 3u : 2u) || f[0].empty() || f[1].empty()) {
       return Status::InvalidArgument(fmt::format("{}:{}: expected 'user item{}', found '{}'", path,
                                                  line_no, need_rating ? " rating" : "", l));
     }
-    Pair p{CanonicalId(f[0]), CanonicalId(f[1]), 0.0};
+    Pair p = string_ids ? Pair{std::string(f[0]), std::string(f[1]), 0.0}
+                        : Pair{CanonicalId(f[0]), CanonicalId(f[1]), 0.0};
     if (need_rating) {
       std::string_view r = f[2];
       if (!r.empty() && r.front() == '+') r.remove_prefix(1);

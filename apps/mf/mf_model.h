@@ -5,7 +5,8 @@
 //   model.json                         k, the global mean mu, the shapes, the program version
 //   W.tarr H.tarr                      user and item factors (users x k, items x k), float32
 //   user_bias.tarr item_bias.tarr      biases (users, items), float32
-//   users.txt items.txt                the external id of index n on line n + 1
+//   users.txt items.txt                the external id of index n on line n + 1 (the id's string
+//                                      when the model was trained with string ids)
 //   *.txt beside each .tarr            with --model-text: the same arrays as text
 // The .tarr files are tessera::save_array files (docs/array-format.md).
 //
@@ -35,6 +36,10 @@ struct ModelView {
   const tessera::DistArray<float, 1>* item_bias = nullptr;
   const tessera::IdMap* users = nullptr;
   const tessera::IdMap* items = nullptr;
+  // Trained with string ids (tessera::TripleOptions::string_ids): the strings of the ids by
+  // index, written instead of the maps' keys. Null otherwise.
+  const std::vector<std::string>* user_names = nullptr;
+  const std::vector<std::string>* item_names = nullptr;
 };
 
 // Writes the model into `dir` (which must exist); `text` adds the text exports.
@@ -46,6 +51,8 @@ class Model {
   static tessera::Result<Model> Load(tessera::Context& ctx, const std::string& dir);
 
   int k() const { return k_; }
+  // Trained with string ids: ids are matched as written (see ReadPairs).
+  bool string_ids() const { return string_ids_; }
   int64_t num_users() const { return static_cast<int64_t>(users_.size()); }
   int64_t num_items() const { return static_cast<int64_t>(items_.size()); }
   const std::string& user_id(int64_t u) const { return users_[static_cast<size_t>(u)]; }
@@ -58,6 +65,7 @@ class Model {
 
  private:
   int k_ = 0;
+  bool string_ids_ = false;
   float mu_ = 0;
   tessera::DistArray<float, 2> W_, H_;
   tessera::DistArray<float, 1> user_bias_, item_bias_;
@@ -73,8 +81,11 @@ struct Pair {
 
 // Reads "user item [rating [...]]" lines separated by "::", tabs, commas or spaces (detected from
 // the first line, as for the training file); a first comma-separated line without digits is a
-// header. `need_rating`: the third field must be a finite number. Errors name the file and line.
-tessera::Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating);
+// header. `need_rating`: the third field must be a finite number. An integer id is spelt
+// canonically ("007" is 7, as the training loader reads it) unless `string_ids` (then ids are
+// kept as written). Errors name the file and line.
+tessera::Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating,
+                                             bool string_ids = false);
 
 struct Evaluation {
   double rmse = 0;

@@ -3,6 +3,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace tessera {
 
 Status SetLogLevel(std::string_view level) {
@@ -13,6 +16,20 @@ Status SetLogLevel(std::string_view level) {
                                    "' (expected trace, debug, info, warn, error, critical, off)");
   }
   spdlog::set_level(parsed);
+  return Status::Ok();
+}
+
+Status ApplyJobOutputDefaults() {
+  const char* role = std::getenv("TESSERA_ROLE");
+  if (role != nullptr && *role != '\0') {
+    std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
+    std::setvbuf(stderr, nullptr, _IOLBF, BUFSIZ);
+  }
+  const char* level = std::getenv("TESSERA_LOG_LEVEL");
+  if (level == nullptr || *level == '\0') return Status::Ok();
+  if (Status s = SetLogLevel(level); !s.ok()) {
+    return Status::InvalidArgument("TESSERA_LOG_LEVEL: " + s.message());
+  }
   return Status::Ok();
 }
 

@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "tessera/common/logging.h"
 #include "tessera/tessera.h"
 
 namespace {
@@ -86,14 +85,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // `tessera run --log-level L` hands L to every process as TESSERA_LOG_LEVEL.
-  if (const char* level = std::getenv("TESSERA_LOG_LEVEL"); level != nullptr && *level != '\0') {
-    if (tessera::Status s = tessera::SetLogLevel(level); !s.ok()) {
-      std::fprintf(stderr, "mf_example: %s\n", s.ToString().c_str());
-      return 2;
-    }
-  }
-
+  // `tessera run --log-level L` reaches this program too: the runtime applies TESSERA_LOG_LEVEL
+  // before main.
   tessera::Context ctx(argc, argv);         // joins the job when launched; alone, serial
   const bool report = ctx.job().rank == 0;  // every worker computes the same numbers
   DistArray<float, 2> ratings = MakeRatings(ctx, o);

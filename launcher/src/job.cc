@@ -39,6 +39,9 @@ EnvList CommonEnv(const JobOptions& options, Role role, int rank, const std::str
   env.emplace_back(kEnvNumServers, std::to_string(options.num_servers));
   env.emplace_back(kEnvCoordinator, coordinator);
   env.emplace_back(kEnvBindHost, bind_host);
+  if (IsWildcardHost(bind_host) && !options.advertise_host.empty()) {
+    env.emplace_back(kEnvAdvertiseHost, options.advertise_host);
+  }
   env.emplace_back(kEnvJobSecret, options.job_secret);
   env.emplace_back(kEnvLogLevel, options.log_level);
   env.emplace_back(kEnvHeartbeatTimeout,
@@ -52,6 +55,10 @@ bool IsSafeShellChar(char c) {
 }
 
 }  // namespace
+
+bool IsWildcardHost(std::string_view host) {
+  return host == "0.0.0.0" || host == "*" || host == "::" || host == "[::]";
+}
 
 bool IsLoopbackHost(std::string_view host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.substr(0, 4) == "127.";
@@ -71,6 +78,11 @@ Status ValidateJobOptions(const JobOptions& options) {
   }
   if (options.server_bin.empty()) return Status::InvalidArgument("no tessera-server binary");
   if (options.bind_host.empty()) return Status::InvalidArgument("--bind must not be empty");
+  if (!options.advertise_host.empty() && IsWildcardHost(options.advertise_host)) {
+    return Status::InvalidArgument("--advertise " + options.advertise_host +
+                                   ": give an address other hosts can connect to, not a "
+                                   "wildcard");
+  }
   if (!options.hosts.empty()) {
     if (options.ssh_command.empty()) return Status::InvalidArgument("--ssh must not be empty");
     if (IsLoopbackHost(options.bind_host)) {

@@ -4,7 +4,9 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;  // POSIX: the process environment.
 
@@ -29,8 +31,18 @@ std::optional<std::string> Get(const EnvMap& env, const std::string& name) {
 
 struct HostPort {
   std::string host;
-  int port = kDefaultCoordinatorPort;
+  int port = 0;  // 0: not given
 };
+
+// FNV-1a: stable across builds and hosts (std::hash need not be).
+uint64_t StableHash(std::string_view text) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 Result<HostPort> ParseHostPort(std::string text) {
   constexpr std::string_view kTcp = "tcp://";
@@ -55,6 +67,24 @@ Result<HostPort> ParseHostPort(std::string text) {
 }
 
 }  // namespace
+
+int JobCoordinatorPort(const EnvMap& env, const std::string& source) {
+  std::string id;
+  if (source == "slurm" && Get(env, "SLURM_JOB_ID")) {
+    // Steps of one job may run at once on a node (srun & srun &): the step is part of the id.
+    id = "slurm:" + *Get(env, "SLURM_JOB_ID") + "." + Get(env, "SLURM_STEP_ID").value_or("");
+  } else if (source == "openmpi") {
+    for (const char* name : {"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid",
+                             "PMIX_NAMESPACE"}) {
+      if (Get(env, name)) {
+        id = std::string("openmpi:") + *Get(env, name);
+        break;
+      }
+    }
+  }
+  if (id.empty()) return kDefaultCoordinatorPort;
+  return kDefaultCoordinatorPort + static_cast<int>(StableHash(id) % kCoordinatorPortSpan);
+}
 
 EnvMap CurrentEnvironment() {
   EnvMap env;
@@ -133,6 +163,7 @@ Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions
   }
   Result<HostPort> coordinator = ParseHostPort(coordinator_text);
   if (!coordinator.ok()) return coordinator.status();
+  if (coordinator->port == 0) coordinator->port = JobCoordinatorPort(env, task->source);
   const std::string endpoint =
       "tcp://" + coordinator->host + ":" + std::to_string(coordinator->port);
 
@@ -148,6 +179,15 @@ Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions
       Result<std::string> address = options.resolve(coordinator->host);
       if (!address.ok()) return address.status();
       local.bind_host = *address;
+    }
+    if (IsWildcardHost(local.bind_host)) {
+      if (options.advertise) {
+        local.advertise_host = *options.advertise;
+      } else {
+        Result<std::string> address = options.resolve(coordinator->host);
+        if (!address.ok()) return address.status();
+        local.advertise_host = *address;
+      }
     }
     std::string listen = "tcp://" + local.bind_host + ":" + std::to_string(coordinator->port);
     spec.role = Role::kCoordinator;
@@ -176,6 +216,21 @@ Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions
                         address.status().message() + "); pass --bind ADDR");
     }
     local.bind_host = *address;
+  }
+  if (IsWildcardHost(local.bind_host)) {
+    if (options.advertise) {
+      local.advertise_host = *options.advertise;
+    } else if (IsLoopbackHost(coordinator->host)) {
+      local.advertise_host = "127.0.0.1";
+    } else {
+      Result<std::string> address = options.local_address_toward(coordinator->host);
+      if (!address.ok()) {
+        return Status(address.status().code(),
+                      "--from-env: cannot find this node's address toward the coordinator to "
+                      "advertise (" + address.status().message() + "); pass --advertise ADDR");
+      }
+      local.advertise_host = *address;
+    }
   }
   if (local.program.empty()) local.program = {"true"};  // servers do not need it
   std::vector<ProcessSpec> members = MemberSpecs(local, endpoint);

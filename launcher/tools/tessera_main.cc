@@ -26,6 +26,7 @@
 #include "tessera/launcher/job.h"
 #include "tessera/launcher/net.h"
 #include "tessera/launcher/rank_env.h"
+#include "tessera/launcher/relay.h"
 #include "tessera/launcher/restarts.h"
 #include "tessera/launcher/subprocess.h"
 #include "tessera/launcher/supervisor.h"
@@ -90,12 +91,14 @@ struct RunFlags {
   int servers = 1;
   std::string log_level = "info";
   std::string bind = "127.0.0.1";
+  std::string advertise;
   std::string server_bin;
   std::vector<std::string> env;
   std::string hostfile;
   std::string ssh = "ssh -o BatchMode=yes";
   bool from_env = false;
   bool insecure = false;
+  bool no_prefix = false;
   std::string coordinator;
   double startup_timeout_s = 30;
   double grace_period_s = 3;
@@ -116,6 +119,10 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
   run->add_option("--bind", flags->bind,
                   "Address the coordinator listens on and local processes bind to")
       ->capture_default_str();
+  run->add_option("--advertise", flags->advertise,
+                  "With a wildcard --bind (0.0.0.0, ::): the address other hosts reach this "
+                  "machine's processes at (default: this machine's address toward the other "
+                  "hosts, or toward the coordinator with --from-env)");
   run->add_option("--server-bin", flags->server_bin,
                   "tessera-server executable (default: next to this binary)");
   run->add_option(
@@ -132,9 +139,12 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
   run->add_flag("--insecure", flags->insecure,
                 "With --from-env: run without TESSERA_JOB_SECRET, unauthenticated (anyone who "
                 "reaches the job's ports can join it)");
+  run->add_flag("--no-prefix", flags->no_prefix,
+                "With --from-env: become the process (exec) instead of relaying its output with "
+                "its label in front of every line (`[worker 0] `)");
   run->add_option("--coordinator", flags->coordinator,
                   "With --from-env: HOST[:PORT] of the coordinator (rank 0) (default: from the "
-                  "srun/mpirun environment)");
+                  "srun/mpirun environment; the port derived from the job's id)");
   run->add_option("--startup-timeout", flags->startup_timeout_s,
                   "Seconds the coordinator has to publish its endpoint")
       ->capture_default_str();
@@ -182,6 +192,7 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
   tl::FromEnvOptions options;
   if (run.count("--coordinator") > 0) options.coordinator = flags.coordinator;
   if (run.count("--bind") > 0) options.bind_host = flags.bind;
+  if (run.count("--advertise") > 0) options.advertise = flags.advertise;
   tl::EnvMap env = tl::CurrentEnvironment();
   if (auto it = env.find(tl::kEnvJobSecret); it != env.end()) job.job_secret = it->second;
   Result<tl::ProcessSpec> spec = tl::SpecFromTaskRank(job, options, env);
@@ -198,8 +209,16 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
         "anyone who can reach its ports can join it or send it data");
   }
   spdlog::debug("--from-env: this task is {}", spec->Label());
-  Status s = tl::ExecSpec(*spec);
-  return Fail(kStartError, s.message());
+  if (flags.no_prefix) {
+    Status s = tl::ExecSpec(*spec);
+    return Fail(kStartError, s.message());
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill the task before its process
+  tl::RelayIo io;
+  io.cancel_fd = InstallCancelHandlers();
+  Result<int> code = tl::RunRelayed(*spec, io);
+  if (!code.ok()) return Fail(kStartError, spec->Label() + ": " + code.status().message());
+  return *code;
 }
 
 }  // namespace
@@ -295,11 +314,22 @@ int main(int argc, char** argv) {
   if (flags.workers < 1 || flags.servers < 1) {
     return Fail(kUsageError, tl::ValidateJobOptions(job).message());
   }
+  if (run->count("--advertise") > 0 && !tl::IsWildcardHost(flags.bind)) {
+    return Fail(kUsageError, "--advertise applies with a wildcard --bind (0.0.0.0 or ::); with "
+                             "--bind " + flags.bind + " processes advertise that address");
+  }
+  if (run->count("--advertise") > 0 && tl::IsWildcardHost(flags.advertise)) {
+    return Fail(kUsageError, "--advertise " + flags.advertise +
+                                 ": give an address other hosts can connect to, not a wildcard");
+  }
   if (flags.from_env && !flags.hostfile.empty()) {
     return Fail(kUsageError, "--from-env and --hostfile cannot be combined");
   }
   if (!flags.from_env && run->count("--coordinator") > 0) {
     return Fail(kUsageError, "--coordinator only applies with --from-env");
+  }
+  if (!flags.from_env && flags.no_prefix) {
+    return Fail(kUsageError, "--no-prefix only applies with --from-env");
   }
   if (!flags.from_env && flags.insecure) {
     return Fail(kUsageError,
@@ -336,6 +366,23 @@ int main(int argc, char** argv) {
                      host.host, host.address);
       }
     }
+  }
+  job.advertise_host = flags.advertise;
+  if (tl::IsWildcardHost(job.bind_host) && job.advertise_host.empty()) {
+    // Local processes are reached at this machine's address on the route to the other hosts.
+    for (const tl::HostEntry& host : job.hosts) {
+      if (tl::IsLoopbackHost(host.address)) continue;
+      Result<std::string> toward = tl::LocalAddressToward(host.address);
+      if (!toward.ok()) {
+        return Fail(kUsageError, "--bind " + job.bind_host + ": " + toward.status().message() +
+                                     "; pass --advertise ADDR");
+      }
+      job.advertise_host = *toward;
+      break;
+    }
+  }
+  if (!job.advertise_host.empty()) {
+    spdlog::debug("local processes advertise {} (bound to {})", job.advertise_host, job.bind_host);
   }
   if (Status s = tl::ValidateJobOptions(job); !s.ok()) return Fail(kUsageError, s.message());
   Result<std::string> secret = tl::GenerateJobSecret();

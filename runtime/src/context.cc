@@ -57,6 +57,14 @@ std::string UnmatchedSiteHint(const std::vector<const EmbeddedSchedule*>& schedu
   return hint + " (is this source built through tessera_add_program, and unchanged since?)";
 }
 
+// Before main: the job's output defaults (line buffering under a launcher, TESSERA_LOG_LEVEL)
+// must precede the first output, and a program's own later settings (a --log-level flag) must
+// override them. Every Tessera program links this file, since it constructs a Context.
+[[maybe_unused]] const bool kJobOutputDefaultsApplied = [] {
+  if (Status s = ApplyJobOutputDefaults(); !s.ok()) spdlog::warn("{}", s.message());
+  return true;
+}();
+
 }  // namespace
 
 Result<int> ThreadsFromEnvironment() {

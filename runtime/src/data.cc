@@ -14,6 +14,7 @@
 
 #include "internal/line_reader.h"
 #include "internal/load_share.h"
+#include "internal/rating_formats.h"
 #include "internal/timestamp.h"
 
 namespace tessera {
@@ -90,12 +91,14 @@ const char* FormatName(TripleFormat f) {
     case TripleFormat::kDoubleColon: return "'::'-separated";
     case TripleFormat::kCsv: return "comma-separated";
     case TripleFormat::kWhitespace: return "whitespace-separated";
+    case TripleFormat::kNetflix: return "Netflix";
     case TripleFormat::kAuto: break;
   }
   return "auto";
 }
 
 TripleFormat Detect(std::string_view line) {
+  if (internal::IsNetflixHeader(line)) return TripleFormat::kNetflix;
   if (line.find("::") != std::string_view::npos) return TripleFormat::kDoubleColon;
   if (line.find('\t') != std::string_view::npos) return TripleFormat::kTab;
   if (line.find(',') != std::string_view::npos) return TripleFormat::kCsv;
@@ -108,13 +111,15 @@ void Split(TripleFormat f, std::string_view line, Fields* out) {
     case TripleFormat::kDoubleColon: SplitOn(line, "::", /*trim=*/true, out); return;
     case TripleFormat::kCsv: SplitOn(line, ",", /*trim=*/true, out); return;
     case TripleFormat::kWhitespace:
+    case TripleFormat::kNetflix:  // read by ReadNetflixRatings
     case TripleFormat::kAuto: SplitWhitespace(line, out); return;
   }
 }
 
 // Parses one ratings file (or its range) into `out`.
 Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range,
-                   std::vector<Rating>* out) {
+                   const internal::IdParse& ids, std::vector<Rating>* out) {
+  if (format == TripleFormat::kNetflix) return internal::ReadNetflixRatings(path, range, ids, out);
   // A CSV header is only ever on the file's first line; read it from there even for a range.
   auto opened = LineReader::Open(path, range);
   if (!opened.ok()) return opened.status();
@@ -124,14 +129,20 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
   bool first = true;
   while (reader.Next(&line)) {
     if (IsBlank(line)) continue;
-    if (format == TripleFormat::kAuto) format = Detect(line);
+    if (format == TripleFormat::kAuto) {
+      format = Detect(line);
+      if (format == TripleFormat::kNetflix) {
+        return internal::ReadNetflixRatings(path, range, ids, out);
+      }
+    }
     Split(format, line, &fields);
     if (first && reader.from_start() && format == TripleFormat::kCsv) {
       first = false;
-      int64_t ignored;
+      // Any number (string ids leave only the rating and timestamp numeric: "A3S,B00,4.0").
+      double ignored;
       bool numeric = false;
       for (int i = 0; i < std::min(fields.count, kMaxFields); ++i) {
-        numeric |= ParseInt(fields.f[i], &ignored);
+        numeric |= ParseFinite(fields.f[i], &ignored);
       }
       if (!numeric) continue;  // "userId,movieId,rating,timestamp": a header, not data
     }
@@ -142,14 +153,8 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
           reader.Where(), FormatName(format), fields.count, Quote(line)));
     }
     Rating r;
-    if (!ParseInt(fields.f[0], &r.user)) {
-      return Status::InvalidArgument(fmt::format("{}: user id {} is not an integer",
-                                                 reader.Where(), Quote(fields.f[0])));
-    }
-    if (!ParseInt(fields.f[1], &r.item)) {
-      return Status::InvalidArgument(fmt::format("{}: item id {} is not an integer",
-                                                 reader.Where(), Quote(fields.f[1])));
-    }
+    TESSERA_RETURN_IF_ERROR(internal::ParseId(fields.f[0], ids, /*user=*/true, reader, &r.user));
+    TESSERA_RETURN_IF_ERROR(internal::ParseId(fields.f[1], ids, /*user=*/false, reader, &r.item));
     if (!ParseFinite(fields.f[2], &r.value)) {
       return Status::InvalidArgument(fmt::format("{}: rating {} is not a finite number",
                                                  reader.Where(), Quote(fields.f[2])));
@@ -159,7 +164,7 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
           "{}: timestamp {} is neither a number nor an ISO 8601 date (YYYY-MM-DD[THH:MM[:SS]])",
           reader.Where(), Quote(fields.f[3])));
     }
-    out->push_back(r);
+    if (!ids.names_only) out->push_back(r);
   }
   return Status::Ok();
 }
@@ -167,7 +172,7 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
 // Reads worker split.rank's share of a ratings file. Under kAuto the format comes from the file's
 // first non-blank line, as in a whole-file read (not from the share's first line).
 Status ReadRatingsShare(const std::string& path, TripleFormat format, const LoadSplit& split,
-                        std::vector<Rating>* out) {
+                        const internal::IdParse& ids, std::vector<Rating>* out) {
   // A range that reads nothing, to learn the size (and open errors, worded as for a whole read).
   auto probe = LineReader::Open(path, ReadRange{0, 0});
   if (!probe.ok()) return probe.status();
@@ -181,7 +186,7 @@ Status ReadRatingsShare(const std::string& path, TripleFormat format, const Load
   }
   return ReadRatings(path, format, internal::WorkerRange(probe->file_size(), split.rank,
                                                          split.num_workers),
-                     out);
+                     ids, out);
 }
 
 // Concatenates every worker's share in rank order (file order); every worker gets the same result,
@@ -451,6 +456,39 @@ int64_t IdMap::index(int64_t external_id) const {
   return it == index_.end() ? -1 : it->second;
 }
 
+Result<IdNames> read_id_names(const std::string& path, const TripleOptions& options,
+                              const IdMap& users, const IdMap& items) {
+  std::unordered_map<int64_t, std::string> user_names;
+  std::unordered_map<int64_t, std::string> item_names;
+  const internal::IdParse ids{.string_ids = true,
+                              .user_names = &user_names,
+                              .item_names = &item_names,
+                              .names_only = true};
+  std::vector<Rating> none;
+  TESSERA_RETURN_IF_ERROR(ReadRatings(path, options.format, ReadRange{}, ids, &none));
+  if (!options.test_path.empty()) {
+    TESSERA_RETURN_IF_ERROR(ReadRatings(options.test_path, options.format, ReadRange{}, ids, &none));
+  }
+  auto fill = [&path](const IdMap& map, std::unordered_map<int64_t, std::string>& found,
+                      const char* what, std::vector<std::string>* out) {
+    out->reserve(static_cast<size_t>(map.size()));
+    for (int64_t i = 0; i < map.size(); ++i) {
+      auto it = found.find(map.external(i));
+      if (it == found.end()) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: no {} id has the key {} of index {} (did the file change since it was loaded?)",
+            path, what, map.external(i), i));
+      }
+      out->push_back(std::move(it->second));
+    }
+    return Status::Ok();
+  };
+  IdNames names;
+  TESSERA_RETURN_IF_ERROR(fill(users, user_names, "user", &names.users));
+  TESSERA_RETURN_IF_ERROR(fill(items, item_names, "item", &names.items));
+  return names;
+}
+
 namespace internal {
 
 template <typename T>
@@ -468,15 +506,17 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   // In a split load every worker reads its share of both files and takes part in the gather
   // whatever happened, so that all of them return the same result.
   RatingShare share;
+  const internal::IdParse ids{.string_ids = options.string_ids};
   if (split == nullptr) {
-    share.error = ReadRatings(path, options.format, options.range, &share.train);
+    share.error = ReadRatings(path, options.format, options.range, ids, &share.train);
   } else {
-    share.error = ReadRatingsShare(path, options.format, *split, &share.train);
+    share.error = ReadRatingsShare(path, options.format, *split, ids, &share.train);
   }
   if (share.error.ok() && !options.test_path.empty()) {
-    share.error = split == nullptr
-                      ? ReadRatings(options.test_path, options.format, ReadRange{}, &share.test)
-                      : ReadRatingsShare(options.test_path, options.format, *split, &share.test);
+    share.error =
+        split == nullptr
+            ? ReadRatings(options.test_path, options.format, ReadRange{}, ids, &share.test)
+            : ReadRatingsShare(options.test_path, options.format, *split, ids, &share.test);
     share.error_in_test = true;
   }
   if (split != nullptr && KeepsPartitioned(*split, options, loc)) {

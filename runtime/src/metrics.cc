@@ -11,6 +11,15 @@
 
 namespace tessera {
 
+std::string FormatEta(double elapsed_seconds, int64_t done, int64_t total) {
+  if (done <= 0 || done >= total || !(elapsed_seconds >= 0)) return "";
+  const double left = elapsed_seconds / static_cast<double>(done) * static_cast<double>(total - done);
+  const int64_t s = static_cast<int64_t>(std::llround(left));
+  if (s < 60) return fmt::format("eta {}s", s);
+  if (s < 3600) return fmt::format("eta {}m{:02d}s", s / 60, s % 60);
+  return fmt::format("eta {}h{:02d}m", s / 3600, (s % 3600) / 60);
+}
+
 Result<double> SumOverWorkers(Context& ctx, double value) {
   if (ctx.mode() != ExecutionMode::kDistributed) return value;
   // A native double: the workers of a job share one architecture (as patches do).

@@ -50,6 +50,8 @@ tessera::Status WriteEndpointFile(const std::string& path, const std::string& en
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line-buffered under the launcher; the level is parsed again below, with the flags.
+  (void)tessera::ApplyJobOutputDefaults();
   CLI::App app{"Tessera parameter-server node (coordinator or server shard)"};
   app.set_version_flag("--version", std::string("tessera-server ") + tessera::kVersion);
   app.option_defaults()->always_capture_default();

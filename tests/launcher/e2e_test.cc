@@ -108,15 +108,39 @@ TEST_F(LauncherEndToEndTest, FromEnvTasksFormAJobLikeSrunWouldStartThem) {
   RunResult coordinator = Wait(tasks[3], seconds(30));
   EXPECT_EQ(worker0.exit_code, 0) << worker0.out << worker0.err;
   EXPECT_EQ(worker1.exit_code, 0) << worker1.out << worker1.err;
-  // The tasks become the processes themselves: their output is not prefixed (srun does that).
-  EXPECT_TRUE(Contains(worker0.out, "worker 0 saw all 2 workers\n")) << worker0.out;
-  EXPECT_TRUE(Contains(worker1.out, "worker 1 saw all 2 workers\n")) << worker1.out;
-  EXPECT_FALSE(Contains(worker0.out, "[worker 0]")) << worker0.out;
+  // Each task relays its process's lines with the process's label in front, as `tessera run`.
+  EXPECT_TRUE(Contains(worker0.out, "[worker 0] worker 0 saw all 2 workers\n")) << worker0.out;
+  EXPECT_TRUE(Contains(worker1.out, "[worker 1] worker 1 saw all 2 workers\n")) << worker1.out;
+  EXPECT_TRUE(Contains(coordinator.out + coordinator.err, "[coordinator] "))
+      << coordinator.out << coordinator.err;
   EXPECT_EQ(server.exit_code, 0) << server.out << server.err;
   EXPECT_EQ(coordinator.exit_code, 0) << coordinator.out << coordinator.err;
   EXPECT_TRUE(Contains(coordinator.out + coordinator.err,
                        "listening on tcp://127.0.0.1:" + std::to_string(port)))
       << coordinator.out << coordinator.err;
+}
+
+// --no-prefix: the task becomes the process (exec), its lines go out as printed.
+TEST_F(LauncherEndToEndTest, FromEnvNoPrefixExecsTheProcess) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  std::vector<pid_t> tasks;
+  for (int rank : {2, 1, 0}) {
+    tasks.push_back(Start({"run", "-w", "1", "-s", "1", "--from-env", "--no-prefix",
+                           "--coordinator", "127.0.0.1:" + std::to_string(port), "--server-bin",
+                           TESSERA_SERVER_BINARY, "--", TESSERA_E2E_WORKER},
+                          {{"SLURM_PROCID", std::to_string(rank)},
+                           {"SLURM_NTASKS", "3"},
+                           {"TESSERA_JOB_SECRET", "e2e-secret"}}));
+  }
+  RunResult worker = Wait(tasks[0], seconds(30));
+  RunResult server = Wait(tasks[1], seconds(30));
+  RunResult coordinator = Wait(tasks[2], seconds(30));
+  EXPECT_EQ(worker.exit_code, 0) << worker.out << worker.err;
+  EXPECT_TRUE(Contains(worker.out, "worker 0 saw all 1 workers\n")) << worker.out;
+  EXPECT_FALSE(Contains(worker.out, "[worker 0]")) << worker.out;
+  EXPECT_EQ(server.exit_code, 0) << server.out << server.err;
+  EXPECT_EQ(coordinator.exit_code, 0) << coordinator.out << coordinator.err;
 }
 
 }  // namespace

@@ -235,3 +235,37 @@ TEST(JobTest, SecretsAreFreshHex) {
 
 }  // namespace
 }  // namespace tessera::launcher
+
+namespace tessera::launcher {
+namespace {
+
+// Processes bound to a wildcard get TESSERA_ADVERTISE_HOST; remote processes bound to their
+// host's address (and processes bound to a specific address) do not need it.
+TEST(JobTest, WildcardBindPassesTheAdvertisedAddress) {
+  JobOptions o = TwoByThree();
+  o.bind_host = "0.0.0.0";
+  o.advertise_host = "10.0.0.1";
+  EXPECT_EQ(EnvOf(CoordinatorSpec(o, "/tmp/e"))["TESSERA_ADVERTISE_HOST"], "10.0.0.1");
+  for (const ProcessSpec& spec : MemberSpecs(o, "tcp://10.0.0.1:5000")) {
+    EXPECT_EQ(EnvOf(spec)["TESSERA_ADVERTISE_HOST"], "10.0.0.1") << spec.Label();
+  }
+  HostEntry remote = Host("node2", 3);
+  remote.address = "10.0.0.2";
+  o.hosts = {remote};
+  for (const ProcessSpec& spec : MemberSpecs(o, "tcp://10.0.0.1:5000")) {
+    EXPECT_EQ(EnvOf(spec).count("TESSERA_ADVERTISE_HOST"), 0u) << spec.Label();
+    EXPECT_EQ(EnvOf(spec)["TESSERA_BIND_HOST"], "10.0.0.2") << spec.Label();
+  }
+  o.hosts.clear();
+  o.bind_host = "10.0.0.1";
+  EXPECT_EQ(EnvOf(CoordinatorSpec(o, "/tmp/e")).count("TESSERA_ADVERTISE_HOST"), 0u);
+  o.bind_host = "0.0.0.0";
+  o.advertise_host = "0.0.0.0";
+  EXPECT_FALSE(ValidateJobOptions(o).ok());
+  EXPECT_TRUE(IsWildcardHost("::"));
+  EXPECT_TRUE(IsWildcardHost("*"));
+  EXPECT_FALSE(IsWildcardHost("10.0.0.1"));
+}
+
+}  // namespace
+}  // namespace tessera::launcher

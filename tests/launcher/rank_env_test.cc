@@ -156,3 +156,100 @@ TEST(RankEnvTest, TaskCountMustMatch) {
 
 }  // namespace
 }  // namespace tessera::launcher
+
+namespace tessera::launcher {
+namespace {
+
+std::map<std::string, std::string> EnvOfSpec(const ProcessSpec& spec) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  return env;
+}
+
+// The port every task of one job derives from its job id: the same in all of them, different
+// for another job or another step of the same job, the default without any id.
+TEST(RankEnvTest, CoordinatorPortIsPerJob) {
+  auto port_of = [](EnvMap env) {
+    Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), env);
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    return w.ok() ? EnvOfSpec(*w)["TESSERA_COORDINATOR"] : std::string();
+  };
+  EnvMap job1 = Slurm(3, 4);
+  job1["SLURM_JOB_ID"] = "1001";
+  job1["SLURM_STEP_ID"] = "0";
+  EnvMap job1_rank2 = Slurm(2, 4);
+  job1_rank2["SLURM_JOB_ID"] = "1001";
+  job1_rank2["SLURM_STEP_ID"] = "0";
+  EnvMap job2 = job1;
+  job2["SLURM_JOB_ID"] = "1002";
+  EnvMap job1_step1 = job1;
+  job1_step1["SLURM_STEP_ID"] = "1";
+  const std::string a = port_of(job1);
+  EXPECT_EQ(a, port_of(job1_rank2));
+  EXPECT_NE(a, port_of(job2));
+  EXPECT_NE(a, port_of(job1_step1));
+  EXPECT_NE(a, "tcp://10.1.2.3:47017");
+  EXPECT_EQ(port_of(Slurm(3, 4)), "tcp://10.1.2.3:47017");  // no job id: the default
+  // The coordinator (rank 0) listens on the same derived port.
+  EnvMap job1_rank0 = job1;
+  job1_rank0["SLURM_PROCID"] = "0";
+  Result<ProcessSpec> c = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), job1_rank0);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->argv[4], a);  // tcp://10.1.2.3:PORT, the address SLURM_LAUNCH_NODE_IPADDR names
+  // An explicit port wins.
+  FromEnvOptions options = Fakes();
+  options.coordinator = "10.1.2.3:6000";
+  Result<ProcessSpec> given = SpecFromTaskRank(OneServerTwoWorkers(), options, job1);
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(EnvOfSpec(*given)["TESSERA_COORDINATOR"], "tcp://10.1.2.3:6000");
+
+  // OpenMPI: two mpirun jobs on one node differ by their job id.
+  EnvMap ompi = {{"OMPI_COMM_WORLD_RANK", "2"},
+                 {"OMPI_COMM_WORLD_SIZE", "4"},
+                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                 {"OMPI_MCA_ess_base_jobid", "3735552001"}};
+  EnvMap ompi2 = ompi;
+  ompi2["OMPI_MCA_ess_base_jobid"] = "3735617537";
+  EXPECT_NE(port_of(ompi), port_of(ompi2));
+  EnvMap pmix = {{"OMPI_COMM_WORLD_RANK", "2"},
+                 {"OMPI_COMM_WORLD_SIZE", "4"},
+                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                 {"PMIX_NAMESPACE", "prterun-node1-4242@1"}};
+  EXPECT_NE(port_of(pmix), "tcp://127.0.0.1:47017");
+  const int port = JobCoordinatorPort(job1, "slurm");
+  EXPECT_GE(port, kDefaultCoordinatorPort);
+  EXPECT_LT(port, kDefaultCoordinatorPort + kCoordinatorPortSpan);
+}
+
+// A wildcard bind advertises a routable address: --advertise, else the node's address toward the
+// coordinator (the coordinator itself: its own address); a specific bind advertises nothing more.
+TEST(RankEnvTest, WildcardBindAdvertisesARoutableAddress) {
+  FromEnvOptions options = Fakes();
+  options.coordinator = "head:6000";
+  options.bind_host = "0.0.0.0";
+  Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(EnvOfSpec(*w)["TESSERA_ADVERTISE_HOST"], "10.1.2.9");
+  Result<ProcessSpec> c = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(EnvOfSpec(*c)["TESSERA_ADVERTISE_HOST"], "10.1.2.1");
+  options.advertise = "192.168.7.7";
+  Result<ProcessSpec> given = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(1, 4));
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(EnvOfSpec(*given)["TESSERA_ADVERTISE_HOST"], "192.168.7.7");
+  options.advertise.reset();
+  options.bind_host = "10.1.2.9";
+  Result<ProcessSpec> specific = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4));
+  ASSERT_TRUE(specific.ok());
+  EXPECT_EQ(EnvOfSpec(*specific).count("TESSERA_ADVERTISE_HOST"), 0u);
+  // No route toward the coordinator: say what to pass.
+  options.bind_host = "0.0.0.0";
+  options.coordinator = "10.99.99.99:6000";
+  Result<ProcessSpec> unroutable = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4));
+  ASSERT_FALSE(unroutable.ok());
+  EXPECT_NE(unroutable.status().message().find("--advertise ADDR"), std::string::npos)
+      << unroutable.status().message();
+}
+
+}  // namespace
+}  // namespace tessera::launcher

@@ -288,6 +288,29 @@ TEST_F(TesseraCliTest, UnknownFlag) {
   EXPECT_TRUE(Contains(r.err, "--frobnicate")) << r.err;
 }
 
+TEST_F(TesseraCliTest, AdvertiseAndNoPrefixAreCheckedBeforeAnythingStarts) {
+  RunResult specific = Run(RunArgs(1, 1, {}, {"--bind", "127.0.0.1", "--advertise", "10.0.0.1"}));
+  EXPECT_EQ(specific.exit_code, 2);
+  EXPECT_TRUE(Contains(specific.err, "--advertise applies with a wildcard --bind")) << specific.err;
+  RunResult wildcard = Run(RunArgs(1, 1, {}, {"--bind", "0.0.0.0", "--advertise", "0.0.0.0"}));
+  EXPECT_EQ(wildcard.exit_code, 2);
+  EXPECT_TRUE(Contains(wildcard.err, "not a wildcard")) << wildcard.err;
+  RunResult no_prefix = Run(RunArgs(1, 1, {}, {"--no-prefix"}));
+  EXPECT_EQ(no_prefix.exit_code, 2);
+  EXPECT_TRUE(Contains(no_prefix.err, "--no-prefix only applies with --from-env")) << no_prefix.err;
+  EXPECT_NE(access((dir_ + "/coordinator-0.args").c_str(), F_OK), 0);
+}
+
+// With a wildcard --bind, every local process is told the address to advertise.
+TEST_F(TesseraCliTest, WildcardBindPassesTheAdvertisedAddress) {
+  RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--bind", "0.0.0.0", "--advertise", "127.0.0.1"}));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* file : {"coordinator-0.env", "server-0.env", "worker-0.env"}) {
+    EXPECT_EQ(EnvFile(file)["TESSERA_ADVERTISE_HOST"], "127.0.0.1") << file;
+    EXPECT_EQ(EnvFile(file)["TESSERA_BIND_HOST"], "0.0.0.0") << file;
+  }
+}
+
 TEST_F(TesseraCliTest, MissingDoubleDash) {
   RunResult r = Run({"run", "-w", "1", "--server-bin", kFakeServer, kFakeWorker});
   EXPECT_EQ(r.exit_code, 2);
@@ -509,9 +532,14 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   EXPECT_EQ(Slurp("server-0.args"), "--role server --rank 0 --coordinator tcp://127.0.0.1:47017\n");
 
   RunResult worker = Run(RunArgs(2, 1, {"print:1", "exit:5"}, {"--from-env"}), with_rank(3));
-  // The task becomes the worker itself: its exit code and unprefixed output.
+  // The task relays the worker: its exit code, and its output with its label.
   EXPECT_EQ(worker.exit_code, 5) << worker.err;
-  EXPECT_EQ(worker.out, "worker 1 exiting with 5\n");
+  EXPECT_EQ(worker.out, "[worker 1] worker 1 exiting with 5\n");
+  // --no-prefix: the task becomes the worker itself (exec): the same code, unprefixed output.
+  RunResult exec = Run(RunArgs(2, 1, {"print:1", "exit:5"}, {"--from-env", "--no-prefix"}),
+                       with_rank(3));
+  EXPECT_EQ(exec.exit_code, 5) << exec.err;
+  EXPECT_EQ(exec.out, "worker 1 exiting with 5\n");
   auto env = EnvFile("worker-1.env");
   EXPECT_EQ(env["TESSERA_ROLE"], "worker");
   EXPECT_EQ(env["TESSERA_RANK"], "1");
@@ -528,7 +556,7 @@ TEST_F(TesseraCliTest, FromEnvOpenMpiWithExplicitCoordinator) {
           {"--from-env", "--insecure", "--coordinator", "10.9.8.7:6001", "--bind", "127.0.0.1"}),
       {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"FAKE_NO_WAIT", "1"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "line 1 of worker 0\n");
+  EXPECT_EQ(r.out, "[worker 0] line 1 of worker 0\n");
   EXPECT_TRUE(Contains(r.err, "runs unauthenticated")) << r.err;
   EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_COORDINATOR"], "tcp://10.9.8.7:6001");
   EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_BIND_HOST"], "127.0.0.1");

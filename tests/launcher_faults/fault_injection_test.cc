@@ -216,6 +216,8 @@ class FaultInjectionTest : public TesseraHarness {
 
   // srun -n 4 tessera run -w 2 -s 1 --from-env: hits the task of `hit_rank` with `sig` after a
   // random number of epochs, and checks that every other task exits nonzero within the timeout.
+  // --no-prefix: each task is its process (exec), so that the signal hits the process itself (a
+  // relaying task cannot pass SIGSTOP on).
   void InjectUnderFromEnv(int hit_rank, int sig) {
     SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
     const int port = FreePort();
@@ -229,6 +231,7 @@ class FaultInjectionTest : public TesseraHarness {
                                        "-s",
                                        "1",
                                        "--from-env",
+                                       "--no-prefix",
                                        "--coordinator",
                                        "127.0.0.1:" + std::to_string(port),
                                        "--heartbeat-timeout",

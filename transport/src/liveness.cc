@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "tessera/common/logging.h"
@@ -30,6 +31,10 @@ std::string HostName() {
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A process that has no connection to the coordinator this long after starting says so (the
+// usual cause: an address that does not route from this host, such as tcp://0.0.0.0).
+constexpr milliseconds kUnreachedWarning{3000};
 
 }  // namespace
 
@@ -80,6 +85,7 @@ class LivenessAgent::Impl {
         timing_(LivenessTiming::For(options_.timeout)),
         socket_(context, zmq::socket_type::dealer),
         host_(HostName()),
+        connect_events_(context, zmq::socket_type::pair),
         log_(MakeLogger(options_.role == proto::Role::SERVER
                             ? fmt::format("liveness-server-{}", options_.rank)
                             : fmt::format("liveness-worker-{}", options_.rank))) {}
@@ -92,6 +98,15 @@ class LivenessAgent::Impl {
     proof_ = SecretProof(options_.secret);
     // The final heartbeat (`leaving`) must go out even though the socket closes right after it.
     socket_.set(zmq::sockopt::linger, 1000);
+    // Before connecting, so that the connection's first event is not missed.
+    const std::string monitor =
+        fmt::format("inproc://tessera-liveness-connect-{}", static_cast<void*>(socket_.handle()));
+    if (zmq_socket_monitor(socket_.handle(), monitor.c_str(),
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED) == 0) {
+      connect_events_.set(zmq::sockopt::linger, 0);
+      connect_events_.connect(monitor);
+      watching_connection_ = true;
+    }
     try {
       socket_.connect(options_.coordinator);
     } catch (const zmq::error_t& e) {
@@ -171,6 +186,37 @@ class LivenessAgent::Impl {
     }
   }
 
+  // Until the first connection to the coordinator: counts failed attempts and, when there is
+  // still none after kUnreachedWarning, says so once, naming the address.
+  void WatchConnection(Clock::time_point now, Clock::time_point start) {
+    if (!watching_connection_) return;
+    bool connected = heard_once_.load(std::memory_order_acquire);
+    zmq::message_t event;
+    while (connect_events_.recv(event, zmq::recv_flags::dontwait)) {
+      zmq::message_t address;
+      if (event.more()) (void)connect_events_.recv(address, zmq::recv_flags::dontwait);
+      if (event.size() < sizeof(uint16_t)) continue;
+      uint16_t id = 0;
+      std::memcpy(&id, event.data(), sizeof(id));
+      if (id == ZMQ_EVENT_CONNECTED) {
+        connected = true;
+      } else {
+        ++failed_connects_;
+      }
+    }
+    if (!connected && now - start < kUnreachedWarning) return;
+    if (!connected) {
+      log_->warn(
+          "cannot reach the coordinator at {} from {}: no connection after {:.0f} s ({} attempts "
+          "failed); still trying. Is that address routable from this host? (A job bound to "
+          "0.0.0.0 must advertise a routable address: tessera run --advertise ADDR.) Is the port "
+          "open in the firewall?",
+          options_.coordinator, host_, Seconds(now - start), failed_connects_);
+    }
+    zmq_socket_monitor(socket_.handle(), nullptr, 0);
+    watching_connection_ = false;
+  }
+
   void Loop() {
     std::vector<zmq::pollitem_t> items = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, waker_.poll_item()};
     const Clock::time_point start = Clock::now();
@@ -191,6 +237,7 @@ class LivenessAgent::Impl {
       while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
         if (!Handle(std::move(frame), now)) return;
       }
+      WatchConnection(now, start);
       // A watching launcher reports a silent coordinator itself (and stops everything): give it
       // the time to, so that the report names the coordinator rather than this process.
       milliseconds limit = supervised_ ? 2 * options_.timeout : timing_.silence;
@@ -209,6 +256,10 @@ class LivenessAgent::Impl {
   const LivenessTiming timing_;
   zmq::socket_t socket_;  // used by the agent's thread only (after Start)
   const std::string host_;
+  // Connection events of socket_ until its first connection (WatchConnection).
+  zmq::socket_t connect_events_;
+  bool watching_connection_ = false;
+  int failed_connects_ = 0;
   std::string proof_;  // SecretProof(options_.secret), set by Start
   std::shared_ptr<spdlog::logger> log_;
   Waker waker_;

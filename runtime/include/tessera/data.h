@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -70,6 +71,10 @@ enum class TripleFormat {
   kDoubleColon,  // MovieLens 1M/10M ratings.dat: user::item::rating[::timestamp]
   kCsv,          // MovieLens ratings.csv: userId,movieId,rating[,timestamp], optional header line
   kWhitespace,   // plain "user item rating" triples separated by spaces or tabs
+  // The Netflix prize files: a "MOVIE_ID:" line, then one "user,rating[,date]" line per rating of
+  // that movie (item = the movie). Detected by kAuto from a first line "DIGITS:". In a split load
+  // a share that starts after a movie line finds its movie by reading backwards from its start.
+  kNetflix,
 };
 
 struct TripleOptions {
@@ -86,6 +91,10 @@ struct TripleOptions {
   // The share of `path` to read. Default: the whole file (split between the workers of a
   // distributed job; see the top of this file).
   ReadRange range;
+  // Ids are strings (Amazon, Yelp: "A3SGXH7AUHU8GW"), not integers: every user and item id
+  // becomes the external id string_id_key(id), so the maps order ids by key, and
+  // read_id_names() gives the strings back. Default: false (a non-integer id is an error).
+  bool string_ids = false;
 };
 
 // External id <-> dense index.
@@ -104,6 +113,10 @@ class IdMap {
   std::vector<int64_t> external_;  // sorted
   std::unordered_map<int64_t, int64_t> index_;  // empty when the ids have no gaps
 };
+
+// The external id of a string id under TripleOptions::string_ids: a stable 63-bit hash (>= 0),
+// the same on every host. Two strings with one key are reported by read_id_names.
+int64_t string_id_key(std::string_view id);
 
 template <typename T>
 struct TripleData {
@@ -124,6 +137,18 @@ template <typename T>
 Result<TripleData<T>> load_triples(Context& ctx, const std::string& path,
                                    const TripleOptions& options = {},
                                    std::source_location loc = std::source_location::current());
+
+// The id strings of a load with TripleOptions::string_ids, by dense index: users[u] is the string
+// of index u of `users`. Reads `path` and options.test_path again, whole, in this process (run it
+// where the strings are needed, e.g. where a model is saved). Errors: those of load_triples, and
+// InvalidArgument when two different strings have one key (naming both) or when an index has
+// no string in the files (they changed since the load).
+struct IdNames {
+  std::vector<std::string> users;
+  std::vector<std::string> items;
+};
+Result<IdNames> read_id_names(const std::string& path, const TripleOptions& options,
+                              const IdMap& users, const IdMap& items);
 
 struct DocwordOptions {
   // Keep only documents with id <= max_docs (after validating the whole file). Default: 0 = all.

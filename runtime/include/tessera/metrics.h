@@ -25,6 +25,11 @@ class Context;
 // alone (serial mode) it returns `value`. Errors: those of Context::AllGather (a peer gone).
 Result<double> SumOverWorkers(Context& ctx, double value);
 
+// "eta 3m20s" for a progress line: the time left when `done` of `total` steps took
+// `elapsed_seconds`, at their mean pace ("eta 45s", "eta 1h02m"). Empty when no step is done
+// yet or none is left.
+std::string FormatEta(double elapsed_seconds, int64_t done, int64_t total);
+
 // One line: fields in insertion order.
 class MetricsRecord {
  public:

@@ -19,6 +19,17 @@ namespace tessera {
 // Meant to be called from main() with the value of a --log-level flag.
 Status SetLogLevel(std::string_view level);
 
+// The output manners of a process of a job (docs/operations.md, "Output"), applied by the
+// runtime before main() and by tessera-server at start, so that a program's own settings (a
+// --log-level flag) still override them:
+//   - under a launcher (TESSERA_ROLE set), stdout and stderr become line-buffered, so that each
+//     line reaches the launcher (a pipe) when printed, not in 4 KiB bursts;
+//   - TESSERA_LOG_LEVEL, when set, becomes the log level (`tessera run --log-level`).
+// Colour: spdlog's colour sinks colour only a terminal (their automatic mode), never a pipe.
+// Returns InvalidArgument naming TESSERA_LOG_LEVEL when its value is not a level (the level is
+// then unchanged); the buffering is set up either way.
+Status ApplyJobOutputDefaults();
+
 // A logger whose lines carry `name` (e.g. "server-1"); shares the default sink and level.
 std::shared_ptr<spdlog::logger> MakeLogger(const std::string& name);
 

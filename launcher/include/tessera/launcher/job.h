@@ -29,6 +29,8 @@ inline constexpr char kEnvNumWorkers[] = "TESSERA_NUM_WORKERS";
 inline constexpr char kEnvNumServers[] = "TESSERA_NUM_SERVERS";
 inline constexpr char kEnvCoordinator[] = "TESSERA_COORDINATOR";  // tcp://HOST:PORT
 inline constexpr char kEnvBindHost[] = "TESSERA_BIND_HOST";
+// Set when the bind host is a wildcard (0.0.0.0, ::): the address peers reach the process at.
+inline constexpr char kEnvAdvertiseHost[] = "TESSERA_ADVERTISE_HOST";
 inline constexpr char kEnvJobSecret[] = "TESSERA_JOB_SECRET";
 inline constexpr char kEnvLogLevel[] = "TESSERA_LOG_LEVEL";
 inline constexpr char kEnvHeartbeatTimeout[] = "TESSERA_HEARTBEAT_TIMEOUT";  // seconds; 0: off
@@ -66,6 +68,11 @@ struct JobOptions {
   std::string server_bin;
   // Address the coordinator listens on and local processes bind to. Default: loopback.
   std::string bind_host = "127.0.0.1";
+  // With a wildcard bind_host: the address other hosts reach the local processes at (passed as
+  // TESSERA_ADVERTISE_HOST, so that no process publishes tcp://0.0.0.0:PORT). The driver fills it
+  // from --advertise, else with this machine's address toward the first other host. Empty: each
+  // process uses the address its host name resolves to.
+  std::string advertise_host;
   // Passed as TESSERA_LOG_LEVEL. Default: info.
   std::string log_level = "info";
   // Passed as TESSERA_JOB_SECRET; the driver generates one per job (GenerateJobSecret()).
@@ -135,6 +142,9 @@ std::string ShellQuote(std::string_view word);
 
 // Splits a command given as one string (--ssh "ssh -o BatchMode=yes") on whitespace.
 std::vector<std::string> SplitCommand(std::string_view command);
+
+// True for the addresses that mean "every interface": 0.0.0.0, *, :: and [::].
+bool IsWildcardHost(std::string_view host);
 
 // True for localhost, 127.0.0.0/8 and ::1.
 bool IsLoopbackHost(std::string_view host);

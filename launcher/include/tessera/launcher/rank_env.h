@@ -9,7 +9,11 @@
 // Coordinator endpoint: tcp://HOST:PORT from --coordinator HOST[:PORT] when given; otherwise
 // HOST is SLURM_LAUNCH_NODE_IPADDR under Slurm (rank 0 must run on the node srun was started on,
 // which is the default inside sbatch), or 127.0.0.1 under OpenMPI when all ranks are on one node
-// (OMPI_COMM_WORLD_LOCAL_SIZE == OMPI_COMM_WORLD_SIZE); PORT defaults to kDefaultCoordinatorPort.
+// (OMPI_COMM_WORLD_LOCAL_SIZE == OMPI_COMM_WORLD_SIZE). PORT, unless given, is the job's own
+// (JobCoordinatorPort), so that two jobs on one node do not collide.
+//
+// Binding to a wildcard (--bind 0.0.0.0): every process advertises --advertise ADDR, else its
+// node's address toward the coordinator (rank 0: the coordinator's address), never 0.0.0.0.
 #ifndef TESSERA_LAUNCHER_RANK_ENV_H_
 #define TESSERA_LAUNCHER_RANK_ENV_H_
 
@@ -25,6 +29,8 @@
 namespace tessera::launcher {
 
 inline constexpr int kDefaultCoordinatorPort = 47017;
+// Job ports are kDefaultCoordinatorPort + (hash of the job id) % kCoordinatorPortSpan.
+inline constexpr int kCoordinatorPortSpan = 10000;
 
 using EnvMap = std::map<std::string, std::string>;
 
@@ -41,12 +47,22 @@ struct TaskRank {
 // NotFound when neither pair is set; InvalidArgument when a value is malformed.
 Result<TaskRank> DetectTaskRank(const EnvMap& env);
 
+// The coordinator port of the job the task belongs to: derived from the launcher's job id, the
+// same in every task of one job and (almost always) different between jobs: SLURM_JOB_ID and
+// SLURM_STEP_ID under Slurm; under OpenMPI its job id (OMPI_MCA_ess_base_jobid, or PMIX_NAMESPACE
+// for OpenMPI 5). kDefaultCoordinatorPort when no job id is set. `source` ("slurm", "openmpi")
+// is TaskRank::source.
+int JobCoordinatorPort(const EnvMap& env, const std::string& source);
+
 struct FromEnvOptions {
   // --coordinator HOST[:PORT]. Default: derived from the environment (see above).
   std::optional<std::string> coordinator;
   // --bind. Default: the coordinator's host (as an address) for the coordinator; for servers
   // and workers, this node's address toward the coordinator (127.0.0.1 when it is on loopback).
   std::optional<std::string> bind_host;
+  // --advertise: the address peers reach this task's process at when it binds to a wildcard.
+  // Default: as described at the top.
+  std::optional<std::string> advertise;
   // How this node's address toward a host is found. Default: LocalAddressToward (net.h);
   // tests substitute their own.
   std::function<Result<std::string>(std::string_view host)> local_address_toward =

@@ -10,9 +10,19 @@
 
 namespace tessera {
 
+// The address peers reach this process at, for a process bound to a wildcard address (the
+// launcher sets it: `tessera run --advertise`, else this host's address toward the coordinator).
+inline constexpr char kEnvAdvertiseHost[] = "TESSERA_ADVERTISE_HOST";
+
 // Binds `socket` to `endpoint` and returns the endpoint peers should connect to. A tcp port of 0
-// (or "*") picks an ephemeral port; the result names the port actually bound.
+// (or "*") picks an ephemeral port; the result names the port actually bound. A wildcard host
+// (0.0.0.0, *, ::) is never returned, since no other host can connect to it: the result names
+// $TESSERA_ADVERTISE_HOST instead, else the address this host's name resolves to, else 127.0.0.1.
 Result<std::string> BindSocket(zmq::socket_t& socket, const std::string& endpoint);
+
+// `bound` with a wildcard host (tcp://0.0.0.0:P, tcp://*:P, tcp://[::]:P) replaced by
+// `advertise_host` (an IPv6 address is bracketed); any other endpoint is returned unchanged.
+std::string AdvertisedEndpoint(const std::string& bound, const std::string& advertise_host);
 
 // Socket options every Tessera socket uses: no linger on close, unlimited send queues (the
 // protocol's own flow control, SSP, bounds what is in flight; they hold only this node's own

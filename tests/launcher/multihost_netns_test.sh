@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Two hosts on network namespaces (this machine, no root needed: unshare -rnm), joined by a veth
+# pair: host A (10.78.0.1) runs the launcher and the coordinator, host B (10.78.0.2) is reached
+# through an ssh stand-in that enters B's namespace. Every job binds to the wildcard address
+# (--bind 0.0.0.0) and must still advertise routable addresses: a process on B that were told
+# tcp://0.0.0.0:PORT would connect to B itself and the job would hang.
+#   1. tessera run --hostfile (A and B) --bind 0.0.0.0
+#   2. --from-env tasks as mpirun would start them, rank 0 on A and ranks 1-3 on B, --bind 0.0.0.0
+#   3. --advertise ADDR is what the processes publish
+# Usage: multihost_netns_test.sh TESSERA TESSERA_SERVER PROGRAM
+# Exit 77 (a skip, registered as such) when network namespaces cannot be made here. KEEP_WORK=1
+# keeps the outputs (in a temporary directory) for a look afterwards.
+set -euo pipefail
+tessera=$(realpath "$1") server=$(realpath "$2") program=$(realpath "$3")
+
+if [[ -z ${TESSERA_NETNS_INSIDE:-} ]]; then
+  if ! unshare -rnm true 2>/dev/null; then
+    echo "SKIP: cannot create user and network namespaces here (unshare -rnm)"
+    exit 77
+  fi
+  exec env TESSERA_NETNS_INSIDE=1 unshare -rnm "$0" "$@"
+fi
+
+work=$(mktemp -d)
+holder=
+cleanup() {
+  [[ -n $holder ]] && kill "$holder" 2>/dev/null
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# Whether a wildcard endpoint appears in the output other than as what the coordinator listens on.
+advertised_wildcard() { cat "$@" | grep -v -- '--listen tcp://0\.0\.0\.0' | grep -q 'tcp://0\.0\.0\.0'; }
+
+# Host B: a process that holds a second network namespace open.
+unshare -n sleep 600 &
+holder=$!
+for _ in $(seq 200); do  # until the holder has entered its namespace
+  [[ $(readlink /proc/$holder/ns/net) != "$(readlink /proc/self/ns/net)" ]] && break
+  sleep 0.01
+done
+ip link set lo up
+ip link add va type veth peer name vb netns "$holder"
+ip addr add 10.78.0.1/24 dev va
+ip link set va up
+nsenter -t "$holder" -n ip link set lo up
+nsenter -t "$holder" -n ip addr add 10.78.0.2/24 dev vb
+nsenter -t "$holder" -n ip link set vb up
+
+# ssh HOST COMMAND: runs COMMAND on host A (here) or B (its namespace), stdin passed through.
+cat > "$work/ssh" <<SSH
+#!/bin/sh
+while [ \$# -gt 0 ]; do case \$1 in -o) shift 2 ;; -*) shift ;; *) break ;; esac; done
+host=\$1; shift
+case \$host in
+  10.78.0.1) exec sh -c "\$*" ;;
+  10.78.0.2) exec nsenter -t $holder -n sh -c "\$*" ;;
+  *) echo "ssh stand-in: unknown host \$host" >&2; exit 255 ;;
+esac
+SSH
+chmod +x "$work/ssh"
+printf '10.78.0.1 slots=1\n10.78.0.2 slots=1\n' > "$work/hosts"
+cd "$work"
+
+echo "== 1. hostfile job, --bind 0.0.0.0"
+if ! timeout 120 "$tessera" run -w 2 -s 2 --hostfile "$work/hosts" --ssh "$work/ssh" \
+     --bind 0.0.0.0 --log-level debug --server-bin "$server" --grace-period 2 -- "$program" \
+     > out1.txt 2>&1; then
+  cat out1.txt; fail "the hostfile job failed"
+fi
+grep -q '^\[worker 1\] probe: first line' out1.txt || { cat out1.txt; fail "worker 1 (on B) did not run"; }
+grep -q 'listening on tcp://10.78.0.1:' out1.txt || { cat out1.txt; fail "the coordinator does not advertise 10.78.0.1"; }
+advertised_wildcard out1.txt && { cat out1.txt; fail "an endpoint tcp://0.0.0.0 was advertised"; }
+echo ok
+
+echo "== 2. --from-env tasks: coordinator and worker 0 on A, server 0 and worker 1 on B, --bind 0.0.0.0"
+export TESSERA_JOB_SECRET=netns-secret
+from_env=(run -w 2 -s 1 --from-env --coordinator 10.78.0.1 --bind 0.0.0.0 --log-level debug
+          --server-bin "$server" -- "$program")
+pids=()
+for rank in 0 1 2 3; do
+  on_b=()
+  (( rank % 2 == 1 )) && on_b=(nsenter -t "$holder" -n)
+  SLURM_PROCID=$rank SLURM_NTASKS=4 SLURM_JOB_ID=77 SLURM_STEP_ID=0 \
+    timeout 120 "${on_b[@]}" "$tessera" "${from_env[@]}" > "task$rank.txt" 2>&1 &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+if [[ $status != 0 ]]; then cat task*.txt; fail "a --from-env task failed"; fi
+grep -q '^\[worker 0\] probe: first line' task2.txt || { cat task*.txt; fail "worker 0 did not run"; }
+grep -q '^\[worker 1\] probe: first line' task3.txt || { cat task*.txt; fail "worker 1 did not run"; }
+grep -q 'server 0 registered at tcp://10.78.0.2:' task0.txt || { cat task*.txt; fail "the server on B does not advertise 10.78.0.2"; }
+advertised_wildcard task*.txt && { cat task*.txt; fail "an endpoint tcp://0.0.0.0 was advertised"; }
+# The port came from the job id, not the fixed default.
+grep -q 'listening on tcp://10.78.0.1:47017 ' task0.txt && { cat task0.txt; fail "the default port was used despite SLURM_JOB_ID"; }
+echo ok
+
+echo "== 3. --advertise"
+if ! timeout 120 "$tessera" run -w 1 -s 1 --bind 0.0.0.0 --advertise 10.78.0.1 --log-level debug \
+     --server-bin "$server" -- "$program" > out3.txt 2>&1; then
+  cat out3.txt; fail "the --advertise job failed"
+fi
+grep -q 'server 0 registered at tcp://10.78.0.1:' out3.txt || { cat out3.txt; fail "--advertise was not used"; }
+echo ok
