@@ -364,6 +364,26 @@ TEST_F(FaultInjectionTest, WorkerReturningEarlyStopsTheJobAtOnce) {
   }
 }
 
+// Worker 0 returns an error from main while worker 1 waits for its clock on the parameter
+// servers (a relaxed array's read at a loop's end): the servers see worker 0 wait at its final
+// barrier and fail worker 1's read at once, naming worker 0, instead of the client's 10-minute
+// wait.
+TEST_F(FaultInjectionTest, WorkerReturningEarlyWhileOthersWaitOnTheServersStopsTheJob) {
+  for (const std::string servers : {"1", "2"}) {
+    SCOPED_TRACE(servers + " servers");
+    RunResult r = Run({"run", "-w", "2", "-s", servers, "--server-bin", TESSERA_SERVER_BINARY, "--",
+                       TESSERA_PS_WAIT_WORKER},
+                      {});
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_LT(r.elapsed, seconds(15)) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker 0 gives up")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker 0 waits at a barrier")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "did worker 0 stop early")) << r.err;
+    EXPECT_FALSE(Contains(r.out, "worker 1 finished")) << r.out;
+    ExpectNoScratchDirectory();
+  }
+}
+
 TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   // A directory as a launcher killed during start-up leaves it (its pid is long gone).
   pid_t gone = fork();
