@@ -5,6 +5,8 @@
 // server's file of the checkpoint (RestoreTables), checking sizes and crc32s, and fill each table
 // from it when the table is created again, keeping the rows that hash to them under the new job's
 // table id and server count.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -12,8 +14,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <cerrno>
 #include <cstring>
 #include <regex>
@@ -36,8 +36,8 @@ uint32_t Crc32Of(const char* p, size_t n) {
   uint32_t crc = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
   while (n > 0) {
     const size_t chunk = std::min<size_t>(n, size_t{1} << 30);
-    crc = static_cast<uint32_t>(::crc32(crc, reinterpret_cast<const Bytef*>(p),
-                                        static_cast<uInt>(chunk)));
+    crc = static_cast<uint32_t>(
+        ::crc32(crc, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(chunk)));
     p += chunk;
     n -= chunk;
   }
@@ -114,9 +114,8 @@ bool IsTablesFileName(const std::string& name) {
 
 Result<std::string> Server::Impl::CheckpointDirectory(const std::string& checkpoint) const {
   if (options_.checkpoint_dir.empty()) {
-    return Status::FailedPrecondition(
-        fmt::format("server {} has no checkpoint directory (TESSERA_CHECKPOINT_DIR)",
-                    options_.rank));
+    return Status::FailedPrecondition(fmt::format(
+        "server {} has no checkpoint directory (TESSERA_CHECKPOINT_DIR)", options_.rank));
   }
   if (!IsCheckpointName(checkpoint)) {
     return Status::InvalidArgument(fmt::format("'{}' is not a checkpoint's name", checkpoint));
@@ -170,8 +169,8 @@ void Server::Impl::OnSaveTables(const std::string& identity, uint64_t request_id
     Reject(identity, request_id, s);
     return;
   }
-  log_->info("checkpoint {}: {} table(s), {} rows ({} B) written to {}", save.getCheckpoint().cStr(),
-             chosen.size(), rows_written, bytes.size(), path);
+  log_->info("checkpoint {}: {} table(s), {} rows ({} B) written to {}",
+             save.getCheckpoint().cStr(), chosen.size(), rows_written, bytes.size(), path);
   OutgoingMessage reply(options_.rank, request_id);
   auto file = reply.envelope().getBody().initTablesFile();
   file.setServer(static_cast<uint32_t>(options_.rank));
@@ -194,9 +193,9 @@ Status Server::Impl::LoadTablesFile(const std::string& dir, proto::TablesFile::R
         fmt::format("{}: {} bytes, the manifest says {}", path, text->size(), file.getBytes()));
   }
   if (const uint32_t crc = Crc32Of(text->data(), text->size()); crc != file.getCrc32()) {
-    return Status::DataLoss(fmt::format(
-        "{}: crc32 {:08x}, the manifest says {:08x} (the file is damaged)", path, crc,
-        file.getCrc32()));
+    return Status::DataLoss(
+        fmt::format("{}: crc32 {:08x}, the manifest says {:08x} (the file is damaged)", path, crc,
+                    file.getCrc32()));
   }
   if (text->size() % sizeof(capnp::word) != 0) {
     return Status::DataLoss(fmt::format("{}: not a tables file", path));
@@ -218,8 +217,8 @@ Status Server::Impl::LoadTablesFile(const std::string& dir, proto::TablesFile::R
       r.spec = spec;
     } else if (r.spec.value_type != spec.value_type || r.spec.num_rows != spec.num_rows ||
                r.spec.width != spec.width || r.spec.sparse != spec.sparse) {
-      return Status::DataLoss(fmt::format("{}: table '{}' differs from another server's file",
-                                          path, spec.name));
+      return Status::DataLoss(
+          fmt::format("{}: table '{}' differs from another server's file", path, spec.name));
     }
     for (auto row : table.getRows()) {
       Result<RowValues> values = RowValues::FromProto(row.getValues(), spec);
@@ -249,8 +248,8 @@ void Server::Impl::OnRestoreTables(const std::string& identity, uint64_t request
     try {
       s = LoadTablesFile(*dir, file);
     } catch (const kj::Exception& e) {
-      s = Status::DataLoss(fmt::format("{}/{}: not a tables file ({})", *dir,
-                                       file.getName().cStr(), e.getDescription().cStr()));
+      s = Status::DataLoss(fmt::format("{}/{}: not a tables file ({})", *dir, file.getName().cStr(),
+                                       e.getDescription().cStr()));
     }
     if (!s.ok()) {
       restored_.clear();

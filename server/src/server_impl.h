@@ -51,7 +51,7 @@ struct ParkedGet {
   TableId table;
   std::vector<RowId> rows;
   int64_t min_clock;
-  bool subscribe;  // false: an uncached read (see GetRequest)
+  bool subscribe;            // false: an uncached read (see GetRequest)
   bool sole_thread = false;  // the reader's process has one thread (see WaitingAtBarrier)
 };
 

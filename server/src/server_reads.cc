@@ -27,7 +27,12 @@ void Server::Impl::OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest
     Reject(peers_[worker].identity, request_id, table.status());
     return;
   }
-  ParkedGet req{worker, request_id, get.getTable(), {}, get.getMinClock(), get.getSubscribe(),
+  ParkedGet req{worker,
+                request_id,
+                get.getTable(),
+                {},
+                get.getMinClock(),
+                get.getSubscribe(),
                 get.getSoleThread()};
   auto rows = get.getRows();
   Status checked = CheckRows(**table, rows);
@@ -58,8 +63,8 @@ bool Server::Impl::FailIfDeadlocked(const ParkedGet& req) {
     const Peer& p = peers_[w];
     if (w == req.worker || p.at_barrier == 0 || p.clock >= req.min_clock) continue;
     auto table = tables_.find(req.table);
-    const std::string name = table == tables_.end() ? std::to_string(req.table)
-                                                     : "'" + table->second.spec.name + "'";
+    const std::string name =
+        table == tables_.end() ? std::to_string(req.table) : "'" + table->second.spec.name + "'";
     Reject(peers_[req.worker].identity, req.request_id,
            Status::FailedPrecondition(fmt::format(
                "worker {} waits at a barrier with its clock at {} (it finished its program: "

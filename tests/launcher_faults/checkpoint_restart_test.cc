@@ -218,10 +218,10 @@ TEST_F(CheckpointRestartTest, KilledProcessIsRestartedAndTheResultIsBitExact) {
   SCOPED_TRACE(target + " killed " + std::to_string(more) +
                " epochs after the first checkpoint, interval " + interval);
   const std::string ckpt = dir_ + "/ckpt";
-  const pid_t launcher = Start(Job(
-      "restarted.jsonl",
-      {"--checkpoint-dir", ckpt, "--checkpoint-interval", interval, "--max-restarts", "2"},
-      kEpochs));
+  const pid_t launcher = Start(
+      Job("restarted.jsonl",
+          {"--checkpoint-dir", ckpt, "--checkpoint-interval", interval, "--max-restarts", "2"},
+          kEpochs));
   KillAfterFirstCheckpoint(runs_, ckpt, "epoch ", more, kEpochs, target);
 
   RunResult r = Wait(launcher, seconds(120));
@@ -249,12 +249,13 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
   const std::vector<std::string> targets = {"server 0", "worker 0", "coordinator"};
   const std::string target = targets[rng_() % targets.size()];
   const size_t more = rng_() % 10;
-  SCOPED_TRACE(target + " killed " + std::to_string(more) + " iterations after the first checkpoint");
+  SCOPED_TRACE(target + " killed " + std::to_string(more) +
+               " iterations after the first checkpoint");
   const std::string ckpt = dir_ + "/ckpt";
-  const pid_t launcher = Start(LdaJob(
-      1, 1, "restarted.jsonl",
-      {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"},
-      kIterations));
+  const pid_t launcher = Start(
+      LdaJob(1, 1, "restarted.jsonl",
+             {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"},
+             kIterations));
   KillAfterFirstCheckpoint(runs_, ckpt, "iter ", more, kIterations, target);
   RunResult r = Wait(launcher, seconds(120));
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -285,12 +286,13 @@ TEST_F(CheckpointRestartTest, LdaTwoWorkersRestartedAfterAKillEndsAtTheSameQuali
                                             "coordinator"};
   const std::string target = targets[rng_() % targets.size()];
   const size_t more = rng_() % 10;
-  SCOPED_TRACE(target + " killed " + std::to_string(more) + " iterations after the first checkpoint");
+  SCOPED_TRACE(target + " killed " + std::to_string(more) +
+               " iterations after the first checkpoint");
   const std::string ckpt = dir_ + "/ckpt";
-  const pid_t launcher = Start(LdaJob(
-      2, 2, "restarted.jsonl",
-      {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"},
-      kIterations));
+  const pid_t launcher = Start(
+      LdaJob(2, 2, "restarted.jsonl",
+             {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"},
+             kIterations));
   KillAfterFirstCheckpoint(runs_, ckpt, "iter ", more, kIterations, target);
   RunResult r = Wait(launcher, seconds(120));
   EXPECT_EQ(r.exit_code, 0) << r.err;

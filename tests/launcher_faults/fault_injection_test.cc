@@ -328,6 +328,17 @@ TEST_F(FaultInjectionTest, LdaWorker1Stopped) {
   InjectUnderLauncher(App::kLda, 2, "worker 1", SIGSTOP);
 }
 
+// lda, 2 servers: a process kind and a signal drawn from the seed, so that the soak covers every
+// combination the fixed cases above leave out.
+TEST_F(FaultInjectionTest, LdaRandomProcessAndSignal) {
+  const std::vector<std::string> targets = {"coordinator", "server 0", "server 1", "worker 0",
+                                            "worker 1"};
+  const std::string target = targets[rng_() % targets.size()];
+  const int sig = rng_() % 2 == 0 ? SIGKILL : SIGSTOP;
+  SCOPED_TRACE(target + (sig == SIGKILL ? " killed" : " stopped"));
+  InjectUnderLauncher(App::kLda, 2, target, sig);
+}
+
 // --from-env (tasks as srun starts them): ranks 0 coordinator, 1 server 0, 2-3 workers 0-1.
 TEST_F(FaultInjectionTest, FromEnvCoordinatorKilled) { InjectUnderFromEnv(0, SIGKILL); }
 TEST_F(FaultInjectionTest, FromEnvServerStopped) { InjectUnderFromEnv(1, SIGSTOP); }

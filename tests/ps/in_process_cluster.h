@@ -43,7 +43,7 @@ struct ClusterOptions {
   CommOptions server_comm;  // and of every server
   uint64_t cache_rows = 0;  // every client's cache capacity per table (0: no limit)
   std::chrono::milliseconds client_timeout{60000};  // every client's ClientOptions::timeout
-  std::string checkpoint_dir;  // every server's ServerOptions::checkpoint_dir
+  std::string checkpoint_dir;                       // every server's ServerOptions::checkpoint_dir
 };
 
 class InProcessCluster {

@@ -65,7 +65,8 @@ TEST_F(ServerTablesTest, EachServerWritesItsShardAndAnotherJobRestoresIt) {
   {
     InProcessCluster job(Options(2));
     Client& c = job.client(0);
-    ASSERT_TRUE(c.CreateTable(TestTable(3, "relaxed-array-5", ValueType::kInt64, kRows, kWidth)).ok());
+    ASSERT_TRUE(
+        c.CreateTable(TestTable(3, "relaxed-array-5", ValueType::kInt64, kRows, kWidth)).ok());
     ASSERT_TRUE(c.CreateTable(TestTable(4, "not-saved", ValueType::kInt64, kRows, kWidth)).ok());
     std::vector<RowId> rows(kRows);
     std::iota(rows.begin(), rows.end(), RowId{0});
@@ -97,7 +98,8 @@ TEST_F(ServerTablesTest, EachServerWritesItsShardAndAnotherJobRestoresIt) {
   Status restored = tables->Restore(kCheckpoint, files);
   ASSERT_TRUE(restored.ok()) << restored.ToString();
   Client& c = job.client(0);
-  ASSERT_TRUE(c.CreateTable(TestTable(9, "relaxed-array-5", ValueType::kInt64, kRows, kWidth)).ok());
+  ASSERT_TRUE(
+      c.CreateTable(TestTable(9, "relaxed-array-5", ValueType::kInt64, kRows, kWidth)).ok());
   ASSERT_TRUE(c.CreateTable(TestTable(4, "not-saved", ValueType::kInt64, kRows, kWidth)).ok());
   std::vector<RowId> rows(kRows);
   std::iota(rows.begin(), rows.end(), RowId{0});

@@ -395,9 +395,10 @@ class CheckpointingExecutor::Impl {
         // Its table comes back on the servers; the array reads it back below (from zero, so
         // that nothing is added to the restored table).
         if (!a->relaxed() || !host_->HasServerTables()) {
-          Fatal(fmt::format("resuming from {}: array #{} was a relaxed array on the parameter "
-                            "servers and is not now",
-                            resume_->path, r.id));
+          Fatal(
+              fmt::format("resuming from {}: array #{} was a relaxed array on the parameter "
+                          "servers and is not now",
+                          resume_->path, r.id));
         }
         std::memset(a->value_data(), 0, static_cast<size_t>(a->value_count() * e));
         on_servers = true;
