@@ -2,7 +2,8 @@
 // lda (a relaxed array, whose table the servers write into the checkpoint themselves). A process
 // of any kind SIGKILLed at a random point after the first checkpoint, under --max-restarts, gives
 // a job that still succeeds: mf's every epoch's RMSE equals an undisturbed run's bit for bit, and
-// so does lda's log-likelihood with one worker (deterministic); with two workers and two servers
+// so does lda's log-likelihood with one worker (deterministic; one iteration may differ in its
+// last bits, see below); with two workers and two servers
 // (bounded staleness, not deterministic) lda ends at an undisturbed run's quality and the
 // iterations it replays print what they printed before. A resumed run skips an incomplete newest
 // checkpoint; a damaged file and bad directories are clear errors. TESSERA_FAULT_SEED=N replays
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <random>
 #include <regex>
@@ -75,8 +77,8 @@ std::vector<std::string> Rmses(const std::string& jsonl) {
 }
 
 // Final log-likelihoods per token of two undisturbed two-worker runs of this lda job differ by
-// up to about half this much (bounded staleness; measured: five runs ended between -6.772 and
-// -6.750).
+// up to about a third of this (bounded staleness; measured: five runs of 60 iterations ended
+// between -6.712 and -6.697).
 constexpr double kLdaTolerance = 0.05;
 
 class CheckpointRestartTest : public TesseraHarness {
@@ -210,11 +212,12 @@ TEST_F(CheckpointRestartTest, KilledProcessIsRestartedAndTheResultIsBitExact) {
 
   // The random point: any kind of process, after the first complete checkpoint plus 0-19 more
   // epochs. With a checkpoint before every loop (interval 0) the kill often lands while one is
-  // being written, which the restarted job must not use.
+  // being written, which the restarted job must not use. (A short interval: an epoch takes a
+  // millisecond, a longer one could let the job end before its first checkpoint.)
   const std::vector<std::string> targets = {"worker 0", "worker 1", "server 0", "coordinator"};
   const std::string target = targets[rng_() % targets.size()];
   const size_t more = rng_() % 20;
-  const std::string interval = rng_() % 2 == 0 ? "0" : "0.05";
+  const std::string interval = rng_() % 2 == 0 ? "0" : "0.01";
   SCOPED_TRACE(target + " killed " + std::to_string(more) +
                " epochs after the first checkpoint, interval " + interval);
   const std::string ckpt = dir_ + "/ckpt";
@@ -235,12 +238,13 @@ TEST_F(CheckpointRestartTest, KilledProcessIsRestartedAndTheResultIsBitExact) {
   EXPECT_EQ(Rmses(Slurp("restarted.jsonl")), expected);
 }
 
-// One worker and one server: lda is deterministic, so a restarted job ends bit-exact. The
-// server is among the processes killed: its table (the topic totals) comes back from the file
+// One worker and one server: lda is deterministic, so a restarted job ends bit-exact (but see
+// the log-likelihood of the iteration a restore splits, below). The server is among the processes
+// killed: its table (the topic totals) comes back from the file
 // it wrote into the checkpoint.
 TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
   SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
-  constexpr int kIterations = 40;
+  constexpr int kIterations = 60;
   RunResult reference = Run(LdaJob(1, 1, "reference.jsonl", {}, kIterations));
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   const std::vector<std::string> expected = LogLikelihoods(Slurp("reference.jsonl"));
@@ -254,7 +258,7 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
   const std::string ckpt = dir_ + "/ckpt";
   const pid_t launcher = Start(
       LdaJob(1, 1, "restarted.jsonl",
-             {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"},
+             {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0", "--max-restarts", "2"},
              kIterations));
   KillAfterFirstCheckpoint(runs_, ckpt, "iter ", more, kIterations, target);
   RunResult r = Wait(launcher, seconds(120));
@@ -263,7 +267,21 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
       << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "table(s), ")) << "the server wrote no table\n" << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "rows restored from the checkpoint")) << r.err;
-  EXPECT_EQ(LogLikelihoods(Slurp("restarted.jsonl")), expected);
+  // The topics are bit-exact, and so is every iteration's log-likelihood but, when the restore
+  // lands between an iteration's two log-likelihood loops, that one iteration's, which may differ
+  // in its last bits: a checkpoint logs an accumulator's value, not its per-thread partial sums,
+  // and the second loop then adds to it in another order.
+  const std::vector<std::string> got = LogLikelihoods(Slurp("restarted.jsonl"));
+  ASSERT_EQ(got.size(), expected.size());
+  int inexact = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == expected[i]) continue;
+    ++inexact;
+    const double a = std::stod(got[i].substr(got[i].find(' ') + 1));
+    const double b = std::stod(expected[i].substr(expected[i].find(' ') + 1));
+    EXPECT_NEAR(a, b, 1e-12 * std::abs(b)) << got[i] << " vs " << expected[i];
+  }
+  EXPECT_LE(inexact, 1) << "iterations whose log-likelihood is not bit-exact";
   // Every iteration the first attempt printed, the restarted one printed alike (replayed, or
   // computed again from the checkpoint).
   const auto attempts = PrintedLogLikelihoods(r.out);
@@ -276,7 +294,7 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
 // printed (from the logged accumulators), and a killed server's shard comes back from its file.
 TEST_F(CheckpointRestartTest, LdaTwoWorkersRestartedAfterAKillEndsAtTheSameQuality) {
   SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
-  constexpr int kIterations = 40;
+  constexpr int kIterations = 60;
   RunResult reference = Run(LdaJob(2, 2, "reference.jsonl", {}, kIterations));
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   const std::vector<std::string> expected = LogLikelihoods(Slurp("reference.jsonl"));
@@ -291,7 +309,7 @@ TEST_F(CheckpointRestartTest, LdaTwoWorkersRestartedAfterAKillEndsAtTheSameQuali
   const std::string ckpt = dir_ + "/ckpt";
   const pid_t launcher = Start(
       LdaJob(2, 2, "restarted.jsonl",
-             {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0.05", "--max-restarts", "2"},
+             {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0", "--max-restarts", "2"},
              kIterations));
   KillAfterFirstCheckpoint(runs_, ckpt, "iter ", more, kIterations, target);
   RunResult r = Wait(launcher, seconds(120));
