@@ -313,6 +313,13 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     topics.bump_generation();
   };
   doc_to_word();
+  // A resumed run (checkpoints) restores the tokens' topics just before the loop it continues
+  // with; the snapshots the replay took from them before then are taken again.
+  ctx.on_restore([&] {
+    refresh_doc_snapshot();
+    for (int64_t q = 0; q < num_tokens; ++q) topics.set_word_topic(q, Topic(tokens_w.value_at(q)));
+    topics.bump_generation();
+  });
 
   // The exact sampler's count tables (--sampler gibbs only; calloc'ed, untouched otherwise).
   auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {opt.sampler == "gibbs" ? D : 1, K});
@@ -335,6 +342,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     ll_const += std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
   }
   ll_const += K * std::lgamma(V * opt.beta);
+  const double vbeta_d = static_cast<double>(V) * opt.beta;
+  const int64_t first_doc = static_cast<int64_t>(
+      std::find_if(doc_length.begin(), doc_length.end(), [](int64_t n) { return n > 0; }) -
+      doc_length.begin());
 
   // Every token draws from its own generator, seeded by (seed, iteration, key): the body then has
   // no shared mutable state besides the arrays, whatever executor runs it.
@@ -478,6 +489,11 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         nd.Load(topics, lda::TopicCounts::Side::kDoc, key[0], K);
         double sum = 0;
         for (int32_t k : nd.nonzero()) sum += lg_alpha[nd.count(k)];
+        // The topic totals' term, once (by the first document), inside the loop: a resumed run
+        // that replays this iteration takes the whole sum from the checkpoint's log.
+        if (key[0] == first_doc) {
+          for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
+        }
         ll += sum;
       });
       tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
@@ -489,7 +505,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         for (int32_t k : nw.nonzero()) sum += lg_beta[nw.count(k)];
         ll += sum;
       });
-      for (int k = 0; k < K; ++k) ll += -std::lgamma(static_cast<double>(totals(k)) + V * opt.beta);
       ll_per_token = ll.value() / static_cast<double>(num_tokens);
     }
     const double elapsed = Seconds(std::chrono::steady_clock::now() - start);

@@ -340,6 +340,7 @@ zmq::message_t Client::Impl::GetFrame(uint64_t id, TableId table, std::span<cons
   get.setTable(table);
   get.setMinClock(min_clock);
   get.setSubscribe(subscribe);
+  get.setSoleThread(options_.num_threads == 1);
   auto list = get.initRows(static_cast<unsigned>(rows.size()));
   for (unsigned i = 0; i < rows.size(); ++i) list.set(i, rows[i]);
   if (forget != nullptr) {

@@ -189,6 +189,13 @@ Status Client::Impl::Barrier() {
     std::lock_guard lock(clock_mu_);
     FlushLocked();
   }
+  // The servers learn first that this worker's clock stops here (after its updates, on the same
+  // connections): a read that waits for it while its reader cannot get here fails at once.
+  for (size_t s = 0; s < channels_.size(); ++s) {
+    OutgoingMessage notice(options_.rank, 0);
+    notice.envelope().getBody().initWaitingAtBarrier().setId(barriers_ + 1);
+    Enqueue(static_cast<int>(s), notice.ToFrame());
+  }
   OutgoingMessage msg(options_.rank, 0);
   msg.envelope().getBody().initBarrier().setId(++barriers_);
   std::vector<std::pair<int, OutgoingMessage*>> msgs = {{kCoordinator, &msg}};

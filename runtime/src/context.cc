@@ -253,6 +253,9 @@ const JobInfo& Context::job() const { return impl_->job; }
 bool Context::replaying() const {
   return impl_->checkpointing != nullptr && impl_->checkpointing->replaying();
 }
+void Context::on_restore(std::function<void()> f) {
+  if (impl_->checkpointing != nullptr) impl_->checkpointing->OnRestore(std::move(f));
+}
 Executor& Context::executor() { return *impl_->owned_executor; }
 spdlog::logger& Context::logger() { return *impl_->logger; }
 

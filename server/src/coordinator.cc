@@ -147,6 +147,9 @@ class Coordinator::Impl {
         case proto::Envelope::Body::HEARTBEAT:
           OnHeartbeat(identity, body.getHeartbeat());
           break;
+        case proto::Envelope::Body::MEMBERSHIP_QUERY:
+          OnMembershipQuery(identity, env.getRequestId(), body.getMembershipQuery());
+          break;
         default:
           SendError(identity, env.getRequestId(), proto::ErrorCode::INVALID_ARGUMENT,
                     "the coordinator does not handle this message");
@@ -201,6 +204,22 @@ class Coordinator::Impl {
       for (const auto& w : waiting_) SendMembership(w.identity, w.request_id);
       waiting_.clear();
     }
+  }
+
+  // The servers' endpoints for a connection that is not a member (a checkpoint writer's), once
+  // every server has registered; it neither joins nor holds anything back.
+  void OnMembershipQuery(const std::string& identity, uint64_t request_id,
+                         proto::MembershipQuery::Reader q) {
+    if (q.getSecret() != proof_) {
+      SendError(identity, request_id, proto::ErrorCode::UNAUTHENTICATED, "wrong job secret");
+      return;
+    }
+    if (servers_registered_ < server_endpoints_.size()) {
+      SendError(identity, request_id, proto::ErrorCode::FAILED_PRECONDITION,
+                "not every server has registered yet");
+      return;
+    }
+    SendMembership(identity, request_id);
   }
 
   void SendMembership(const std::string& identity, uint64_t request_id) {

@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
   options.listen = listen;
   options.secret = secret;
   options.heartbeat_timeout = *liveness_timeout;
+  options.checkpoint_dir = EnvOr("TESSERA_CHECKPOINT_DIR", "");  // tessera run --checkpoint-dir
   // Managed communication: the job's budget (TESSERA_COMM_*), shared by the servers.
   auto comm = tessera::CommOptionsFromEnv(num_servers);
   if (!comm.ok()) {

@@ -77,6 +77,7 @@ Status Server::Impl::Start() {
                               membership.status().message()));
   }
   num_workers_ = membership->num_workers;
+  num_servers_ = static_cast<uint32_t>(std::max<size_t>(membership->servers.size(), 1));
   peers_.resize(num_workers_);
   log_->info("serving at {} for {} workers", endpoint_, num_workers_);
   loop_.Start([this] { Loop(); });
@@ -229,12 +230,27 @@ void Server::Impl::HandleClient(const std::string& identity, zmq::message_t payl
       OnRegister(identity, request_id, body.getRegister());
       return;
     }
+    // Checkpoints come from a connection of their own, authenticated by the secret's proof.
+    if (body.isSaveTables()) {
+      OnSaveTables(identity, request_id, body.getSaveTables());
+      return;
+    }
+    if (body.isRestoreTables()) {
+      OnRestoreTables(identity, request_id, body.getRestoreTables());
+      return;
+    }
     uint32_t worker = env.getSender();
     if (worker >= peers_.size() || peers_[worker].identity != identity) {
       Reject(identity, request_id, proto::ErrorCode::UNAUTHENTICATED,
              fmt::format("message from a peer that has not registered as worker {}", worker));
       return;
     }
+    if (body.isWaitingAtBarrier()) {
+      peers_[worker].at_barrier = std::max<uint64_t>(body.getWaitingAtBarrier().getId(), 1);
+      FailDeadlockedReads();
+      return;
+    }
+    peers_[worker].at_barrier = 0;  // any other message: it is past its barrier
     switch (body.which()) {
       case proto::Envelope::Body::CREATE_TABLE:
         OnCreateTable(identity, request_id, body.getCreateTable());
@@ -313,6 +329,7 @@ void Server::Impl::OnCreateTable(const std::string& identity, uint64_t request_i
   if (inserted) {
     it->second.spec = spec;
     log_->debug("created table {} '{}'", spec.id, spec.name);
+    if (!restored_.empty()) FillRestored(it->second);
   } else if (!it->second.spec.SameAs(spec)) {
     Reject(identity, request_id,
            Status::FailedPrecondition(fmt::format(

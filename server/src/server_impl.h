@@ -41,6 +41,7 @@ struct Peer {
   int64_t clock = 0;         // the worker completed clocks < clock
   uint64_t applied_seq = 0;  // its update batches applied here, in order
   uint64_t held_rows = 0;    // rows of this shard it has read (and so is pushed)
+  uint64_t at_barrier = 0;   // the barrier it waits at (WaitingAtBarrier), 0 when it does not
 };
 
 // A read that waits until the server's clock reaches its bound.
@@ -50,7 +51,8 @@ struct ParkedGet {
   TableId table;
   std::vector<RowId> rows;
   int64_t min_clock;
-  bool subscribe;  // false: an uncached read (see GetRequest)
+  bool subscribe;            // false: an uncached read (see GetRequest)
+  bool sole_thread = false;  // the reader's process has one thread (see WaitingAtBarrier)
 };
 
 }  // namespace server_internal
@@ -103,10 +105,25 @@ class Server::Impl {
   Status CheckRows(const ShardTable& t, capnp::List<uint64_t>::Reader rows) const;
   void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows);
   void Answer(const ParkedGet& req);
+  // Reads that can never be answered: their single-threaded reader waits for the clock of a
+  // worker that waits at a barrier (WaitingAtBarrier). Fails them, naming both; true if `req`
+  // is one (it is then answered with the error, not parked).
+  bool FailIfDeadlocked(const ParkedGet& req);
+  void FailDeadlockedReads();
 
   // Updates and clocks (server_updates.cc).
   bool OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch);
   void OnClock(uint32_t worker, int64_t clock);
+
+  // Checkpoints of tables (server_checkpoint.cc).
+  Result<std::string> CheckpointDirectory(const std::string& checkpoint) const;
+  void OnSaveTables(const std::string& identity, uint64_t request_id,
+                    proto::SaveTables::Reader save);
+  void OnRestoreTables(const std::string& identity, uint64_t request_id,
+                       proto::RestoreTables::Reader restore);
+  Status LoadTablesFile(const std::string& dir, proto::TablesFile::Reader file);
+  // Fills a table just created from the restored checkpoint, if it holds one of its name.
+  bool FillRestored(ShardTable& t);
 
   // Pushes (server_push.cc).
   void Push();
@@ -127,8 +144,15 @@ class Server::Impl {
   // Loop-thread state.
   LogThrottle reject_log_;
   uint32_t num_workers_ = 0;
+  uint32_t num_servers_ = 1;
   std::vector<Peer> peers_;
   std::unordered_map<TableId, ShardTable> tables_;
+  // A restored checkpoint's tables (every server's rows), by name, until each is created again.
+  struct RestoredTable {
+    TableSpec spec;
+    std::vector<std::pair<RowId, RowValues>> rows;
+  };
+  std::unordered_map<std::string, RestoredTable> restored_;
   std::vector<StoredRow*> dirty_;  // rows changed since the last clock advance
   size_t changed_rows_ = 0;        // rows of dirty_ changed since last sent
   uint64_t bytes_since_refill_ = 0;

@@ -27,7 +27,13 @@ void Server::Impl::OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest
     Reject(peers_[worker].identity, request_id, table.status());
     return;
   }
-  ParkedGet req{worker, request_id, get.getTable(), {}, get.getMinClock(), get.getSubscribe()};
+  ParkedGet req{worker,
+                request_id,
+                get.getTable(),
+                {},
+                get.getMinClock(),
+                get.getSubscribe(),
+                get.getSoleThread()};
   auto rows = get.getRows();
   Status checked = CheckRows(**table, rows);
   if (checked.ok()) checked = CheckRows(**table, get.getUnsubscribe());
@@ -45,10 +51,38 @@ void Server::Impl::OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest
   Unsubscribe(worker, **table, get.getUnsubscribe());
   if (req.min_clock <= clock_) {
     Answer(req);
-  } else {
+  } else if (!FailIfDeadlocked(req)) {
     CountStat([](ServerStats& s) { ++s.parked_gets; });
     parked_.push_back(std::move(req));
   }
+}
+
+bool Server::Impl::FailIfDeadlocked(const ParkedGet& req) {
+  if (!req.sole_thread) return false;
+  for (uint32_t w = 0; w < peers_.size(); ++w) {
+    const Peer& p = peers_[w];
+    if (w == req.worker || p.at_barrier == 0 || p.clock >= req.min_clock) continue;
+    auto table = tables_.find(req.table);
+    const std::string name =
+        table == tables_.end() ? std::to_string(req.table) : "'" + table->second.spec.name + "'";
+    Reject(peers_[req.worker].identity, req.request_id,
+           Status::FailedPrecondition(fmt::format(
+               "worker {} waits at a barrier with its clock at {} (it finished its program: "
+               "returned from main or destroyed its tessera::Context), but worker {} waits for "
+               "its clock {} to read table {} and so can never get there: the workers' programs "
+               "went different ways (did worker {} stop early, with an error?)",
+               w, p.clock, req.worker, req.min_clock, name, w)));
+    return true;
+  }
+  return false;
+}
+
+void Server::Impl::FailDeadlockedReads() {
+  std::vector<ParkedGet> still_parked;
+  for (ParkedGet& req : parked_) {
+    if (!FailIfDeadlocked(req)) still_parked.push_back(std::move(req));
+  }
+  parked_ = std::move(still_parked);
 }
 
 void Server::Impl::OnUnsubscribe(uint32_t worker, uint64_t request_id,

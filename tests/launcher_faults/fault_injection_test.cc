@@ -331,6 +331,17 @@ TEST_F(FaultInjectionTest, LdaWorker1Stopped) {
   InjectUnderLauncher(App::kLda, 2, "worker 1", SIGSTOP);
 }
 
+// lda, 2 servers: a process kind and a signal drawn from the seed, so that the soak covers every
+// combination the fixed cases above leave out.
+TEST_F(FaultInjectionTest, LdaRandomProcessAndSignal) {
+  const std::vector<std::string> targets = {"coordinator", "server 0", "server 1", "worker 0",
+                                            "worker 1"};
+  const std::string target = targets[rng_() % targets.size()];
+  const int sig = rng_() % 2 == 0 ? SIGKILL : SIGSTOP;
+  SCOPED_TRACE(target + (sig == SIGKILL ? " killed" : " stopped"));
+  InjectUnderLauncher(App::kLda, 2, target, sig);
+}
+
 // --from-env (tasks as srun starts them): ranks 0 coordinator, 1 server 0, 2-3 workers 0-1.
 TEST_F(FaultInjectionTest, FromEnvCoordinatorKilled) { InjectUnderFromEnv(0, SIGKILL); }
 TEST_F(FaultInjectionTest, FromEnvServerStopped) { InjectUnderFromEnv(1, SIGSTOP); }
@@ -363,6 +374,26 @@ TEST_F(FaultInjectionTest, WorkerReturningEarlyStopsTheJobAtOnce) {
     EXPECT_LT(r.elapsed, seconds(15)) << r.err;
     EXPECT_TRUE(Contains(r.err, "worker 0 gives up")) << r.err;
     EXPECT_TRUE(Contains(r.err, "worker 0 left the program")) << r.err;
+    ExpectNoScratchDirectory();
+  }
+}
+
+// Worker 0 returns an error from main while worker 1 waits for its clock on the parameter
+// servers (a relaxed array's read at a loop's end): the servers see worker 0 wait at its final
+// barrier and fail worker 1's read at once, naming worker 0, instead of the client's 10-minute
+// wait.
+TEST_F(FaultInjectionTest, WorkerReturningEarlyWhileOthersWaitOnTheServersStopsTheJob) {
+  for (const std::string servers : {"1", "2"}) {
+    SCOPED_TRACE(servers + " servers");
+    RunResult r = Run({"run", "-w", "2", "-s", servers, "--server-bin", TESSERA_SERVER_BINARY, "--",
+                       TESSERA_PS_WAIT_WORKER},
+                      {});
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_LT(r.elapsed, seconds(15)) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker 0 gives up")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker 0 waits at a barrier")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "did worker 0 stop early")) << r.err;
+    EXPECT_FALSE(Contains(r.out, "worker 1 finished")) << r.out;
     ExpectNoScratchDirectory();
   }
 }

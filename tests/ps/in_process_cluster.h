@@ -43,6 +43,7 @@ struct ClusterOptions {
   CommOptions server_comm;  // and of every server
   uint64_t cache_rows = 0;  // every client's cache capacity per table (0: no limit)
   std::chrono::milliseconds client_timeout{60000};  // every client's ClientOptions::timeout
+  std::string checkpoint_dir;                       // every server's ServerOptions::checkpoint_dir
 };
 
 class InProcessCluster {
@@ -69,6 +70,7 @@ class InProcessCluster {
       so.listen = listen("server-" + std::to_string(i));
       so.secret = options_.secret;
       so.comm = options_.server_comm;
+      so.checkpoint_dir = options_.checkpoint_dir;
       servers_.push_back(std::make_unique<Server>(so, context_));
       started.push_back(
           std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));

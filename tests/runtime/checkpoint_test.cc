@@ -86,13 +86,24 @@ TEST_F(CheckpointTest, ManifestRoundTripsAndGarbageIsRejected) {
   r.rows = 5;
   r.files.push_back({"a4-w0.bin", 40, 0xdeadbeef, {0, 10}});
   m.arrays.push_back(r);
+  ck::ArrayRecord relaxed;
+  relaxed.id = 5;
+  relaxed.on_servers = true;
+  m.arrays.push_back(relaxed);
+  m.server_files.push_back({"tables-s1.bin", 99, 0x1234, {1}});
   auto back = ck::DecodeManifest(ck::EncodeManifest(m), "here");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->loop, 2);
   EXPECT_EQ(back->accumulators[1][0], std::string("\x01\x02", 2));
-  ASSERT_EQ(back->arrays.size(), 1u);
+  ASSERT_EQ(back->arrays.size(), 2u);
   EXPECT_EQ(back->arrays[0].files[0].crc32, 0xdeadbeefu);
   EXPECT_EQ(back->arrays[0].files[0].ranges, (std::vector<int64_t>{0, 10}));
+  EXPECT_FALSE(back->arrays[0].on_servers);
+  EXPECT_TRUE(back->arrays[1].on_servers);
+  ASSERT_EQ(back->server_files.size(), 1u);
+  EXPECT_EQ(back->server_files[0].name, "tables-s1.bin");
+  EXPECT_EQ(back->server_files[0].crc32, 0x1234u);
+  EXPECT_EQ(back->server_files[0].ranges, (std::vector<int64_t>{1}));
 
   for (const std::string bad : {"", "{", "[]", R"({"format": 9})",
                                 R"({"format":1,"loop":3,"workers":1,"sites":[],"site_of_loop":[],)"

@@ -114,6 +114,17 @@ struct GetRequest {
   subscribe @4 :Bool = true;     # false: an uncached read. The rows are answered as they are,
                                  # the client is not subscribed to them (no pushes follow), and a
                                  # row nobody has written gets no entry on the server.
+  soleThread @5 :Bool;      # the reader's process has a single thread: while this read waits,
+                            # it reaches no barrier (see WaitingAtBarrier)
+}
+
+# A worker is about to wait at barrier `id` (sent to every server before the Barrier): its clock
+# will not advance until every worker gets there. A read from a single-threaded worker that
+# waits for that clock can then never be answered (that worker cannot get there), so the server
+# fails it at once, naming both, instead of letting the job hang until the read's time-out. The
+# worker's next message (a clock, an update, a read, its Leave) says it is past the barrier.
+struct WaitingAtBarrier {
+  id @0 :UInt64;
 }
 
 # Rows a client dropped from its cache (it has a capacity): the server stops pushing them to it
@@ -267,6 +278,48 @@ struct LoadedIds {
   testCount @6 :UInt64;
 }
 
+# Checkpoints of the servers' tables (docs/operations.md, "Checkpoints, resume and restarts").
+# The checkpoint's writer (worker 0's runtime) asks every server to write its own shard of the
+# named tables into a checkpoint directory, and a resumed job's to load them back. They come
+# from a connection of their own, not from a registered client, so each carries the secret's
+# proof; the directory is a name inside the server's own TESSERA_CHECKPOINT_DIR.
+struct SaveTables {
+  secret @0 :Text;
+  checkpoint @1 :Text;      # "ckpt-" and 12 digits
+  tables @2 :List(Text);    # names of the tables to write (the others are not part of it)
+}
+
+# A server's file of a checkpoint: the answer to SaveTables, and what RestoreTables lists.
+struct TablesFile {
+  server @0 :UInt32;
+  name @1 :Text;            # inside the checkpoint's directory
+  bytes @2 :UInt64;
+  crc32 @3 :UInt32;         # zlib crc32 of the whole file
+}
+
+struct RestoreTables {
+  secret @0 :Text;
+  checkpoint @1 :Text;
+  files @2 :List(TablesFile);  # every server's file (the rows are re-sharded on creation)
+}
+
+# What a server's file holds (a message written to disk, not sent): its shard of the tables.
+struct SavedTable {
+  spec @0 :TableSpec;
+  rows @1 :List(Row);
+}
+struct SavedTables {
+  server @0 :UInt32;
+  numServers @1 :UInt32;
+  tables @2 :List(SavedTable);
+}
+
+# The membership, for a process that is not a server or worker of the job (the checkpoint
+# writer's connection to the servers).
+struct MembershipQuery {
+  secret @0 :Text;
+}
+
 struct Envelope {
   version @0 :UInt32;
   sender @1 :UInt32;        # worker rank, or server rank for server-originated messages
@@ -292,5 +345,10 @@ struct Envelope {
     heartbeat @20 :Heartbeat;
     heartbeatAck @21 :HeartbeatAck;
     jobFailed @22 :JobFailed;
+    saveTables @23 :SaveTables;
+    tablesFile @24 :TablesFile;      # reply to saveTables
+    restoreTables @25 :RestoreTables;  # answered with tableAck (id: tables loaded)
+    membershipQuery @26 :MembershipQuery;  # answered with membership
+    waitingAtBarrier @27 :WaitingAtBarrier;
   }
 }

@@ -16,6 +16,7 @@
 #define TESSERA_CONTEXT_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -102,6 +103,12 @@ class Context {
   // True while a resumed program re-runs the part before its checkpoint: its parallel_for calls
   // are skipped (accumulators take their logged values), its serial code runs as it did.
   bool replaying() const;
+  // Registers `f` to run once a resumed program has restored its arrays from the checkpoint,
+  // just before the loop it continues with. Serial state derived from arrays (a snapshot, a
+  // cache, an index) that the replay computed from arrays no loop had written yet is recomputed
+  // there. `f` may read and write arrays but must not call parallel_for. Never called when the
+  // program does not resume.
+  void on_restore(std::function<void()> f);
   const JobInfo& job() const;
   // Bytes this worker sent so far, by kind (all zero outside a distributed job).
   Traffic traffic() const;

@@ -1,8 +1,12 @@
 #include "checkpoint/checkpoint_host.h"
 
+#include <chrono>
+#include <optional>
 #include <utility>
 
+#include "checkpoint/server_tables.h"
 #include "distributed/distributed_executor.h"
+#include "tessera/client/job_environment.h"
 
 namespace tessera::internal::checkpoint {
 namespace {
@@ -46,13 +50,48 @@ class DistributedHost final : public CheckpointHost {
   }
   void Restored(const ArrayBase& a) override { executor_.RestoredWhole(a); }
 
+  bool HasServerTables() const override { return true; }
+  Result<std::vector<FileRecord>> SaveServerTables(
+      const std::string& checkpoint, const std::vector<std::string>& tables) override {
+    if (Status s = Connect(); !s.ok()) return s;
+    return servers_->Save(checkpoint, tables);
+  }
+  Status RestoreServerTables(const std::string& checkpoint,
+                             const std::vector<FileRecord>& files) override {
+    if (Status s = Connect(); !s.ok()) return s;
+    return servers_->Restore(checkpoint, files);
+  }
+
  private:
+  // The line to the servers, opened when first needed (worker 0 only).
+  Status Connect() {
+    if (servers_ != nullptr) return Status::Ok();
+    Result<std::optional<JobEnvironment>> job = JobEnvironmentFromEnv();
+    if (!job.ok()) return job.status();
+    if (!job->has_value()) return Status::FailedPrecondition("not a worker of a launched job");
+    // Writing a large table takes a while; a server that died is the launcher's to report.
+    Result<std::unique_ptr<ServerTables>> servers = ServerTables::Connect(
+        (*job)->client.coordinator, (*job)->client.secret, std::chrono::minutes(10));
+    if (!servers.ok()) return servers.status();
+    servers_ = std::move(servers).value();
+    return Status::Ok();
+  }
+
   DistributedExecutor& executor_;
   const int rank_;
   const int num_workers_;
+  std::unique_ptr<ServerTables> servers_;
 };
 
 }  // namespace
+
+Result<std::vector<FileRecord>> CheckpointHost::SaveServerTables(const std::string&,
+                                                                 const std::vector<std::string>&) {
+  return Status::FailedPrecondition("no parameter servers");
+}
+Status CheckpointHost::RestoreServerTables(const std::string&, const std::vector<FileRecord>&) {
+  return Status::FailedPrecondition("no parameter servers");
+}
 
 int64_t ElementsPerRow(const ArrayBase& a) {
   if (a.is_sparse() || a.rank() < 1 || a.extent(0) <= 0) return a.value_count() > 0 ? 1 : 0;

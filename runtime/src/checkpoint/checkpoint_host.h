@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_store.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
 
@@ -42,6 +43,18 @@ class CheckpointHost {
                         const std::function<void(int64_t, int64_t, uint64_t)>& f) = 0;
   // After every worker restored all of `a`: it is whole on every worker, nothing left to compute.
   virtual void Restored(const ArrayBase& a) = 0;
+
+  // Whether relaxed arrays live in parameter-server tables, which the servers then write into
+  // checkpoints themselves (SaveServerTables), and load back on resume. Not collective: only
+  // worker 0 asks the servers.
+  virtual bool HasServerTables() const { return false; }
+  // Every server writes its shard of `tables` into checkpoint directory `checkpoint` ("ckpt-N");
+  // its files, in server order.
+  virtual Result<std::vector<FileRecord>> SaveServerTables(const std::string& checkpoint,
+                                                           const std::vector<std::string>& tables);
+  // Every server loads `files` and fills the tables from them as they are created again.
+  virtual Status RestoreServerTables(const std::string& checkpoint,
+                                     const std::vector<FileRecord>& files);
 };
 
 // Elements per row in HeldRows' sense: 1 for sparse arrays, else value_count / extent(0).

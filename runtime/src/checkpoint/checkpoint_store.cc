@@ -19,7 +19,7 @@ namespace {
 
 constexpr char kPrefix[] = "ckpt-";
 constexpr char kManifest[] = "MANIFEST";
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
 
 std::string Errno(const std::string& what, const std::string& path) {
   return fmt::format("{} {}: {}", what, path, std::strerror(errno));
@@ -179,9 +179,16 @@ std::string EncodeManifest(const Manifest& m) {
                       {"count", a.count},
                       {"rows", a.rows},
                       {"sparse", a.sparse},
+                      {"on_servers", a.on_servers},
                       {"files", std::move(files)}});
   }
   j["arrays"] = std::move(arrays);
+  nlohmann::json servers = nlohmann::json::array();
+  for (const FileRecord& f : m.server_files) {
+    servers.push_back(
+        {{"name", f.name}, {"bytes", f.bytes}, {"crc32", f.crc32}, {"server", f.ranges.at(0)}});
+  }
+  j["server_files"] = std::move(servers);
   return j.dump(1) + "\n";
 }
 
@@ -215,6 +222,7 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& where)
       r.count = a.at("count").get<int64_t>();
       r.rows = a.at("rows").get<int64_t>();
       r.sparse = a.at("sparse").get<bool>();
+      r.on_servers = a.at("on_servers").get<bool>();
       for (const auto& f : a.at("files")) {
         FileRecord fr;
         fr.name = f.at("name").get<std::string>();
@@ -227,6 +235,17 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& where)
         r.files.push_back(std::move(fr));
       }
       m.arrays.push_back(std::move(r));
+    }
+    for (const auto& f : j.at("server_files")) {
+      FileRecord fr;
+      fr.name = f.at("name").get<std::string>();
+      fr.bytes = f.at("bytes").get<uint64_t>();
+      fr.crc32 = f.at("crc32").get<uint32_t>();
+      fr.ranges = {f.at("server").get<int64_t>()};
+      if (fr.name.empty() || fr.name.find('/') != std::string::npos) {
+        return Status::DataLoss(where + ": malformed server file entry");
+      }
+      m.server_files.push_back(std::move(fr));
     }
     if (m.loop < 0 || static_cast<int64_t>(m.site_of_loop.size()) != m.loop ||
         static_cast<int64_t>(m.accumulators.size()) != m.loop) {

@@ -1,6 +1,8 @@
 // The checkpoint directory on disk (docs/operations.md, "Checkpoints"):
 //
 //   DIR/ckpt-000000000042/a7-w1.bin   array #7's elements held by worker 1 (raw, in ranges)
+//   DIR/ckpt-000000000042/tables-s0.bin  server 0's shard of the relaxed arrays' tables,
+//                                     written by that server (server/src/server_checkpoint.cc)
 //   DIR/ckpt-000000000042/MANIFEST    written last, by worker 0: what the checkpoint holds
 //
 // 42 is the loop boundary: the checkpoint is the program's state just before its 43rd
@@ -40,6 +42,9 @@ struct ArrayRecord {
   int64_t count = 0;  // elements (ArrayBase::value_count)
   int64_t rows = 0;   // extent(0); element ranges of dense arrays are whole rows
   bool sparse = false;
+  // A relaxed array whose values are in the servers' tables (Manifest::server_files), not in
+  // `files`.
+  bool on_servers = false;
   std::vector<FileRecord> files;
 };
 
@@ -52,6 +57,8 @@ struct Manifest {
   // After every completed loop: the value of each live accumulator (in creation order), as bytes.
   std::vector<std::vector<std::string>> accumulators;
   std::vector<ArrayRecord> arrays;
+  // Every server's file of its tables (`ranges` holds the server's rank), in server order.
+  std::vector<FileRecord> server_files;
 };
 
 std::string EncodeManifest(const Manifest& m);

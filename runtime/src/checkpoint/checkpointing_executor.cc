@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "checkpoint/server_tables.h"
 #include "distributed/fatal.h"
 
 namespace tessera::internal::checkpoint {
@@ -92,6 +94,9 @@ class CheckpointingExecutor::Impl {
   }
 
   Executor& inner() { return *inner_; }
+  void OnRestore(std::function<void()> f) {
+    if (resume_) on_restore_.push_back(std::move(f));
+  }
   // Until loop n restores the arrays: the serial code before it ran before the checkpoint too.
   bool replaying() const { return resume_.has_value(); }
 
@@ -106,6 +111,8 @@ class CheckpointingExecutor::Impl {
     if (resume_ && k == resume_->manifest.loop) {
       Restore();
       resume_.reset();
+      for (const auto& f : on_restore_) f();
+      on_restore_.clear();
       last_ = SteadyClock::now();
     } else if (k > 0 && Due()) {
       Write(k);
@@ -215,6 +222,7 @@ class CheckpointingExecutor::Impl {
   // This worker's files of the checkpoint at `dir`.
   Status WriteMine(const std::string& dir, Manifest* mine) {
     for (const auto& [id, a] : ctx_.arrays()) {
+      if (a->relaxed() && host_->HasServerTables()) continue;  // the servers write its table
       const int64_t per_row = ElementsPerRow(*a);
       const auto e = static_cast<int64_t>(a->element_bytes());
       const char* data = static_cast<const char*>(a->value_data());
@@ -239,6 +247,32 @@ class CheckpointingExecutor::Impl {
     return Status::Ok();
   }
 
+  // The relaxed arrays' tables, each server writing its own shard into `dir`; their files.
+  Status SaveServerTables(const std::string& dir, std::vector<FileRecord>* files) {
+    if (!host_->HasServerTables()) return Status::Ok();
+    std::vector<std::string> tables;
+    for (const auto& [id, a] : ctx_.arrays()) {
+      if (a->relaxed()) tables.push_back(RelaxedTableName(id));
+    }
+    if (tables.empty()) return Status::Ok();
+    const std::string name = std::filesystem::path(dir).filename();
+    Result<std::vector<FileRecord>> saved = host_->SaveServerTables(name, tables);
+    if (!saved.ok()) return saved.status();
+    // The servers must write where the workers read: the same directory, shared.
+    for (const FileRecord& f : *saved) {
+      struct stat st;
+      const std::string path = dir + "/" + f.name;
+      if (::stat(path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != f.bytes) {
+        return Status::FailedPrecondition(fmt::format(
+            "server {} wrote its tables, but not to {} as seen from worker 0: the servers' "
+            "TESSERA_CHECKPOINT_DIR must be the workers' directory, shared",
+            f.ranges.at(0), path));
+      }
+    }
+    *files = std::move(saved).value();
+    return Status::Ok();
+  }
+
   void Write(int64_t k) {
     const auto t0 = SteadyClock::now();
     host_->Settle();
@@ -250,6 +284,10 @@ class CheckpointingExecutor::Impl {
     Manifest mine;
     bytes_written_ = 0;
     if (s.ok()) s = WriteMine(dir, &mine);
+    // Worker 0 has the servers write their tables while every other worker waits in the
+    // all-gather below, so that no update of the next loop reaches a table before it is saved.
+    std::vector<FileRecord> server_files;
+    if (s.ok() && host_->rank() == 0) s = SaveServerTables(dir, &server_files);
     Result<std::vector<std::string>> all = host_->AllGather(Report(s, mine));
     CheckOk(all.status(), "gathering a checkpoint's files");
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
@@ -273,7 +311,9 @@ class CheckpointingExecutor::Impl {
       r.count = a->value_count();
       r.rows = a->rank() >= 1 ? a->extent(0) : 0;
       r.sparse = a->is_sparse();
+      r.on_servers = a->relaxed() && host_->HasServerTables();
     }
+    m.server_files = std::move(server_files);
     for (int w = 0; w < static_cast<int>(all->size()); ++w) {
       const std::string& report = (*all)[w];
       if (report.starts_with("error\n")) {
@@ -300,6 +340,24 @@ class CheckpointingExecutor::Impl {
                   bytes_written_, std::chrono::duration<double>(SteadyClock::now() - t0).count());
   }
 
+  // Worker 0 has every server load the checkpoint's tables (every worker waits for it), then
+  // every worker reads the relaxed arrays back from them (they were zeroed: nothing is pushed).
+  void RestoreServerTables() {
+    const Manifest& m = resume_->manifest;
+    Status s = Status::Ok();
+    if (host_->rank() == 0) {
+      const std::string name = std::filesystem::path(resume_->path).filename();
+      s = host_->RestoreServerTables(name, m.server_files);
+    }
+    Result<std::vector<std::string>> all = host_->AllGather(s.ok() ? "" : s.ToString());
+    CheckOk(all.status(), "restoring the servers' tables");
+    if (!(*all)[0].empty()) {
+      Fatal(fmt::format("resuming from {}: the servers could not load their tables: {}",
+                        resume_->path, (*all)[0]));
+    }
+    host_->Settle();
+  }
+
   // Every array takes its checkpointed value, whole, on every worker.
   void Restore() {
     const auto t0 = SteadyClock::now();
@@ -316,6 +374,7 @@ class CheckpointingExecutor::Impl {
     }
     std::string bytes;
     uint64_t total = 0;
+    bool on_servers = false;
     for (const ArrayRecord& r : m.arrays) {
       auto it = ctx_.arrays().find(r.id);
       if (it == ctx_.arrays().end()) {
@@ -331,6 +390,19 @@ class CheckpointingExecutor::Impl {
             fmt::format("resuming from {}: array #{} has {} elements of {} B now, {} of {} B in "
                         "the checkpoint (was the program run with other arguments?)",
                         resume_->path, r.id, a->value_count(), e, r.count, r.element_bytes));
+      }
+      if (r.on_servers) {
+        // Its table comes back on the servers; the array reads it back below (from zero, so
+        // that nothing is added to the restored table).
+        if (!a->relaxed() || !host_->HasServerTables()) {
+          Fatal(
+              fmt::format("resuming from {}: array #{} was a relaxed array on the parameter "
+                          "servers and is not now",
+                          resume_->path, r.id));
+        }
+        std::memset(a->value_data(), 0, static_cast<size_t>(a->value_count() * e));
+        on_servers = true;
+        continue;
       }
       if (r.files.empty() && a->deferred_init()) continue;  // never computed: still deferred
       std::vector<std::pair<int64_t, int64_t>> covered;
@@ -367,6 +439,7 @@ class CheckpointingExecutor::Impl {
       }
       host_->Restored(*a);
     }
+    if (on_servers) RestoreServerTables();
     logger_->info("restored {} arrays ({} B read) from {} in {:.3f} s; continuing at loop {}",
                   m.arrays.size(), total, resume_->path,
                   std::chrono::duration<double>(SteadyClock::now() - t0).count(), m.loop);
@@ -383,6 +456,7 @@ class CheckpointingExecutor::Impl {
   Manifest log_;                  // sites, site_of_loop and accumulators of every loop so far
   std::map<std::string, int32_t> site_index_;
   uint64_t bytes_written_ = 0;
+  std::vector<std::function<void()>> on_restore_;  // Context::on_restore, until the restore
 };
 
 CheckpointingExecutor::CheckpointingExecutor(std::unique_ptr<Executor> inner,
@@ -401,5 +475,6 @@ void CheckpointingExecutor::Run(const LoopSite& site, const ArrayBase& space,
   impl_->Run(site, space, task);
 }
 bool CheckpointingExecutor::replaying() const { return impl_->replaying(); }
+void CheckpointingExecutor::OnRestore(std::function<void()> f) { impl_->OnRestore(std::move(f)); }
 
 }  // namespace tessera::internal::checkpoint

@@ -17,6 +17,7 @@
 #ifndef TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINTING_EXECUTOR_H_
 #define TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINTING_EXECUTOR_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -52,6 +53,8 @@ class CheckpointingExecutor final : public Executor {
 
   // Whether the program is re-running the part before the checkpoint it resumes from.
   bool replaying() const;
+  // See Context::on_restore.
+  void OnRestore(std::function<void()> f);
 
  private:
   class Impl;

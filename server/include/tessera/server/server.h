@@ -38,6 +38,10 @@ struct ServerOptions {
   // Heartbeats to the coordinator (tessera/transport/liveness.h); 0 = none. Default: 0
   // (tessera-server sets it from TESSERA_HEARTBEAT_TIMEOUT).
   std::chrono::milliseconds heartbeat_timeout{0};
+  // Where the job's checkpoints go (the runtime's --checkpoint-dir, shared with the workers):
+  // this server writes its shard of a checkpoint's tables there and reads them back on resume;
+  // empty: it refuses to. Default: empty (tessera-server sets it from TESSERA_CHECKPOINT_DIR).
+  std::string checkpoint_dir;
 };
 
 // Counters for tests and monitoring; read with Server::stats().

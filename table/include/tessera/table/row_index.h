@@ -55,6 +55,13 @@ class RowIndex {
     return {e, true};
   }
   T& operator[](uint64_t row) { return *FindOrAdd(row).first; }
+  // Calls f(row, entry) for every row, in no particular order (a checkpoint of a table).
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.entry != nullptr) f(s.row, static_cast<const T&>(*s.entry));
+    }
+  }
   size_t size() const { return size_; }
 
   // Asks the CPU to bring the table slot where a lookup of `row` starts into its cache: callers

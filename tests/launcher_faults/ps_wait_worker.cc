@@ -1,0 +1,22 @@
+// A program whose worker 0 returns from main at once, with status 3, while every other worker
+// goes on to loops that add to a relaxed array and so wait, at each loop's end, for worker 0's
+// clock on the parameter servers: the job must stop within seconds, naming worker 0, not after
+// the parameter-server client's 10-minute wait.
+#include <cstdio>
+
+#include "tessera/tessera.h"
+
+int main(int argc, char** argv) {
+  tessera::Context ctx(argc, argv);
+  auto counts = tessera::RelaxedArray<int64_t, 1>::dense(ctx, {8}, /*staleness=*/0);
+  if (ctx.job().rank == 0) {
+    std::fprintf(stderr, "ps_wait_worker: worker 0 gives up\n");
+    return 3;
+  }
+  auto space = tessera::DistArray<int64_t, 1>::dense(ctx, {8});
+  for (int i = 0; i < 1000; ++i) {
+    tessera::parallel_for(space, [&](const tessera::Key<1>& k, int64_t&) { counts.add(k[0], 1); });
+  }
+  std::printf("ps_wait_worker: worker %d finished\n", ctx.job().rank);
+  return 0;
+}
