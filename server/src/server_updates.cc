@@ -41,7 +41,9 @@ bool Server::Impl::OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch) {
   // as a unit, so nothing is half-applied.
   auto rows = batch.getRows();
   std::vector<std::pair<ShardTable*, proto::Row::Reader>> checked;
-  checked.reserve(rows.size());
+  // Not more up front than a plain batch needs: the count is the sender's word until the rows
+  // are checked.
+  checked.reserve(std::min<size_t>(rows.size(), size_t{1} << 16));
   ShardTable* last = nullptr;  // a batch's rows are mostly of one table: look it up once
   for (auto row : rows) {
     Result<ShardTable*> table = last;
@@ -155,10 +157,13 @@ void Server::Impl::OnClock(uint32_t worker, int64_t clock) {
   // Answer the reads that waited for this clock.
   std::vector<ParkedGet> still_parked;
   for (auto& req : parked_) {
-    if (req.min_clock <= clock_)
+    if (req.min_clock <= clock_) {
+      --peers_[req.worker].parked_gets;
+      peers_[req.worker].parked_rows -= req.rows.size();
       Answer(req);
-    else
+    } else {
       still_parked.push_back(std::move(req));
+    }
   }
   parked_ = std::move(still_parked);
 }
