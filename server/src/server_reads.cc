@@ -89,7 +89,8 @@ Status Server::Impl::CheckReplySize(const ShardTable& t,
   uint64_t bytes = 0;
   if (!t.spec.sparse) {
     bytes = n * t.spec.DenseRowBytes();  // both < 2^32: no overflow
-  } else if (n * t.spec.width * (cell + sizeof(uint32_t)) > kMaxReadReplyBytes) {
+  } else if (n * t.spec.width > kMaxReadReplyBytes / (cell + sizeof(uint32_t))) {
+    // (rows < 2^30 and width < 2^32: the product does not overflow; the bytes could.)
     for (RowId r : rows) {
       if (const StoredRow* row = t.rows.Find(r)) bytes += row->values.payload_bytes();
       if (bytes > kMaxReadReplyBytes) break;
