@@ -40,6 +40,12 @@ bool Server::Impl::OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch) {
   // Decode and check the whole batch before applying any of it: a bad row rejects the batch
   // as a unit, so nothing is half-applied.
   auto rows = batch.getRows();
+  if (ClaimsEmptyStructs(rows) || ClaimsEmptyStructs(batch.getDense())) {
+    Reject(peer.identity, 0, proto::ErrorCode::MALFORMED,
+           fmt::format("update batch {} from worker {}: a list of {} rows of no bytes", seq, worker,
+                       std::max(rows.size(), batch.getDense().size())));
+    return false;
+  }
   std::vector<std::pair<ShardTable*, proto::Row::Reader>> checked;
   // Not more up front than a plain batch needs: the count is the sender's word until the rows
   // are checked.

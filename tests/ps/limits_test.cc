@@ -141,7 +141,8 @@ TEST_F(LimitsTest, AClientSplitsAReadPastTheBound) {
 
 // An update batch whose row list claims 2^28 rows of zero bytes each (Cap'n Proto lets a list
 // of empty structs be that long in a few words): the server would reserve and walk 2^28 entries
-// for a 100-byte frame. A reader walks at most a fixed multiple of its frame: malformed.
+// for a 100-byte frame. No encoder makes a list of empty structs: malformed, refused before the
+// server loops over or reserves for its elements.
 TEST_F(LimitsTest, AListClaimingMoreElementsThanItsFrameHoldsIsMalformed) {
   OutgoingMessage msg(1, 0);
   auto update = msg.envelope().getBody().initUpdate();

@@ -11,17 +11,9 @@
 namespace tessera {
 namespace {
 
-// How many words a reader may walk, for a frame of `frame_words`. Cap'n Proto charges a list of
-// zero-sized structs one word per element, so a few bytes can claim 2^29 elements; handlers
-// that loop over a list (or reserve for it) would then spend time and memory on what was never
-// sent. Tying the limit to the frame bounds that to a fixed multiple of what arrived. The
-// multiple leaves room for handlers that read a list more than once (a row's values are
-// checked, then applied); the floor for small messages; 2^30 words is the most that parses.
-uint64_t TraversalLimitWords(size_t frame_words) {
-  constexpr uint64_t kReadsPerWord = 16;
-  constexpr uint64_t kFloorWords = uint64_t{1} << 16;
-  return std::min<uint64_t>(uint64_t{1} << 30, frame_words * kReadsPerWord + kFloorWords);
-}
+// Rows of large tables make large messages; the default traversal limit (64 MiB) is too small
+// for a batch of wide rows but a limit still guards against a hostile length field.
+constexpr uint64_t kTraversalLimitWords = uint64_t{1} << 30;
 
 }  // namespace
 
@@ -213,7 +205,7 @@ Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t f
   }
   try {
     capnp::ReaderOptions options;
-    options.traversalLimitInWords = TraversalLimitWords(words.size());
+    options.traversalLimitInWords = kTraversalLimitWords;
     msg->reader_.emplace(words, options);
     msg->envelope_ = msg->reader_->getRoot<proto::Envelope>();
     uint32_t version = msg->envelope_.getVersion();
