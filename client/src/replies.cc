@@ -10,6 +10,7 @@
 
 #include "client_impl.h"
 #include "tessera/table/wire.h"
+#include "tessera/transport/list_bounds.h"
 
 namespace tessera {
 

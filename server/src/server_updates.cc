@@ -14,6 +14,7 @@
 #include "tessera/common/prefetch.h"
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
+#include "tessera/transport/list_bounds.h"
 #include "tessera/transport/message.h"
 
 namespace tessera {

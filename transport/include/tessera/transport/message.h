@@ -6,7 +6,6 @@
 #ifndef TESSERA_TRANSPORT_MESSAGE_H_
 #define TESSERA_TRANSPORT_MESSAGE_H_
 
-#include <capnp/any.h>
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <kj/array.h>
@@ -126,17 +125,6 @@ class IncomingMessage {
   std::optional<capnp::FlatArrayMessageReader> reader_;
   proto::Envelope::Reader envelope_;
 };
-
-// Whether `list`, a list of structs, claims elements of no bytes at all. Cap'n Proto lets such a
-// list claim 2^29 elements in a few bytes (and charges its traversal limit only one word per
-// element); no encoder of this schema makes one, so a handler that loops over or reserves for a
-// struct list's elements refuses such a list first (docs/operations.md, "Security").
-template <typename ListReader>
-bool ClaimsEmptyStructs(ListReader list) {
-  if (list.size() == 0) return false;
-  const capnp::AnyStruct::Reader first = list[0];
-  return first.getDataSection().size() == 0 && first.getPointerSection().size() == 0;
-}
 
 // Error envelopes <-> Status.
 Status StatusFromError(proto::Error::Reader error);
