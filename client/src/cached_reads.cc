@@ -298,6 +298,14 @@ Status Client::Impl::ReadRows(int thread, TableId id, std::span<const RowId> row
 // ServerChannel::forget). REQUIRES: no stripe lock held (see WaitForFlushInProgress).
 void Client::Impl::SendGet(uint32_t server, TableId table, std::span<const RowId> rows,
                            int64_t min_clock) {
+  // A server answers at most kMaxReadReplyBytes per request: more rows go in several.
+  if (const ClientTable* t = rows.size() > 1 ? FindClientTable(table) : nullptr; t != nullptr) {
+    const uint64_t most = t->spec.MaxRowsPerRead();
+    while (rows.size() > most) {
+      SendGet(server, table, rows.first(most), min_clock);
+      rows = rows.subspan(most);
+    }
+  }
   WaitForFlushInProgress();
   uint64_t id = next_request_id_.fetch_add(1);
   {

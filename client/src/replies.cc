@@ -10,6 +10,7 @@
 
 #include "client_impl.h"
 #include "tessera/table/wire.h"
+#include "tessera/transport/list_bounds.h"
 
 namespace tessera {
 
@@ -23,6 +24,11 @@ using client_internal::kUncachedRequestBit;
 // of it (see CacheEntry::borrowed).
 void Client::Impl::OnRows(int server, uint64_t id, proto::RowBatch::Reader batch,
                           std::unique_ptr<IncomingMessage>& message) {
+  if (ClaimsEmptyStructs(batch.getRows()) || ClaimsEmptyStructs(batch.getDense())) {
+    log_->error("server {} sent a batch whose list claims {} rows of no bytes; dropped", server,
+                std::max(batch.getRows().size(), batch.getDense().size()));
+    return;
+  }
   ServerChannel& ch = *channels_[server];
   int64_t clock = batch.getClock();
   ApplyAck(ch, batch.getAppliedSeq());

@@ -55,20 +55,35 @@ Result<ReadTicket> Client::Impl::StartUncachedRead(int thread, TableId id,
   auto read = std::make_unique<UncachedRead>(
       UncachedRead{&table, reinterpret_cast<std::byte*>(out), table.spec.width * sizeof(T),
                    thread_clocks_[thread].load(std::memory_order_relaxed)});
-  std::vector<std::pair<int, zmq::message_t>> frames;
+  // A server answers at most kMaxReadReplyBytes per request: a larger share goes in several.
+  const uint64_t most = table.spec.MaxRowsPerRead();
+  std::vector<UncachedRequest> requests;
   for (uint32_t s = 0; s < num_servers; ++s) {
-    if (parts[s].rows.empty()) continue;
+    UncachedRequest& part = parts[s];
+    part.ticket = ticket;
+    part.server = s;
+    if (part.rows.size() <= most) {
+      if (!part.rows.empty()) requests.push_back(std::move(part));
+      continue;
+    }
+    for (size_t at = 0; at < part.rows.size(); at += most) {
+      const size_t end = std::min<size_t>(part.rows.size(), at + most);
+      requests.push_back({ticket, s, std::vector<RowId>(part.rows.begin() + at, part.rows.begin() + end),
+                          std::vector<size_t>(part.positions.begin() + at,
+                                              part.positions.begin() + end)});
+    }
+  }
+  std::vector<std::pair<int, zmq::message_t>> frames;
+  for (const UncachedRequest& r : requests) {
     const uint64_t request = next_request_id_.fetch_add(1) | kUncachedRequestBit;
-    frames.emplace_back(s,
-                        GetFrame(request, id, parts[s].rows, need, /*subscribe=*/false, nullptr));
+    frames.emplace_back(static_cast<int>(r.server),
+                        GetFrame(request, id, r.rows, need, /*subscribe=*/false, nullptr));
     read->requests.push_back(request);
   }
   {
     std::lock_guard lock(uncached_mu_);
-    for (size_t k = 0; k < frames.size(); ++k) {
-      parts[frames[k].first].ticket = ticket;
-      parts[frames[k].first].server = static_cast<uint32_t>(frames[k].first);
-      uncached_requests_.emplace(read->requests[k], std::move(parts[frames[k].first]));
+    for (size_t k = 0; k < requests.size(); ++k) {
+      uncached_requests_.emplace(read->requests[k], std::move(requests[k]));
     }
     read->outstanding = static_cast<int>(frames.size());
     uncached_in_flight_.fetch_add(read->outstanding, std::memory_order_seq_cst);

@@ -325,6 +325,12 @@ void Server::Impl::OnCreateTable(const std::string& identity, uint64_t request_i
     Reject(identity, request_id, s);
     return;
   }
+  if (tables_.size() >= server_internal::kMaxTables && !tables_.contains(spec.id)) {
+    Reject(identity, request_id,
+           Status::OutOfRange(fmt::format("table {} '{}': the job already has {} tables, the limit",
+                                          spec.id, spec.name, tables_.size())));
+    return;
+  }
   auto [it, inserted] = tables_.try_emplace(spec.id);
   if (inserted) {
     it->second.spec = spec;

@@ -34,6 +34,16 @@ namespace server_internal {
 // The clock of a worker that left: it holds back nobody's reads.
 constexpr int64_t kLeftClock = std::numeric_limits<int64_t>::max();
 
+// Bounds on what the workers' messages make a server keep (docs/operations.md, "Security");
+// a request past one is refused with an error, nothing is allocated for it.
+// Tables of a job: a program makes one per shared array, a handful.
+constexpr size_t kMaxTables = 4096;
+// Reads of one worker waiting for the clock (a worker ahead of the others by more than the
+// staleness bound): a read blocks its thread or is a batch (GetRows, Prefetch), so a worker has
+// a few per thread and loop; the rows they name are kept until answered (8 bytes each).
+constexpr size_t kMaxParkedGets = size_t{1} << 16;
+constexpr uint64_t kMaxParkedRows = uint64_t{1} << 26;
+
 // A worker as this server knows it.
 struct Peer {
   std::string identity;      // empty until the worker registers here
@@ -42,6 +52,8 @@ struct Peer {
   uint64_t applied_seq = 0;  // its update batches applied here, in order
   uint64_t held_rows = 0;    // rows of this shard it has read (and so is pushed)
   uint64_t at_barrier = 0;   // the barrier it waits at (WaitingAtBarrier), 0 when it does not
+  size_t parked_gets = 0;    // its reads in parked_
+  uint64_t parked_rows = 0;  // the rows they name
 };
 
 // A read that waits until the server's clock reaches its bound.
@@ -103,6 +115,8 @@ class Server::Impl {
   void OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest::Reader get);
   void OnUnsubscribe(uint32_t worker, uint64_t request_id, proto::Unsubscribe::Reader msg);
   Status CheckRows(const ShardTable& t, capnp::List<uint64_t>::Reader rows) const;
+  Status CheckReplySize(const ShardTable& t, capnp::List<uint64_t>::Reader rows) const;
+  Status CheckParkingSpace(const Peer& peer, size_t rows) const;
   void Unsubscribe(uint32_t worker, ShardTable& t, capnp::List<uint64_t>::Reader rows);
   void Answer(const ParkedGet& req);
   // Reads that can never be answered: their single-threaded reader waits for the clock of a

@@ -37,6 +37,8 @@ void Server::Impl::OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest
   auto rows = get.getRows();
   Status checked = CheckRows(**table, rows);
   if (checked.ok()) checked = CheckRows(**table, get.getUnsubscribe());
+  if (checked.ok()) checked = CheckReplySize(**table, rows);
+  if (checked.ok() && req.min_clock > clock_) checked = CheckParkingSpace(peers_[worker], rows.size());
   if (!checked.ok()) {
     Reject(peers_[worker].identity, request_id, checked);
     return;
@@ -53,6 +55,8 @@ void Server::Impl::OnGet(uint32_t worker, uint64_t request_id, proto::GetRequest
     Answer(req);
   } else if (!FailIfDeadlocked(req)) {
     CountStat([](ServerStats& s) { ++s.parked_gets; });
+    ++peers_[worker].parked_gets;
+    peers_[worker].parked_rows += req.rows.size();
     parked_.push_back(std::move(req));
   }
 }
@@ -107,6 +111,43 @@ Status Server::Impl::CheckRows(const ShardTable& t, capnp::List<uint64_t>::Reade
     }
   }
   return Status::Ok();
+}
+
+// An answer to `rows` must fit kMaxReadReplyBytes. Dense rows have a fixed size; sparse rows are
+// as large as their columns, so their stored sizes are added up when the widest rows could pass
+// the bound (a lookup per row, only for reads that large).
+Status Server::Impl::CheckReplySize(const ShardTable& t,
+                                    capnp::List<uint64_t>::Reader rows) const {
+  const uint64_t n = rows.size();
+  const uint64_t cell = ValueTypeSize(t.spec.value_type);
+  uint64_t bytes = 0;
+  if (!t.spec.sparse) {
+    bytes = n * t.spec.DenseRowBytes();  // both < 2^32: no overflow
+  } else if (n * t.spec.width > kMaxReadReplyBytes / (cell + sizeof(uint32_t))) {
+    // (rows < 2^30 and width < 2^32: the product does not overflow; the bytes could.)
+    for (RowId r : rows) {
+      if (const StoredRow* row = t.rows.Find(r)) bytes += row->values.payload_bytes();
+      if (bytes > kMaxReadReplyBytes) break;
+    }
+  }
+  if (bytes <= kMaxReadReplyBytes) return Status::Ok();
+  return Status::OutOfRange(
+      fmt::format("a read of {} rows of table '{}' would need an answer of more than {} bytes, "
+                  "the limit (split it)",
+                  n, t.spec.name, kMaxReadReplyBytes));
+}
+
+// A worker may keep at most kMaxParkedGets reads of kMaxParkedRows rows waiting for the clock.
+Status Server::Impl::CheckParkingSpace(const Peer& peer, size_t rows) const {
+  if (peer.parked_gets < server_internal::kMaxParkedGets &&
+      peer.parked_rows + rows <= server_internal::kMaxParkedRows) {
+    return Status::Ok();
+  }
+  return Status::OutOfRange(fmt::format(
+      "the worker already has {} reads of {} rows waiting for the clock, the limit is {} reads "
+      "of {} rows",
+      peer.parked_gets, peer.parked_rows, server_internal::kMaxParkedGets,
+      server_internal::kMaxParkedRows));
 }
 
 // The worker dropped these rows from its cache: stop pushing them to it. A row nobody reads

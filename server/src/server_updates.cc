@@ -14,6 +14,7 @@
 #include "tessera/common/prefetch.h"
 #include "tessera/table/row_values.h"
 #include "tessera/table/wire.h"
+#include "tessera/transport/list_bounds.h"
 #include "tessera/transport/message.h"
 
 namespace tessera {
@@ -40,8 +41,16 @@ bool Server::Impl::OnUpdate(uint32_t worker, proto::UpdateBatch::Reader batch) {
   // Decode and check the whole batch before applying any of it: a bad row rejects the batch
   // as a unit, so nothing is half-applied.
   auto rows = batch.getRows();
+  if (ClaimsEmptyStructs(rows) || ClaimsEmptyStructs(batch.getDense())) {
+    Reject(peer.identity, 0, proto::ErrorCode::MALFORMED,
+           fmt::format("update batch {} from worker {}: a list of {} rows of no bytes", seq, worker,
+                       std::max(rows.size(), batch.getDense().size())));
+    return false;
+  }
   std::vector<std::pair<ShardTable*, proto::Row::Reader>> checked;
-  checked.reserve(rows.size());
+  // Not more up front than a plain batch needs: the count is the sender's word until the rows
+  // are checked.
+  checked.reserve(std::min<size_t>(rows.size(), size_t{1} << 16));
   ShardTable* last = nullptr;  // a batch's rows are mostly of one table: look it up once
   for (auto row : rows) {
     Result<ShardTable*> table = last;
@@ -155,10 +164,13 @@ void Server::Impl::OnClock(uint32_t worker, int64_t clock) {
   // Answer the reads that waited for this clock.
   std::vector<ParkedGet> still_parked;
   for (auto& req : parked_) {
-    if (req.min_clock <= clock_)
+    if (req.min_clock <= clock_) {
+      --peers_[req.worker].parked_gets;
+      peers_[req.worker].parked_rows -= req.rows.size();
       Answer(req);
-    else
+    } else {
       still_parked.push_back(std::move(req));
+    }
   }
   parked_ = std::move(still_parked);
 }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace tessera {
 
 std::string_view ValueTypeName(ValueType t) {
@@ -25,7 +28,19 @@ Status TableSpec::Validate() const {
     return Status::InvalidArgument(fmt::format("table '{}' has an unknown value type", name));
   }
   if (width == 0) return Status::InvalidArgument(fmt::format("table '{}' has width 0", name));
+  if (!sparse && DenseRowBytes() > kMaxDenseRowBytes) {
+    return Status::InvalidArgument(
+        fmt::format("table '{}': a row of {} {} cells takes {} bytes, more than the limit of {}",
+                    name, width, ValueTypeName(value_type), DenseRowBytes(), kMaxDenseRowBytes));
+  }
   return Status::Ok();
+}
+
+uint64_t TableSpec::DenseRowBytes() const { return uint64_t{width} * ValueTypeSize(value_type); }
+
+uint64_t TableSpec::MaxRowsPerRead() const {
+  if (sparse) return std::numeric_limits<uint64_t>::max();
+  return std::max<uint64_t>(1, kMaxReadReplyBytes / DenseRowBytes());
 }
 
 bool TableSpec::SameAs(const TableSpec& o) const {

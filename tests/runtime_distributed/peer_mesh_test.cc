@@ -179,6 +179,38 @@ TEST_F(PeerMeshTest, GarbageOnTheInboxIsDroppedNotAnError) {
   EXPECT_EQ(meshes[0]->dropped(), 4u);
 }
 
+// A peer that sends messages nobody asks for (distinct exchanges, never received) gets at most
+// kMaxHeldPerPeer of them held; the rest are dropped and counted: the receiver's memory does not
+// grow with what a peer sends unasked. A message taken makes room for the next.
+TEST_F(PeerMeshTest, MessagesNotAskedForAreHeldUpToABound) {
+  StartCoordinator(2);
+  std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;
+  for (int r = 0; r < 2; ++r) {
+    pending.push_back(std::async(std::launch::async, [this, r] {
+      PeerMeshOptions po = Options(r, 2);
+      po.timeout = std::chrono::seconds(2);  // how long the dropped message is waited for
+      return PeerMesh::Connect(po, zmq_);
+    }));
+  }
+  auto receiver = pending[0].get();
+  auto sender = pending[1].get();
+  ASSERT_TRUE(receiver.ok() && sender.ok());
+  const int unasked = static_cast<int>(kMaxHeldPerPeer) + 10;
+  for (int i = 0; i < unasked; ++i) SendStep(**sender, 0, 1000 + i, 0, std::to_string(i));
+  // The last one came after the bound: read and dropped, so it never arrives.
+  auto dropped = (*receiver)->Receive(1, 1000 + unasked - 1, 0);
+  EXPECT_EQ(dropped.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*receiver)->dropped(), 10u);
+  auto first = (*receiver)->Receive(1, 1000, 0);  // held
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(PayloadOf(**first), "0");
+  SendStep(**sender, 0, 5, 0, "wanted");  // fits in the room the first one left
+  auto wanted = (*receiver)->Receive(1, 5, 0);
+  ASSERT_TRUE(wanted.ok()) << wanted.status().ToString();
+  EXPECT_EQ(PayloadOf(**wanted), "wanted");
+  EXPECT_EQ((*receiver)->dropped(), 10u);
+}
+
 TEST_F(PeerMeshTest, TheCoordinatorRefusesBadAnnouncements) {
   StartCoordinator(2);
   zmq::socket_t raw(zmq_, zmq::socket_type::dealer);

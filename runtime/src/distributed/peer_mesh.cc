@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -87,6 +88,7 @@ PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
       inbox_(context, zmq::socket_type::pull),
       log_(MakeLogger(fmt::format("peer-mesh-{}", options.rank))),
       handshakes_(context, inbox_, "peer-mesh inbox", log_) {
+  held_from_.resize(static_cast<size_t>(std::max(options.num_workers, 1)));
   ConfigureSocket(inbox_);
   SecureBindSide(inbox_, options_.secret);
   LimitIncoming(inbox_, kMaxDataMessageBytes, kDataReceiveQueue);
@@ -171,6 +173,7 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
     if (auto it = held_.find(key); it != held_.end()) {
       auto msg = std::move(it->second);
       held_.erase(it);
+      --held_from_[static_cast<size_t>(from)];
       return msg;
     }
     if (left_.count(from)) {
@@ -215,7 +218,13 @@ Status PeerMesh::Hold(zmq::message_t frame) {
       return Status::DataLoss(fmt::format("a second one from worker {} for step {} of exchange {}",
                                           sender, peer.getStep(), peer.getTag()));
     }
+    if (held_from_[static_cast<size_t>(sender)] >= kMaxHeldPerPeer) {
+      return Status::DataLoss(fmt::format(
+          "worker {} sent more than {} messages not asked for yet (step {} of exchange {})",
+          sender, kMaxHeldPerPeer, peer.getStep(), peer.getTag()));
+    }
     held_[key] = std::move(*parsed);
+    ++held_from_[static_cast<size_t>(sender)];
   } catch (const kj::Exception& e) {
     return Status::DataLoss(fmt::format("malformed message: {}", e.getDescription().cStr()));
   }

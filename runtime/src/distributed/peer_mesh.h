@@ -35,6 +35,12 @@ class logger;
 
 namespace tessera::internal {
 
+// Messages held from one peer before Receive asks for them (docs/operations.md, "Security"). A
+// peer runs the same steps as this worker and waits for this worker's message of a step before
+// its next exchange, so it is at most a step or two ahead: a few messages per exchange. More are
+// dropped (and logged): whoever sends them is not running the program's steps.
+inline constexpr size_t kMaxHeldPerPeer = 1024;
+
 struct PeerMeshOptions {
   int rank = 0;  // this worker, 0 .. num_workers-1
   int num_workers = 1;
@@ -104,6 +110,7 @@ class PeerMesh {
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
   std::set<int> left_;  // peers that announced leaving
+  std::vector<size_t> held_from_;  // messages of held_ by sender
   std::shared_ptr<spdlog::logger> log_;
   HandshakeWatch handshakes_;  // after inbox_: stops watching before the socket closes
   LogThrottle drop_log_;

@@ -57,6 +57,18 @@ inline size_t ValueTypeSize(ValueType t) {
 using TableId = uint32_t;
 using RowId = uint64_t;
 
+// Bounds on what one table and one read may take (docs/operations.md, "Security"). A table's
+// spec comes in a message, so its sizes are checked before anything is allocated from them.
+//
+// A dense row's cells (width x cell size): a row travels whole in one message and a server
+// answers a read of it in one; 256 MiB is 32M doubles, far wider than any model row.
+inline constexpr uint64_t kMaxDenseRowBytes = uint64_t{1} << 28;
+// The cells one read's answer may carry (rows x row bytes). A Client splits larger reads of a
+// dense table into several requests; a server refuses a request whose answer would exceed it
+// (a read names a row in 8 bytes, its answer may be a whole row: without the bound a small
+// request could make the server build an arbitrarily large answer).
+inline constexpr uint64_t kMaxReadReplyBytes = uint64_t{1} << 28;
+
 struct TableSpec {
   TableId id = 0;    // chosen by the program; the same id names the same table everywhere
   std::string name;  // for messages and logs
@@ -66,8 +78,15 @@ struct TableSpec {
   bool sparse = false;     // sparse rows (column -> value), for count tables
   uint32_t staleness = 0;  // SSP bound s. Default: 0 (bulk-synchronous)
 
-  // InvalidArgument unless num_rows and width are positive and the name is not empty.
+  // InvalidArgument unless num_rows and width are positive, the name is not empty and a dense
+  // row takes at most kMaxDenseRowBytes.
   Status Validate() const;
+  // Bytes of one dense row's cells (width x cell size). REQUIRES: !sparse.
+  uint64_t DenseRowBytes() const;
+  // The most rows one read request may name so that its answer fits kMaxReadReplyBytes: at
+  // least 1 for a valid dense table; no bound for a sparse one (its rows' sizes vary: a server
+  // refuses a read whose rows exceed the bound). REQUIRES: Validate().ok().
+  uint64_t MaxRowsPerRead() const;
   // True when both describe the same table (creating a table twice with equal specs is allowed).
   bool SameAs(const TableSpec& other) const;
 };

@@ -13,6 +13,9 @@
 
 namespace tessera {
 
+// Handshakes refused in a row (ZeroMQ reconnects every 100 ms) before JoinJob gives up.
+inline constexpr int kJoinHandshakeRefusals = 3;
+
 struct JoinRequest {
   proto::Role role = proto::Role::WORKER;
   uint32_t rank = 0;
@@ -27,7 +30,10 @@ struct JobMembership {
 
 // Sends the registration on `coordinator` (a DEALER connected to the coordinator) and waits up to
 // `timeout` for the membership, which comes once every server of the job has registered.
-// Unavailable on time-out; the coordinator's error (e.g. a wrong secret) otherwise.
+// Unavailable on time-out; the coordinator's error (e.g. a wrong secret over inproc://)
+// otherwise. A coordinator that refuses the connection's CURVE handshake kJoinHandshakeRefusals
+// times in a row (another job secret, or none) fails the join at once with FailedPrecondition
+// naming the cause, instead of after the timeout.
 Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& request,
                               std::chrono::milliseconds timeout);
 
