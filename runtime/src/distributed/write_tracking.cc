@@ -143,7 +143,12 @@ void TrackStep(const Blocks& b, const std::vector<Part>& parts, Tracked* tracked
     }
     case Tracked::Scope::kPositions:
       for (const Part& part : parts) {
+        if (part.to <= part.from) continue;
         const int64_t* pos = b.positions.data() + b.offsets[part.block];
+        if (b.contiguous[part.block]) {  // one range: no walk over the positions
+          t.regions.push_back({pos[part.from], pos[part.from] + (part.to - part.from)});
+          continue;
+        }
         for (int64_t i = part.from; i < part.to; ++i) {
           if (!t.regions.empty() && t.regions.back().second == pos[i]) {
             ++t.regions.back().second;
