@@ -89,7 +89,7 @@ class ParallelExecutor final : public Executor {
     const int threads = options_.threads;
     arena_.execute([&] {
       tbb::parallel_for(0, threads, [&](int p) {
-        ExecutorSlotScope slot(p + 1);
+        ExecutorSlotScope slot(p + 1, /*shared=*/threads > 1);
         RunBlock(b, p, task);
       });
     });

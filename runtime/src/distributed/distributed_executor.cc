@@ -171,7 +171,7 @@ class DistributedExecutor::Impl {
     const Blocks& b = BlocksFor(&state, space, split_space);
     ++tag_;
     applied_step_ = -1;
-    BeginLoop(s, space, binding);
+    BeginLoop(s, space, binding, &state);
     partitioned_->Place(s, b, binding, tag_);
     TrackPartitioned();
     int64_t last_step = 0;
@@ -275,6 +275,9 @@ class DistributedExecutor::Impl {
   struct SiteState {
     LoopSchedule schedule;
     std::map<int64_t, Blocks> blocks;  // by array id
+    // Arrays tracked by position (the space) whose last patch from this site held at least half
+    // of their tracked elements: sent whole from now on, without a snapshot to compare with.
+    std::set<int64_t> dense_writes;
     std::string binding_reported;      // the last binding logged for the site
   };
 
@@ -303,7 +306,7 @@ class DistributedExecutor::Impl {
   // Runs parts[t] on executor thread t (slot t + 1).
   void RunParts(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task) {
     if (parts.size() == 1) {
-      ExecutorSlotScope slot(1);
+      ExecutorSlotScope slot(1, /*shared=*/options_.threads > 1);
       RunBlockPart(b, parts[0].block, parts[0].from, parts[0].to, task);
       return;
     }
@@ -339,8 +342,10 @@ class DistributedExecutor::Impl {
     step_open_ = true;
   }
 
-  void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding) {
+  void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding,
+                 SiteState* state) {
     awaited_ = true;
+    site_ = state;
     servers_->AdoptSerialRelaxedChanges();
     tracked_.clear();
     if (!s.writes_unknown && binding.complete(s)) {
@@ -354,9 +359,22 @@ class DistributedExecutor::Impl {
     // A partitioned sparse array here is the space, each element held by the one worker that
     // runs it: its writes stay where they are.
     std::erase_if(tracked_, [](const auto& e) { return e.second.array->record_partition() != nullptr; });
+    // Positions the last run of this site mostly changed (a body that rewrites its element, as
+    // samplers do) go whole: each is written only by the worker that runs it, so its whole value
+    // is what the peers must have, and the snapshot and comparison would be wasted work. Not for
+    // data-parallel loops, whose patches are additive differences.
+    if (s.strategy != LoopStrategy::kDataParallel) {
+      for (auto& [id, t] : tracked_) {
+        if (t.scope == Tracked::Scope::kPositions && t.transfer == Tracked::Transfer::kDiff &&
+            state->dense_writes.count(id)) {
+          t.transfer = Tracked::Transfer::kRotate;
+        }
+      }
+    }
   }
 
   void EndLoop() {
+    site_ = nullptr;
     tracked_.clear();
     awaited_ = false;
   }
@@ -405,6 +423,13 @@ class DistributedExecutor::Impl {
           continue;
         }
         PatchData p = t.transfer == Tracked::Transfer::kRotate ? WholePatch(t) : DiffPatch(t, additive);
+        if (site_ != nullptr && t.scope == Tracked::Scope::kPositions &&
+            t.transfer == Tracked::Transfer::kDiff && !additive) {
+          int64_t tracked = 0;
+          for (const auto& [lo, hi] : t.regions) tracked += hi - lo;
+          const auto changed = static_cast<int64_t>(p.values.size() / p.element_bytes);
+          if (tracked > 0 && 2 * changed >= tracked) site_->dense_writes.insert(id);
+        }
         if (!p.runs.empty()) patches.push_back(std::move(p));
       }
       SendToPeers(step, patches, &extra_patches_);
@@ -609,6 +634,7 @@ class DistributedExecutor::Impl {
   int64_t applied_step_ = -1;  // peers' steps of the current loop applied here
   bool awaited_ = false;       // inside a scheduled loop, whose every step peers wait for
   bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
+  SiteState* site_ = nullptr;  // the running loop's site
   std::map<int64_t, Tracked> tracked_;
   std::unique_ptr<PartitionedArrays> partitioned_;
   std::unique_ptr<PartitionedRecords> records_;
