@@ -39,7 +39,6 @@ namespace {
 // Everything cached about one call site.
 struct SiteState {
   LoopSchedule schedule;
-  std::map<int64_t, Blocks> blocks;  // by array id
 };
 
 class ParallelExecutor final : public Executor {
@@ -181,7 +180,7 @@ class ParallelExecutor final : public Executor {
 
   const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
     const int t = options_.threads;
-    return CachedBlocks(&state->blocks, space, [&] {
+    return blocks_.Get(state->schedule, space, /*salt=*/0, [&] {
       return MakeBlocks(state->schedule, space,
                         {.space_parts = t, .time_parts = t, .wave_parts = t, .exact_wave_parts = false});
     });
@@ -193,6 +192,7 @@ class ParallelExecutor final : public Executor {
   tbb::task_arena arena_;
   // Keyed by the schedule entry, which is unique per call site and lives as long as the program.
   std::map<const EmbeddedSchedule*, SiteState> sites_;
+  BlockCache blocks_;  // shared by sites that cut an array alike
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;  // already logged
 };
 

@@ -274,7 +274,6 @@ class DistributedExecutor::Impl {
  private:
   struct SiteState {
     LoopSchedule schedule;
-    std::map<int64_t, Blocks> blocks;  // by array id
     // Arrays tracked by position (the space) whose last patch from this site held at least half
     // of their tracked elements: sent whole from now on, without a snapshot to compare with.
     std::set<int64_t> dense_writes;
@@ -608,7 +607,10 @@ class DistributedExecutor::Impl {
   // `split_space`: the space is partitioned (PartitionedRecords::Place), so its cuts and key
   // bounds come from every worker's elements.
   const Blocks& BlocksFor(SiteState* state, const ArrayBase& space, bool split_space) {
-    return CachedBlocks(&state->blocks, space, [&] {
+    // A partitioned space's cuts come from every worker's elements as this site placed them:
+    // such blocks are not shared with other sites.
+    const int64_t salt = split_space ? reinterpret_cast<int64_t>(state) : 0;
+    return blocks_.Get(state->schedule, space, salt, [&] {
       const int parts = options_.num_workers * options_.threads;
       BlockGrid grid{.space_parts = parts,
                      .time_parts = parts * options_.pipeline_depth,
@@ -641,6 +643,7 @@ class DistributedExecutor::Impl {
   std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish
   std::unique_ptr<ServerArrays> servers_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
+  BlockCache blocks_;  // shared by sites that cut an array alike
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
   // What the final log line reports.
   struct Stats {
