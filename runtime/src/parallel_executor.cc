@@ -1,7 +1,7 @@
 // The parallel executor (see internal/parallel_executor.h and docs/runtime.md).
 //
 // Every strategy reduces to the same two steps: group the space's positions into blocks by key
-// ranges (once per site and array, cached: the same loop runs every epoch), then run the blocks
+// ranges (once per array and way of cutting it, cached: the same loop runs every epoch), then run the blocks
 // in an order that keeps every dependence the schedule records:
 //   independent / 1d / data_parallel: P blocks along the space dim, all at once;
 //   2d: a P x P grid (space block, time block); in step t thread p runs (p, (p + t) mod P), and
