@@ -3,21 +3,24 @@
 //
 // The topic totals n_k are touched by every token and live in a RelaxedArray (additive updates,
 // reads up to --staleness clocks stale when distributed); everything else a sweep reads is its own
-// row's counts, derived from a snapshot of the topics.
+// row's counts, derived from the topics the previous sweep left.
 //
 // Sampler (after WarpLDA): Metropolis-Hastings with O(1) proposals and delayed counts, in sweeps
 // that visit the tokens word by word, then document by document. Each token is an element of two
 // iteration spaces, `tokens` keyed (doc, word, j) and `tokens_w` keyed (word, doc, j); its value
-// packs the topic and a pending proposal. A sweep reads the counts of the row it visits from a
-// snapshot of all topics taken before the loop (TokenTopics, apps/lda/token_topics.h), so its body
-// writes only its own element and the relaxed totals: tessc schedules it `independent`, and rows
-// stay in cache because a row's tokens are consecutive. Between sweeps serial code copies the
-// topics from one order to the other. The word sweep accepts the document proposal against the
-// word factor of p(z = k | rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V beta) and draws a word
-// proposal q_w(k) ~ n_wk + beta (a random token of the word, or a uniform topic); the document
-// sweep accepts it against the document factor and draws q_d(k) ~ n_dk + alpha. Each proposal's
-// own factor cancels in its acceptance ratio. `--sampler gibbs` is the exact O(K) sampler on
-// count tables, a reference.
+// packs the topic and a pending proposal. Each sweep writes its own order and reads the other,
+// which the previous sweep wrote: the word sweep reads `tokens`, the document sweep `tokens_w`
+// (TokenOrders, apps/lda/token_topics.h, maps positions between them). Its body writes only its
+// own element and the relaxed totals, so tessc schedules it `independent`, and no serial code
+// copies topics between the orders. A row (a word's or a document's tokens, consecutive in the
+// sweep's order) is gathered once, at its first token: every token of it first accepts or rejects
+// its pending proposal against the row's counts as gathered (WarpLDA's delayed counts), then draws
+// its next proposal from the row's topics after those moves. The word sweep accepts the document
+// proposal against the word factor of p(z = k | rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V
+// beta) and draws a word proposal q_w(k) ~ n_wk + beta (a random token of the word, or a uniform
+// topic); the document sweep accepts it against the document factor and draws q_d(k) ~ n_dk +
+// alpha. Each proposal's own factor cancels in its acceptance ratio. `--sampler gibbs` is the
+// exact O(K) sampler on count tables, a reference.
 //
 //   lda --docword docword.20news.txt --topics 100 --iterations 50 --metrics lda.jsonl
 //   tessera run -w 2 -s 1 -- lda --docword docword.20news.txt --topics 100 --iterations 50
@@ -131,12 +134,8 @@ tessera::Result<std::vector<std::string>> ReadVocabulary(const std::string& path
 }
 
 // A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.
-int64_t Pack(int32_t topic, int32_t proposal) {
-  return static_cast<int64_t>((static_cast<uint64_t>(static_cast<uint32_t>(proposal)) << 32) |
-                              static_cast<uint32_t>(topic));
-}
-int32_t Topic(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
-int32_t Proposal(int64_t v) { return static_cast<int32_t>(static_cast<uint64_t>(v) >> 32); }
+int64_t Pack(int32_t topic, int32_t proposal) { return lda::PackTopic(topic, proposal); }
+int32_t Topic(int64_t v) { return lda::TopicOf(v); }
 
 // Bytes of physical memory (0 when unknown).
 double PhysicalMemoryBytes() {
@@ -148,13 +147,13 @@ double PhysicalMemoryBytes() {
 // a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
 tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, bool count_tables,
                                 const std::string& path) {
-  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), its topic in
-  // both snapshots, its positions and word (TokenTopics). With count tables (--sampler gibbs):
-  // K counts per document and per word.
+  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), its positions
+  // and word (TokenOrders). With count tables (--sampler gibbs): K counts per document and per
+  // word.
   const double tokens = static_cast<double>(corpus.num_tokens);
   const double rows = static_cast<double>(corpus.num_docs) + static_cast<double>(corpus.vocab_size);
   const double need =
-      tokens * 96 + (count_tables ? rows * K * 4 : 0) + static_cast<double>(corpus.num_docs) * 16;
+      tokens * 88 + (count_tables ? rows * K * 4 : 0) + static_cast<double>(corpus.num_docs) * 16;
   const double have = PhysicalMemoryBytes();
   if (have > 0 && need > have) {
     int64_t max_count = 0;
@@ -249,19 +248,19 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   }
   const int64_t max_len =
       std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
-  lda::TokenTopics topics(doc_length, token_words, V);
-  const int64_t num_tokens = topics.tokens();
+  const lda::TokenOrders orders(doc_length, token_words, V);
+  const int64_t num_tokens = orders.tokens();
   auto tokens = DistArray<int64_t, 3>::sparse(ctx, {D, V, max_len});
   auto tokens_w = DistArray<int64_t, 3>::sparse(ctx, {V, D, max_len});
   tokens.reserve(num_tokens);
   tokens_w.reserve(num_tokens);
   for (int64_t d = 0; d < D; ++d) {
-    for (int64_t p = topics.doc_begin(d); p < topics.doc_end(d); ++p) {
-      tokens.append_unchecked({{d, token_words[p], p - topics.doc_begin(d)}}, 0);
+    for (int64_t p = orders.doc_begin(d); p < orders.doc_end(d); ++p) {
+      tokens.append_unchecked({{d, token_words[p], p - orders.doc_begin(d)}}, 0);
     }
   }
   for (int64_t q = 0; q < num_tokens; ++q) {
-    const Key<3>& k = tokens.key_at(topics.doc_position(q));
+    const Key<3>& k = tokens.key_at(orders.doc_position(q));
     tokens_w.append_unchecked({{k[1], k[0], k[2]}}, 0);
   }
   std::vector<int32_t>().swap(token_words);
@@ -288,38 +287,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     v = Pack(z, z);
     totals.add(z, 1);
   });
-  // Copy the values of one order into the other, and the topics into that order's snapshot, the
-  // one the next sweep reads (serial code on every worker, O(tokens)).
-  auto doc_to_word = [&] {
-    for (int64_t q = 0; q < num_tokens; ++q) {
-      const int64_t v = tokens.value_at(topics.doc_position(q));
-      tokens_w.value_at(q) = v;
-      topics.set_word_topic(q, Topic(v));
-    }
-    topics.bump_generation();
-  };
-  auto word_to_doc = [&] {
-    for (int64_t p = 0; p < num_tokens; ++p) {
-      const int64_t v = tokens_w.value_at(topics.word_position(p));
-      tokens.value_at(p) = v;
-      topics.set_doc_topic(p, Topic(v));
-    }
-    topics.bump_generation();
-  };
-  // The document-order snapshot of the current topics (the word-order one is current after
-  // doc_to_word).
-  auto refresh_doc_snapshot = [&] {
-    for (int64_t p = 0; p < num_tokens; ++p) topics.set_doc_topic(p, Topic(tokens.value_at(p)));
-    topics.bump_generation();
-  };
-  doc_to_word();
-  // A resumed run (checkpoints) restores the tokens' topics just before the loop it continues
-  // with; the snapshots the replay took from them before then are taken again.
-  ctx.on_restore([&] {
-    refresh_doc_snapshot();
-    for (int64_t q = 0; q < num_tokens; ++q) topics.set_word_topic(q, Topic(tokens_w.value_at(q)));
-    topics.bump_generation();
-  });
 
   // The exact sampler's count tables (--sampler gibbs only; calloc'ed, untouched otherwise).
   auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {opt.sampler == "gibbs" ? D : 1, K});
@@ -334,7 +301,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   // Log-likelihood terms that do not change: document lengths and the normalizers.
   int64_t max_word = 1;
   for (int64_t w = 0; w < V; ++w)
-    max_word = std::max(max_word, topics.word_end(w) - topics.word_begin(w));
+    max_word = std::max(max_word, orders.word_end(w) - orders.word_begin(w));
   const auto lg_alpha = LgammaTable(alpha, max_len + 1);
   const auto lg_beta = LgammaTable(beta, max_word + 1);
   double ll_const = 0;
@@ -347,13 +314,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       std::find_if(doc_length.begin(), doc_length.end(), [](int64_t n) { return n > 0; }) -
       doc_length.begin());
 
-  // Every token draws from its own generator, seeded by (seed, iteration, key): the body then has
-  // no shared mutable state besides the arrays, whatever executor runs it.
-  auto token_rng = [&opt](int iter, const Key<3>& key) {
+  // Every token draws from its own generator, seeded by (seed, iteration or sweep, token id = its
+  // document-order position): the body then has no shared mutable state besides the arrays,
+  // whatever executor runs it.
+  auto token_rng = [&opt](int iter, int64_t id) {
     return Rng(opt.seed ^ (static_cast<uint64_t>(iter) * 0xD1B54A32D192ED03ULL) ^
-               (static_cast<uint64_t>(key[0]) * 0x9E3779B97F4A7C15ULL) ^
-               (static_cast<uint64_t>(key[1]) * 0xC2B2AE3D27D4EB4FULL) ^
-               (static_cast<uint64_t>(key[2]) * 0x165667B19E3779F9ULL));
+               (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL));
   };
   const auto start = std::chrono::steady_clock::now();
   for (int iter = 1; iter <= opt.iterations; ++iter) {
@@ -367,7 +333,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         cdf.resize(K);
         auto nd = doc_topic.row(key[0]);
         auto nw = word_topic.row(key[1]);
-        Rng rng = token_rng(iter, key);
+        Rng rng = token_rng(iter, orders.doc_begin(key[0]) + key[2]);
         const int32_t s = Topic(v);
         nd[s] -= 1;
         nw[s] -= 1;
@@ -391,57 +357,84 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       } else {
         tessera::parallel_for(tokens, gibbs);
       }
-      doc_to_word();
     } else {
-      // WarpLDA's sweeps with delayed counts: every token is visited once per sweep; a sweep reads
-      // the counts of its row (word, then document) from the snapshot taken before it, so its
+      // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. A sweep
+      // writes its own order and reads the other one, which nothing writes while it runs, so its
       // loop writes nothing but each token's own element and the relaxed totals, and tessc can
-      // partition it freely. The word sweep accepts the pending document proposal against the
-      // word factor (n_wk + beta) / (n_k + V beta) of the conditional and leaves a word proposal
-      // q_w(k) ~ n_wk + beta; the document sweep accepts that against (n_dk + alpha) / (n_k + V
-      // beta) and leaves a document proposal q_d(k) ~ n_dk + alpha. Each proposal's own factor
-      // cancels in its acceptance ratio, so every step is O(1).
+      // partition it freely. At a row's first token the body gathers the row from the other order
+      // and decides every token's move: the word sweep accepts the pending document proposal
+      // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
+      // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
+      // row's counts as gathered and the totals as this row's earlier moves left them. Each
+      // token then takes its move (and adds it to the totals) and draws its next proposal from
+      // the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~ n_dk + alpha. Each proposal's own
+      // factor cancels in its acceptance ratio, so every step is O(1).
       const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
-      int sweep = 0;                       // seeds the tokens' generators
+      int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
       auto word_sweep = [&](const Key<3>& key, int64_t& v) {
-        thread_local lda::TopicCounts nw;  // word key[0]'s counts in the snapshot
-        nw.Load(topics, lda::TopicCounts::Side::kWord, key[0], K);
-        Rng rng = token_rng(sweep, key);
-        int32_t s = Topic(v);
-        const int32_t t = Proposal(v);
-        if (t != s) {
-          const float a = static_cast<float>(nw.count(t)) + beta;
-          const float b = static_cast<float>(nw.count(s)) - 1.0f + beta;
-          const float nt = static_cast<float>(totals(t)) + vbeta;
-          const float ns = static_cast<float>(totals(s)) + vbeta_1;
-          if (Rng::Unit(rng.Next()) * b * nt < a * ns) {
-            totals.add(s, -1);
-            totals.add(t, 1);
-            s = t;
-            accepted += 1;
+        thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
+        const int64_t w = key[0];
+        if (!row.Holds(w, sweep)) {
+          const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+          row.Begin(w, sweep, K, n);
+          for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
+          for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
+          row.Count();
+          for (int64_t i = 0; i < row.size(); ++i) {
+            const int32_t s = row.topic(i), t = row.proposal(i);
+            if (t == s) continue;
+            const float a = static_cast<float>(row.count(t)) + beta;
+            const float b = static_cast<float>(row.count(s)) - 1.0f + beta;
+            const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
+            const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
+            if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
           }
+          row.EndMoves();
         }
-        v = Pack(s, nw.Draw(beta, rng.Next()));
+        const int64_t p = orders.doc_begin(key[1]) + key[2];
+        const int64_t i = row.IndexOf(p);
+        const int32_t before = row.gathered_topic(i), s = row.topic(i);
+        if (s != before) {
+          totals.add(before, -1);
+          totals.add(s, 1);
+          accepted += 1;
+        }
+        Rng rng = token_rng(sweep, p);
+        rng.Next();  // the acceptance's draw
+        v = Pack(s, row.Draw(beta, rng.Next()));
       };
       auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
-        thread_local lda::TopicCounts nd;  // document key[0]'s counts in the snapshot
-        nd.Load(topics, lda::TopicCounts::Side::kDoc, key[0], K);
-        Rng rng = token_rng(sweep, key);
-        int32_t s = Topic(v);
-        const int32_t t = Proposal(v);
-        if (t != s) {
-          const float a = static_cast<float>(nd.count(t)) + alpha;
-          const float b = static_cast<float>(nd.count(s)) - 1.0f + alpha;
-          const float nt = static_cast<float>(totals(t)) + vbeta;
-          const float ns = static_cast<float>(totals(s)) + vbeta_1;
-          if (Rng::Unit(rng.Next()) * b * nt < a * ns) {
-            totals.add(s, -1);
-            totals.add(t, 1);
-            s = t;
-            accepted += 1;
+        thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
+        const int64_t d = key[0];
+        if (!row.Holds(d, sweep)) {
+          const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
+          row.Begin(d, sweep, K, n);
+          for (int64_t i = 0; i < n; ++i) {
+            row.set_id(i, begin + i);
+            row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
           }
+          row.Count();
+          for (int64_t i = 0; i < row.size(); ++i) {
+            const int32_t s = row.topic(i), t = row.proposal(i);
+            if (t == s) continue;
+            const float a = static_cast<float>(row.count(t)) + alpha;
+            const float b = static_cast<float>(row.count(s)) - 1.0f + alpha;
+            const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
+            const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
+            if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
+          }
+          row.EndMoves();
         }
-        v = Pack(s, nd.Draw(alpha, rng.Next()));
+        const int64_t p = orders.doc_begin(d) + key[2];
+        const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
+        if (s != before) {
+          totals.add(before, -1);
+          totals.add(s, 1);
+          accepted += 1;
+        }
+        Rng rng = token_rng(sweep, p);
+        rng.Next();  // the acceptance's draw
+        v = Pack(s, row.Draw(alpha, rng.Next()));
       };
       // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
       // permission to run the loops data-parallel with reads up to S clocks stale.
@@ -450,17 +443,14 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         if (opt.data_parallel >= 0) {
           tessera::parallel_for(tokens_w, word_sweep,
                                 tessera::DataParallel{.staleness = opt.data_parallel});
-          word_to_doc();
           ++sweep;
           tessera::parallel_for(tokens, doc_sweep,
                                 tessera::DataParallel{.staleness = opt.data_parallel});
         } else {
           tessera::parallel_for(tokens_w, word_sweep);
-          word_to_doc();
           ++sweep;
           tessera::parallel_for(tokens, doc_sweep);
         }
-        doc_to_word();
       }
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
@@ -479,14 +469,20 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     std::optional<double> ll_per_token;
     if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
       // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
-      //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the snapshot: each
-      // document's and word's terms are added at its first token.
-      refresh_doc_snapshot();
+      //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the topics the
+      // last document sweep left in `tokens`: each document's and word's terms are added at its
+      // first token.
       tessera::Accumulator<double> ll(ctx, ll_const);
       tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) {
         if (key[2] != 0) return;
-        thread_local lda::TopicCounts nd;
-        nd.Load(topics, lda::TopicCounts::Side::kDoc, key[0], K);
+        thread_local lda::RowTopics nd;
+        const int64_t begin = orders.doc_begin(key[0]), n = orders.doc_end(key[0]) - begin;
+        nd.Begin(key[0], -iter, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          nd.set_id(i, begin + i);
+          nd.set_state(i, tokens.value_at(begin + i));
+        }
+        nd.Count();
         double sum = 0;
         for (int32_t k : nd.nonzero()) sum += lg_alpha[nd.count(k)];
         // The topic totals' term, once (by the first document), inside the loop: a resumed run
@@ -497,10 +493,16 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         ll += sum;
       });
       tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
-        if (topics.word_position(topics.doc_begin(key[1]) + key[2]) != topics.word_begin(key[0]))
-          return;
-        thread_local lda::TopicCounts nw;
-        nw.Load(topics, lda::TopicCounts::Side::kWord, key[0], K);
+        const int64_t w = key[0];
+        if (orders.word_position(orders.doc_begin(key[1]) + key[2]) != orders.word_begin(w)) return;
+        thread_local lda::RowTopics nw;
+        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+        nw.Begin(w, -iter, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          nw.set_id(i, orders.doc_position(begin + i));
+          nw.set_state(i, tokens.value_at(nw.id(i)));
+        }
+        nw.Count();
         double sum = 0;
         for (int32_t k : nw.nonzero()) sum += lg_beta[nw.count(k)];
         ll += sum;
@@ -568,9 +570,15 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     std::vector<int> rank(K, -1);
     for (int i = 0; i < shown; ++i) rank[order[i]] = i;
     std::vector<std::vector<std::pair<int32_t, int64_t>>> top(shown);  // (count, word) per topic
-    lda::TopicCounts nw;
+    lda::RowTopics nw;
     for (int64_t w = 0; w < V; ++w) {
-      nw.Load(topics, lda::TopicCounts::Side::kWord, w, K);
+      const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+      nw.Begin(w, 0, K, n);
+      for (int64_t i = 0; i < n; ++i) {
+        nw.set_id(i, orders.doc_position(begin + i));
+        nw.set_state(i, tokens.value_at(nw.id(i)));
+      }
+      nw.Count();
       for (int32_t k : nw.nonzero()) {
         if (rank[k] >= 0) top[rank[k]].emplace_back(nw.count(k), w);
       }

@@ -1,11 +1,11 @@
-// The tokens of an LDA corpus in two orders, and a snapshot of their topics in both, for a sampler
-// that sweeps document by document and then word by word (as WarpLDA does).
+// The tokens of an LDA corpus in two orders, and the per-thread scratch of a sampler that sweeps
+// them row by row (word by word, then document by document, as WarpLDA does).
 //
-// Position p in document order is token j of document d at p = doc_begin(d) + j; the same token
-// has position word_position(p) in word order, where word w's tokens are [word_begin(w),
-// word_begin(w + 1)). A snapshot of every token's topic in both orders is taken between loops and
-// read-only while a loop runs; a loop body derives the topic counts of one document or word from
-// it (TopicCounts) instead of keeping count tables, so nothing is O(rows x K) per iteration.
+// Position p in document order is token j of document d at p = doc_begin(d) + j; p is also the
+// token's id. The same token has position word_position(p) in word order, where word w's tokens
+// are [word_begin(w), word_end(w)) in increasing p. The topics themselves live in the program's
+// DistArrays (one per order); a sweep over one order reads the other, which the previous sweep
+// wrote and which nothing writes during this one, so no copy between orders is needed.
 #ifndef TESSERA_APPS_LDA_TOKEN_TOPICS_H_
 #define TESSERA_APPS_LDA_TOKEN_TOPICS_H_
 
@@ -15,10 +15,18 @@
 
 namespace lda {
 
-class TokenTopics {
+// A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.
+inline int64_t PackTopic(int32_t topic, int32_t proposal) {
+  return static_cast<int64_t>((static_cast<uint64_t>(static_cast<uint32_t>(proposal)) << 32) |
+                              static_cast<uint32_t>(topic));
+}
+inline int32_t TopicOf(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
+inline int32_t ProposalOf(int64_t v) { return static_cast<int32_t>(static_cast<uint64_t>(v) >> 32); }
+
+class TokenOrders {
  public:
   // doc_length[d] tokens per document, and every token's word in document order.
-  TokenTopics(const std::vector<int64_t>& doc_length, const std::vector<int32_t>& words,
+  TokenOrders(const std::vector<int64_t>& doc_length, const std::vector<int32_t>& words,
               int64_t vocab_size)
       : doc_start_(doc_length.size() + 1, 0), word_start_(vocab_size + 1, 0) {
     const int64_t n = static_cast<int64_t>(words.size());
@@ -33,8 +41,6 @@ class TokenTopics {
       to_word_[p] = next[words[p]]++;
       from_word_[to_word_[p]] = p;
     }
-    doc_topics_.assign(n, 0);
-    word_topics_.assign(n, 0);
   }
 
   int64_t tokens() const { return static_cast<int64_t>(to_word_.size()); }
@@ -45,82 +51,113 @@ class TokenTopics {
   int64_t word_position(int64_t p) const { return to_word_[p]; }
   int64_t doc_position(int64_t q) const { return from_word_[q]; }
 
-  // The snapshot: topic of the token at document-order position p / word-order position q.
-  int32_t doc_topic(int64_t p) const { return doc_topics_[p]; }
-  int32_t word_topic(int64_t q) const { return word_topics_[q]; }
-  const int32_t* doc_topics() const { return doc_topics_.data(); }
-  const int32_t* word_topics() const { return word_topics_.data(); }
-  void set_doc_topic(int64_t p, int32_t z) { doc_topics_[p] = z; }
-  void set_word_topic(int64_t q, int32_t z) { word_topics_[q] = z; }
-  // Changes whenever the snapshot does (callers bump it after writing it).
-  uint64_t generation() const { return generation_; }
-  void bump_generation() { ++generation_; }
-
  private:
   std::vector<int64_t> doc_start_;
   std::vector<int64_t> word_start_;
   std::vector<int64_t> to_word_;    // document-order position -> word-order position
   std::vector<int64_t> from_word_;  // and back
-  std::vector<int32_t> doc_topics_;
-  std::vector<int32_t> word_topics_;
-  uint64_t generation_ = 0;
 };
 
-// The topic counts of one document (or word) in a TokenTopics snapshot, count(k) in O(1), and a
-// draw from count(k) + prior in O(1). Scratch that a sampling body keeps per thread: Load is O(1)
-// when the row and snapshot did not change since the last Load, else O(tokens of the row); the
-// counts are a pure function of the two, so whichever thread loads them computes the same.
-class TopicCounts {
+// One row (a document's or a word's tokens) as a sweep sees it, kept per executor thread: the
+// tokens' ids, topics and pending proposals as the previous sweep left them, the row's topic
+// counts over those topics (count(k) in O(1)), and, after the sweep has decided its moves, the new
+// topics, from which Draw proposes in O(1). A row is gathered once per sweep by whichever thread
+// meets it first; everything here is a pure function of the row and the previous sweep's topics,
+// so any thread computes the same.
+class RowTopics {
  public:
-  enum class Side { kDoc, kWord };
+  // Whether this holds `row` of sweep `sweep` (then the caller skips gathering it).
+  bool Holds(int64_t row, int64_t sweep) const { return row == row_ && sweep == sweep_; }
 
-  void Load(const TokenTopics& t, Side side, int64_t row, int topics) {
-    if (row == row_ && side == side_ && t.generation() == generation_ && &t == source_) return;
+  // Starts gathering `row` of `sweep`, of `n` tokens over `topics` topics: the caller sets every
+  // token i < n (its id, increasing in i, and its (topic, proposal) packed as by PackTopic), then
+  // calls Count.
+  void Begin(int64_t row, int64_t sweep, int topics, int64_t n) {
     if (counts_.size() != static_cast<size_t>(topics)) {
       counts_.assign(static_cast<size_t>(topics), 0);
+      delta_.assign(static_cast<size_t>(topics), 0);
       nonzero_.clear();
     }
     for (int32_t k : nonzero_) counts_[k] = 0;
     nonzero_.clear();
-    const int64_t begin = side == Side::kDoc ? t.doc_begin(row) : t.word_begin(row);
-    const int64_t end = side == Side::kDoc ? t.doc_end(row) : t.word_end(row);
-    row_topics_ = (side == Side::kDoc ? t.doc_topics() : t.word_topics()) + begin;
-    row_size_ = end - begin;
+    ids_.resize(static_cast<size_t>(n));
+    states_.resize(static_cast<size_t>(n));
+    gathered_.resize(static_cast<size_t>(n));
+    topics_.resize(static_cast<size_t>(n));
+    row_ = row;
+    sweep_ = sweep;
+    cursor_ = 0;
+  }
+  void set_id(int64_t i, int64_t id) { ids_[i] = id; }
+  void set_state(int64_t i, int64_t state) { states_[i] = state; }
+  // The counts of the gathered topics.
+  void Count() {
     int32_t* counts = counts_.data();
-    for (int64_t i = 0; i < row_size_; ++i) {
-      const int32_t k = row_topics_[i];
+    for (size_t i = 0; i < states_.size(); ++i) {
+      const int32_t k = TopicOf(states_[i]);
+      gathered_[i] = k;
+      topics_[i] = k;
       if (counts[k]++ == 0) nonzero_.push_back(k);
     }
-    row_ = row;
-    side_ = side;
-    generation_ = t.generation();
-    source_ = &t;
   }
 
+  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  int64_t id(int64_t i) const { return ids_[i]; }
+  // Token i's topic after the moves so far, and as gathered.
+  int32_t topic(int64_t i) const { return topics_[i]; }
+  int32_t gathered_topic(int64_t i) const { return gathered_[i]; }
+  int32_t proposal(int64_t i) const { return ProposalOf(states_[i]); }
+  // The gathered topics' counts (not changed by Move: WarpLDA's delayed counts).
   int32_t count(int32_t k) const { return counts_[k]; }
-  // The topics with a non-zero count.
   const std::vector<int32_t>& nonzero() const { return nonzero_; }
+  // Token i moves to topic `to`; `delta` tracks the row's changes to the topic totals so that
+  // later tokens of the row see them (they are added to the totals token by token afterwards).
+  void Move(int64_t i, int32_t to) {
+    --delta_[topics_[i]];
+    ++delta_[to];
+    touched_.push_back(topics_[i]);
+    touched_.push_back(to);
+    topics_[i] = to;
+  }
+  int32_t delta(int32_t k) const { return delta_[k]; }
+  // After the row's moves: clears the deltas (the topics stay, for Draw).
+  void EndMoves() {
+    for (int32_t k : touched_) delta_[k] = 0;
+    touched_.clear();
+  }
 
-  // A topic drawn from count(k) + prior over K topics, from 64 random bits: one uniform over
-  // [0, N + K prior) picks a token of the row, or beyond N a topic uniformly.
+  // Index of the token with id `id` (REQUIRES: the row holds it). O(1) when tokens are asked
+  // for in row order, as a sweep does; else a binary search.
+  int64_t IndexOf(int64_t id) {
+    if (cursor_ < size() && ids_[cursor_] == id) return cursor_++;
+    cursor_ = std::lower_bound(ids_.begin(), ids_.end(), id) - ids_.begin();
+    return cursor_++;
+  }
+
+  // A topic drawn from (row count after the moves)(k) + prior over K topics, from 64 random
+  // bits: one uniform over [0, N + K prior) picks a token of the row, or beyond N a topic
+  // uniformly.
   int32_t Draw(float prior, uint64_t bits) const {
     const int32_t k = static_cast<int32_t>(counts_.size());
-    const double n = static_cast<double>(row_size_);
+    const double n = static_cast<double>(topics_.size());
     const double x =
         static_cast<double>(bits >> 11) * 0x1.0p-53 * (n + k * static_cast<double>(prior));
-    if (x < n) return row_topics_[static_cast<int64_t>(x)];
+    if (x < n) return topics_[static_cast<size_t>(x)];
     return std::min(k - 1, static_cast<int32_t>((x - n) / prior));
   }
 
  private:
   int64_t row_ = -1;
-  Side side_ = Side::kDoc;
-  uint64_t generation_ = 0;
-  const TokenTopics* source_ = nullptr;
+  int64_t sweep_ = -1;
+  int64_t cursor_ = 0;
+  std::vector<int64_t> ids_;
+  std::vector<int32_t> gathered_;
+  std::vector<int32_t> topics_;
+  std::vector<int64_t> states_;
   std::vector<int32_t> counts_;
-  std::vector<int32_t> nonzero_;         // the topics with a non-zero count
-  const int32_t* row_topics_ = nullptr;  // the row's tokens' topics, in the snapshot
-  int64_t row_size_ = 0;
+  std::vector<int32_t> nonzero_;  // the topics with a non-zero count
+  std::vector<int32_t> delta_;    // the row's moves so far, per topic
+  std::vector<int32_t> touched_;  // topics whose delta may be non-zero
 };
 
 }  // namespace lda

@@ -6,12 +6,21 @@ namespace {
 // Per-thread, not shared: which executor slot this thread fills. A thread_local rather than a
 // Context member because Accumulator::operator+= sits in the innermost loop and has no Context.
 thread_local int current_slot = 0;
+thread_local bool current_concurrent = false;
 }  // namespace
 
 int CurrentExecutorSlot() { return current_slot; }
+bool ConcurrentExecutorThread() { return current_concurrent; }
 
-ExecutorSlotScope::ExecutorSlotScope(int slot) : previous_(current_slot) { current_slot = slot; }
-ExecutorSlotScope::~ExecutorSlotScope() { current_slot = previous_; }
+ExecutorSlotScope::ExecutorSlotScope(int slot, bool shared)
+    : previous_(current_slot), previous_concurrent_(current_concurrent) {
+  current_slot = slot;
+  current_concurrent = slot != 0 && shared;
+}
+ExecutorSlotScope::~ExecutorSlotScope() {
+  current_slot = previous_;
+  current_concurrent = previous_concurrent_;
+}
 
 }  // namespace internal
 

@@ -167,13 +167,29 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
   return b;
 }
 
-const Blocks& CachedBlocks(std::map<int64_t, Blocks>* cache, const ArrayBase& space,
-                           const std::function<Blocks()>& make) {
-  constexpr size_t kMaxCachedArraysPerSite = 8;
-  auto it = cache->find(space.id());
-  if (it != cache->end() && it->second.Matches(space)) return it->second;
-  if (it == cache->end() && cache->size() >= kMaxCachedArraysPerSite) cache->clear();
-  return cache->insert_or_assign(space.id(), make()).first->second;
+const Blocks& BlockCache::Get(const LoopSchedule& s, const ArrayBase& space, int64_t salt,
+                              const std::function<Blocks()>& make) {
+  constexpr size_t kMaxEntries = 64;
+  // What MakeBlocks reads from the schedule: the strategy's way of cutting, and its dims or skew.
+  std::vector<int64_t> key = {space.id(), salt, s.rank};
+  switch (s.strategy) {
+    case LoopStrategy::kIndependent:
+    case LoopStrategy::k1D:
+    case LoopStrategy::kDataParallel:
+      key.insert(key.end(), {0, s.space_dim});
+      break;
+    case LoopStrategy::k2D:
+      key.insert(key.end(), {1, s.space_dim, s.time_dim});
+      break;
+    case LoopStrategy::kUnimodular:
+      key.push_back(2);
+      for (const std::vector<int64_t>& row : s.skew) key.insert(key.end(), row.begin(), row.end());
+      break;
+  }
+  auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.Matches(space)) return it->second;
+  if (it == entries_.end() && entries_.size() >= kMaxEntries) entries_.clear();
+  return entries_.insert_or_assign(std::move(key), make()).first->second;
 }
 
 void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {

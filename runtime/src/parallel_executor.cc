@@ -1,7 +1,7 @@
 // The parallel executor (see internal/parallel_executor.h and docs/runtime.md).
 //
 // Every strategy reduces to the same two steps: group the space's positions into blocks by key
-// ranges (once per site and array, cached: the same loop runs every epoch), then run the blocks
+// ranges (once per array and way of cutting it, cached: the same loop runs every epoch), then run the blocks
 // in an order that keeps every dependence the schedule records:
 //   independent / 1d / data_parallel: P blocks along the space dim, all at once;
 //   2d: a P x P grid (space block, time block); in step t thread p runs (p, (p + t) mod P), and
@@ -39,7 +39,6 @@ namespace {
 // Everything cached about one call site.
 struct SiteState {
   LoopSchedule schedule;
-  std::map<int64_t, Blocks> blocks;  // by array id
 };
 
 class ParallelExecutor final : public Executor {
@@ -89,7 +88,7 @@ class ParallelExecutor final : public Executor {
     const int threads = options_.threads;
     arena_.execute([&] {
       tbb::parallel_for(0, threads, [&](int p) {
-        ExecutorSlotScope slot(p + 1);
+        ExecutorSlotScope slot(p + 1, /*shared=*/threads > 1);
         RunBlock(b, p, task);
       });
     });
@@ -181,7 +180,7 @@ class ParallelExecutor final : public Executor {
 
   const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
     const int t = options_.threads;
-    return CachedBlocks(&state->blocks, space, [&] {
+    return blocks_.Get(state->schedule, space, /*salt=*/0, [&] {
       return MakeBlocks(state->schedule, space,
                         {.space_parts = t, .time_parts = t, .wave_parts = t, .exact_wave_parts = false});
     });
@@ -193,6 +192,7 @@ class ParallelExecutor final : public Executor {
   tbb::task_arena arena_;
   // Keyed by the schedule entry, which is unique per call site and lives as long as the program.
   std::map<const EmbeddedSchedule*, SiteState> sites_;
+  BlockCache blocks_;  // shared by sites that cut an array alike
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;  // already logged
 };
 

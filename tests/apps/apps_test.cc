@@ -130,9 +130,9 @@ TEST_F(AppsTest, AppsReportBadInputAndExitNonZero) {
   EXPECT_NE(r.exit_code, 0);
 }
 
-// Measured on the first 2000 documents, K=20: LL/token goes from -12.18 (iteration 1) to -10.06
-// (10) and -9.20 (20) with the MH sampler (one word and one document sweep per iteration); the
-// exact sampler reaches -8.62 at 20.
+// Measured on the first 2000 documents, K=20: LL/token goes from -12.18 (iteration 1) to -9.65
+// (10) and -9.01 (20) with the MH sampler (one word and one document sweep per iteration); the
+// exact sampler reaches -8.60 at 20.
 TEST_F(AppsTest, LdaLogLikelihoodIncreases) {
   const std::string corpus = Data("20news/docword.20news.txt");
   if (!fs::exists(corpus)) GTEST_SKIP() << "no 20news data at " << corpus;

@@ -154,15 +154,22 @@ class AccumulatorBase {
 // thread its own partial sum without locks.
 int CurrentExecutorSlot();
 
+// Whether other executor threads of this process may run loop bodies while this one does (an
+// executor slot of an executor with several threads): relaxed adds must then be atomic.
+bool ConcurrentExecutorThread();
+
+// `shared`: other threads of the executor may run bodies at the same time (false: this is its
+// only thread, e.g. one thread per worker process, and relaxed adds need no atomics).
 class ExecutorSlotScope {
  public:
-  explicit ExecutorSlotScope(int slot);
+  explicit ExecutorSlotScope(int slot, bool shared = true);
   ~ExecutorSlotScope();
   ExecutorSlotScope(const ExecutorSlotScope&) = delete;
   ExecutorSlotScope& operator=(const ExecutorSlotScope&) = delete;
 
  private:
   int previous_;
+  bool previous_concurrent_;
 };
 
 // Upper bound on executor threads per process (size of per-thread partial arrays).

@@ -31,12 +31,12 @@
 namespace tessera {
 
 namespace internal {
-// An additive update of a relaxed element. Executor threads (slot != 0) may update one element
-// concurrently -- relaxed accesses are outside dependence analysis -- so they add atomically;
-// serial code keeps the plain add.
+// An additive update of a relaxed element. Executor threads may update one element concurrently
+// -- relaxed accesses are outside dependence analysis -- so they add atomically; serial code and
+// an executor's only thread (one per worker process) keep the plain add.
 template <typename T>
 inline void RelaxedAdd(T& element, T delta) {
-  if (CurrentExecutorSlot() != 0) {
+  if (ConcurrentExecutorThread()) {
     std::atomic_ref<T>(element).fetch_add(delta, std::memory_order_relaxed);
   } else {
     element += delta;

@@ -224,10 +224,10 @@ class DistributedExecutor::Impl {
     // Collectives with tags of their own, before the loop's tag: a peer's step messages carry
     // the loop's tag, and two messages of one sender with one tag and step would be confused.
     const bool split_space = records_->Place(s, space, binding);
-    const Blocks& b = BlocksFor(s, rotate ? &state.rotating_blocks : &state.blocks, space, split_space);
+    const Blocks& b = BlocksFor(&state, s, space, split_space);
     ++tag_;
     applied_step_ = -1;
-    BeginLoop(s, space, binding);
+    BeginLoop(s, space, binding, &state);
     partitioned_->Place(s, b, binding, tag_);
     TrackPartitioned();
     int64_t last_step = 0;
@@ -330,11 +330,12 @@ class DistributedExecutor::Impl {
  private:
   struct SiteState {
     LoopSchedule schedule;
-    std::map<int64_t, Blocks> blocks;  // by array id
+    // Arrays tracked by position (the space) whose last patch from this site held at least half
+    // of their tracked elements: sent whole from now on, without a snapshot to compare with.
+    std::set<int64_t> dense_writes;
     std::string binding_reported;      // the last binding logged for the site
     // The schedule run instead while an array it reads is split between workers (RotatingReads).
     std::optional<LoopSchedule> rotating;
-    std::map<int64_t, Blocks> rotating_blocks;
     bool rotating_reported = false;
     // What the site's runs sent, for the final report.
     std::string where;
@@ -390,7 +391,7 @@ class DistributedExecutor::Impl {
   // Runs parts[t] on executor thread t (slot t + 1).
   void RunParts(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task) {
     if (parts.size() == 1) {
-      ExecutorSlotScope slot(1);
+      ExecutorSlotScope slot(1, /*shared=*/options_.threads > 1);
       RunBlockPart(b, parts[0].block, parts[0].from, parts[0].to, task);
       return;
     }
@@ -426,8 +427,10 @@ class DistributedExecutor::Impl {
     step_open_ = true;
   }
 
-  void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding) {
+  void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding,
+                 SiteState* state) {
     awaited_ = true;
+    site_ = state;
     servers_->AdoptSerialRelaxedChanges();
     tracked_.clear();
     if (!s.writes_unknown && binding.complete(s)) {
@@ -441,9 +444,22 @@ class DistributedExecutor::Impl {
     // A partitioned sparse array here is the space, each element held by the one worker that
     // runs it: its writes stay where they are.
     std::erase_if(tracked_, [](const auto& e) { return e.second.array->record_partition() != nullptr; });
+    // Positions the last run of this site mostly changed (a body that rewrites its element, as
+    // samplers do) go whole: each is written only by the worker that runs it, so its whole value
+    // is what the peers must have, and the snapshot and comparison would be wasted work. Not for
+    // data-parallel loops, whose patches are additive differences.
+    if (s.strategy != LoopStrategy::kDataParallel) {
+      for (auto& [id, t] : tracked_) {
+        if (t.scope == Tracked::Scope::kPositions && t.transfer == Tracked::Transfer::kDiff &&
+            state->dense_writes.count(id)) {
+          t.transfer = Tracked::Transfer::kRotate;
+        }
+      }
+    }
   }
 
   void EndLoop() {
+    site_ = nullptr;
     tracked_.clear();
     awaited_ = false;
   }
@@ -492,6 +508,13 @@ class DistributedExecutor::Impl {
           continue;
         }
         PatchData p = t.transfer == Tracked::Transfer::kRotate ? WholePatch(t) : DiffPatch(t, additive);
+        if (site_ != nullptr && t.scope == Tracked::Scope::kPositions &&
+            t.transfer == Tracked::Transfer::kDiff && !additive) {
+          int64_t tracked = 0;
+          for (const auto& [lo, hi] : t.regions) tracked += hi - lo;
+          const auto changed = static_cast<int64_t>(p.values.size() / p.element_bytes);
+          if (tracked > 0 && 2 * changed >= tracked) site_->dense_writes.insert(id);
+        }
         if (!p.runs.empty()) patches.push_back(std::move(p));
       }
       SendToPeers(step, patches, &extra_patches_);
@@ -670,9 +693,12 @@ class DistributedExecutor::Impl {
 
   // `split_space`: the space is partitioned (PartitionedRecords::Place), so its cuts and key
   // bounds come from every worker's elements.
-  const Blocks& BlocksFor(const LoopSchedule& s, std::map<int64_t, Blocks>* cache,
-                          const ArrayBase& space, bool split_space) {
-    return CachedBlocks(cache, space, [&] {
+  const Blocks& BlocksFor(SiteState* state, const LoopSchedule& s, const ArrayBase& space,
+                          bool split_space) {
+    // A partitioned space's cuts come from every worker's elements as this site placed them:
+    // such blocks are not shared with other sites.
+    const int64_t salt = split_space ? reinterpret_cast<int64_t>(state) : 0;
+    return blocks_.Get(s, space, salt, [&] {
       const int parts = options_.num_workers * options_.threads;
       BlockGrid grid{.space_parts = parts,
                      .time_parts = parts * options_.pipeline_depth,
@@ -698,12 +724,14 @@ class DistributedExecutor::Impl {
   int64_t applied_step_ = -1;  // peers' steps of the current loop applied here
   bool awaited_ = false;       // inside a scheduled loop, whose every step peers wait for
   bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
+  SiteState* site_ = nullptr;  // the running loop's site
   std::map<int64_t, Tracked> tracked_;
   std::unique_ptr<PartitionedArrays> partitioned_;
   std::unique_ptr<PartitionedRecords> records_;
   std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish
   std::unique_ptr<ServerArrays> servers_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
+  BlockCache blocks_;  // shared by sites that cut an array alike
   std::set<std::tuple<std::string, unsigned, unsigned>> unscheduled_;
   // What the final log line reports.
   struct Stats {

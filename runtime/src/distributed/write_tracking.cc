@@ -143,6 +143,12 @@ void TrackStep(const Blocks& b, const std::vector<Part>& parts, Tracked* tracked
     }
     case Tracked::Scope::kPositions:
       for (const Part& part : parts) {
+        if (part.to <= part.from) continue;
+        if (b.contiguous[part.block]) {  // one range: no walk over the positions
+          const int64_t first = b.position(b.offsets[part.block] + part.from);
+          t.regions.push_back({first, first + (part.to - part.from)});
+          continue;
+        }
         for (int64_t i = part.from; i < part.to; ++i) {
           const int64_t pos = b.position(b.offsets[part.block] + i);
           if (!t.regions.empty() && t.regions.back().second == pos) {

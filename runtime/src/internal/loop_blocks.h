@@ -84,11 +84,21 @@ struct BlockGrid {
 // wavefront order).
 Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid& grid);
 
-// The blocks of `space` from `cache` (one entry per iteration-space array of a site), made by
-// `make` when missing or when the array's layout changed. A site that iterates over more arrays
-// than a program plausibly has (train/test) drops its cache rather than grow without bound.
-const Blocks& CachedBlocks(std::map<int64_t, Blocks>* cache, const ArrayBase& space,
-                           const std::function<Blocks()>& make);
+// Blocks kept across loops, one entry per way of cutting an array: every site that cuts the same
+// array along the same dims with the same strategy (an LDA sweep and the log-likelihood loop over
+// the same tokens) shares one, made once instead of once per site. An entry is remade when the
+// array's layout changes; a cache holding more entries than a program plausibly needs drops them
+// all rather than grow without bound. A returned reference is valid until the next Get.
+class BlockCache {
+ public:
+  // The blocks of `space` under `s`, made by `make` when missing or stale. `salt` separates
+  // entries whose blocks depend on more than the array and the schedule (0: nothing more).
+  const Blocks& Get(const LoopSchedule& s, const ArrayBase& space, int64_t salt,
+                    const std::function<Blocks()>& make);
+
+ private:
+  std::map<std::vector<int64_t>, Blocks> entries_;
+};
 
 // Fills b->key_lo / b->key_hi for every block and key dim of `space`.
 void ComputeKeyBounds(const ArrayBase& space, Blocks* b);
