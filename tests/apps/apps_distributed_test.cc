@@ -124,7 +124,7 @@ TEST_F(AppsDistributedTest, MfWithTwoWorkersReachesTheSerialTestRmse) {
   // Only worker 0 reports, one line per epoch, naming the worker count.
   EXPECT_EQ(Count(dist.output, "[worker 0] epoch "), 10) << dist.output;
   EXPECT_EQ(Count(dist.output, "[worker 1] epoch "), 0) << dist.output;
-  EXPECT_EQ(Count(dist.output, "  workers 2\n"), 10) << dist.output;
+  EXPECT_EQ(Count(dist.output, "  workers 2"), 10) << dist.output;
   EXPECT_EQ(Count(dist.output, "943 users, 1682 items"), 1) << dist.output;
 
   const auto s = ReadJsonLines(serial_metrics), d = ReadJsonLines(dist_metrics);
@@ -198,7 +198,7 @@ TEST_F(AppsDistributedTest, LdaWithTwoWorkersReachesTheSerialLogLikelihood) {
 
   EXPECT_EQ(Count(dist.output, "[worker 0] iter "), 20) << dist.output;
   EXPECT_EQ(Count(dist.output, "[worker 1] iter "), 0) << dist.output;
-  EXPECT_EQ(Count(dist.output, "  workers 2\n"), 20) << dist.output;
+  EXPECT_EQ(Count(dist.output, "  workers 2"), 20) << dist.output;
 
   const auto s = ReadJsonLines(serial_metrics), d = ReadJsonLines(dist_metrics);
   ASSERT_EQ(s.size(), 20u);

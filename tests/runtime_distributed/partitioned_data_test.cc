@@ -102,7 +102,7 @@ TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopi
     EXPECT_EQ(gathers, 0) << log;
     // The test loop read the item factors block by block as they rotated; no loop needed the
     // partitioned dense arrays whole.
-    EXPECT_EQ(Count(log, "whose blocks of them rotate, instead of making them whole"), workers)
+    EXPECT_EQ(Count(log, "whose blocks of them rotate, so that no worker needs them whole"), workers)
         << log;
     EXPECT_EQ(Count(log, " 0 loops that needed them whole"), workers) << log;
   }

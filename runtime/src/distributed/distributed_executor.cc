@@ -343,27 +343,18 @@ class DistributedExecutor::Impl {
     Traffic traffic;
   };
 
-  // Whether the site runs as state.rotating now: some array it would rotate is bound and split
-  // between the workers (the same answer on every worker). Making such an array whole for a
-  // loop that only reads it would cost every worker its full size.
+  // Whether the site runs as state.rotating: always when it has one and its arrays can stay
+  // partitioned at all, so that a loop's schedule (and so the order its accumulators add in)
+  // never depends on where the arrays happen to be, e.g. after a checkpoint restored them whole.
   bool RotateReads(const LoopSite& site, SiteState& state, const SiteBinding& binding) {
     if (!state.rotating || !partitioned_->Placeable(*state.rotating, binding)) return false;
-    bool split = false;
-    for (size_t i = 1; i < state.rotating->arrays.size(); ++i) {
-      const LoopSchedule::Array& a = state.rotating->arrays[i];
-      if (binding.arrays[i] != nullptr && a.placement == "rotating" &&
-          state.schedule.arrays[i].placement == "replicated") {
-        split = split || partitioned_->Split(*binding.arrays[i]);
-      }
-    }
-    if (split && !state.rotating_reported) {
-      logger_->info("parallel_for at {}:{}: reads arrays split between the workers by rows of "
-                    "key[{}]; runs as a 2d loop whose blocks of them rotate, instead of making "
-                    "them whole",
+    if (!state.rotating_reported) {
+      logger_->info("parallel_for at {}:{}: reads some arrays only by rows of key[{}]; runs as a "
+                    "2d loop whose blocks of them rotate, so that no worker needs them whole",
                     site.location.file_name(), site.location.line(), state.rotating->time_dim);
       state.rotating_reported = true;
     }
-    return split;
+    return true;
   }
 
   // Says which of the site's names are bound to which arrays, whenever that changes.

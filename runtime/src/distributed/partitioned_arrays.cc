@@ -367,13 +367,6 @@ class PartitionedArrays::Impl {
     return true;
   }
 
-  bool Split(const ArrayBase& a) {
-    if (mesh_->size() < 2 || options_.num_workers > kMaxLayoutWorkers) return false;
-    ForgetDeadArrays();
-    auto it = layouts_.find(a.id());
-    return it != layouts_.end() && (!it->second.replicated() || HasVirginRows(a.id()));
-  }
-
   void RestoredWhole(const ArrayBase& a) {
     if (mesh_->size() < 2 || options_.num_workers > kMaxLayoutWorkers || a.is_sparse() ||
         a.rank() < 1 || a.extent(0) <= 0 || (!a.deferred_init() && !layouts_.count(a.id()))) {
@@ -438,7 +431,6 @@ bool PartitionedArrays::HeldRows(const ArrayBase& a,
 bool PartitionedArrays::Placeable(const LoopSchedule& s, const SiteBinding& binding) const {
   return impl_->PartitionAware(s, binding);
 }
-bool PartitionedArrays::Split(const ArrayBase& a) { return impl_->Split(a); }
 void PartitionedArrays::RestoredWhole(const ArrayBase& a) { impl_->RestoredWhole(a); }
 
 }  // namespace tessera::internal

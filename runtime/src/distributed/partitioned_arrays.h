@@ -71,9 +71,6 @@ class PartitionedArrays {
   bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f);
   // Whether loop `s` can keep arrays partitioned at all (otherwise Place makes every one whole).
   bool Placeable(const LoopSchedule& s, const SiteBinding& binding) const;
-  // Whether `a` is kept partitioned and, now, not whole on every worker (some rows held by only
-  // some workers, or not computed yet). Every worker answers alike.
-  bool Split(const ArrayBase& a);
   // After every worker restored all of `a` from a checkpoint: whole everywhere, nothing left to
   // compute.
   void RestoredWhole(const ArrayBase& a);
