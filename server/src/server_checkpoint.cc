@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,80 +21,12 @@
 #include <vector>
 
 #include "server_impl.h"
+#include "tessera/common/checked_file.h"
 #include "tessera/table/wire.h"
 #include "tessera/transport/message.h"
 
 namespace tessera {
 namespace {
-
-std::string Errno(const std::string& what, const std::string& path) {
-  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
-}
-
-uint32_t Crc32Of(const char* p, size_t n) {
-  uint32_t crc = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
-  while (n > 0) {
-    const size_t chunk = std::min<size_t>(n, size_t{1} << 30);
-    crc = static_cast<uint32_t>(
-        ::crc32(crc, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(chunk)));
-    p += chunk;
-    n -= chunk;
-  }
-  return crc;
-}
-
-// `bytes` as `path`, atomically: a temporary name, fsync, rename.
-Status WriteFileAtomically(const std::string& path, const char* data, size_t size) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Unavailable(Errno("cannot create", tmp));
-  size_t left = size;
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Status::Unavailable(Errno("cannot write", tmp));
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Status s = Status::Unavailable(Errno("cannot fsync", tmp));
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Status::Unavailable(Errno("cannot rename into place", path));
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return Status::Ok();
-}
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::DataLoss(Errno("cannot open", path));
-  std::string text;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Status::DataLoss(Errno("cannot read", path));
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
 
 // A checkpoint's directory name as the runtime makes it (checkpoint_store.h): nothing that could
 // leave the checkpoint directory.
@@ -165,7 +96,8 @@ void Server::Impl::OnSaveTables(const std::string& identity, uint64_t request_id
   const auto bytes = words.asChars();
   const std::string name = fmt::format("tables-s{}.bin", options_.rank);
   const std::string path = *dir + "/" + name;
-  if (Status s = WriteFileAtomically(path, bytes.begin(), bytes.size()); !s.ok()) {
+  if (Status s = WriteFileAtomically(path, {std::span<const char>(bytes.begin(), bytes.size())});
+      !s.ok()) {
     Reject(identity, request_id, s);
     return;
   }
@@ -176,7 +108,7 @@ void Server::Impl::OnSaveTables(const std::string& identity, uint64_t request_id
   file.setServer(static_cast<uint32_t>(options_.rank));
   file.setName(name);
   file.setBytes(bytes.size());
-  file.setCrc32(Crc32Of(bytes.begin(), bytes.size()));
+  file.setCrc32(Crc32(std::span<const char>(bytes.begin(), bytes.size())));
   Send(identity, reply);
 }
 
@@ -186,17 +118,8 @@ Status Server::Impl::LoadTablesFile(const std::string& dir, proto::TablesFile::R
     return Status::InvalidArgument(fmt::format("'{}' is not a tables file's name", name));
   }
   const std::string path = dir + "/" + name;
-  Result<std::string> text = ReadWholeFile(path);
+  Result<std::string> text = ReadCheckedFile(path, file.getBytes(), file.getCrc32());
   if (!text.ok()) return text.status();
-  if (text->size() != file.getBytes()) {
-    return Status::DataLoss(
-        fmt::format("{}: {} bytes, the manifest says {}", path, text->size(), file.getBytes()));
-  }
-  if (const uint32_t crc = Crc32Of(text->data(), text->size()); crc != file.getCrc32()) {
-    return Status::DataLoss(
-        fmt::format("{}: crc32 {:08x}, the manifest says {:08x} (the file is damaged)", path, crc,
-                    file.getCrc32()));
-  }
   if (text->size() % sizeof(capnp::word) != 0) {
     return Status::DataLoss(fmt::format("{}: not a tables file", path));
   }

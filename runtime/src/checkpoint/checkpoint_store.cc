@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +12,8 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "tessera/common/checked_file.h"
 
 namespace tessera::internal::checkpoint {
 namespace {
@@ -32,56 +33,6 @@ Status FsyncPath(const std::string& path, bool directory) {
   ::close(fd);
   if (rc != 0) return Status::Unavailable(Errno("cannot fsync", path));
   return Status::Ok();
-}
-
-// Writes every piece to a fresh `tmp`, fsyncs it and renames it to `path`.
-Status WriteAtomically(const std::string& tmp, const std::string& path,
-                       const std::vector<std::span<const char>>& pieces) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Unavailable(Errno("cannot create", tmp));
-  for (std::span<const char> piece : pieces) {
-    const char* p = piece.data();
-    size_t left = piece.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        Status s = Status::Unavailable(Errno("cannot write", tmp));
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return s;
-      }
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-  }
-  if (::fsync(fd) != 0) {
-    Status s = Status::Unavailable(Errno("cannot fsync", tmp));
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = Status::Unavailable(Errno("cannot rename into place", path));
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return Status::Ok();
-}
-
-uint32_t Crc32(uint32_t crc, std::span<const char> bytes) {
-  // zlib takes uInt lengths: feed large pieces in chunks.
-  const char* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    const size_t n = std::min<size_t>(left, size_t{1} << 30);
-    crc = static_cast<uint32_t>(
-        ::crc32(crc, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(n)));
-    p += n;
-    left -= n;
-  }
-  return crc;
 }
 
 std::string Hex(const std::string& bytes) {
@@ -129,26 +80,6 @@ std::vector<int64_t> ListLoops(const std::string& dir) {
   ::closedir(d);
   std::sort(loops.begin(), loops.end());
   return loops;
-}
-
-Result<std::string> ReadWhole(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::NotFound(Errno("cannot open", path));
-  std::string text;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Status::DataLoss(Errno("cannot read", path));
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
 }
 
 }  // namespace
@@ -294,14 +225,11 @@ Result<FileRecord> WriteDataFile(const std::string& dir, const std::string& name
                                  const std::vector<std::span<const char>>& pieces) {
   FileRecord r;
   r.name = name;
-  uint32_t crc = static_cast<uint32_t>(::crc32(0L, Z_NULL, 0));
   for (std::span<const char> p : pieces) {
-    crc = Crc32(crc, p);
+    r.crc32 = Crc32(p, r.crc32);
     r.bytes += p.size();
   }
-  r.crc32 = crc;
-  const std::string path = dir + "/" + name;
-  if (Status s = WriteAtomically(path + ".tmp", path, pieces); !s.ok()) return s;
+  if (Status s = WriteFileAtomically(dir + "/" + name, pieces); !s.ok()) return s;
   return r;
 }
 
@@ -309,27 +237,13 @@ Status WriteManifest(const std::string& dir, const Manifest& m) {
   if (Status s = FsyncPath(dir, /*directory=*/true); !s.ok()) return s;
   const std::string text = EncodeManifest(m);
   const std::string path = dir + "/" + kManifest;
-  if (Status s = WriteAtomically(path + ".tmp", path, {std::span<const char>(text)}); !s.ok()) {
-    return s;
-  }
+  if (Status s = WriteFileAtomically(path, {std::span<const char>(text)}); !s.ok()) return s;
   return FsyncPath(dir, /*directory=*/true);
 }
 
 Status ReadDataFile(const std::string& dir, const FileRecord& record, std::string* out) {
-  const std::string path = dir + "/" + record.name;
-  Result<std::string> text = ReadWhole(path);
-  if (!text.ok()) return Status::DataLoss(text.status().message());
-  if (text->size() != record.bytes) {
-    return Status::DataLoss(
-        fmt::format("{}: {} bytes, the manifest says {}", path, text->size(), record.bytes));
-  }
-  const uint32_t crc = Crc32(static_cast<uint32_t>(::crc32(0L, Z_NULL, 0)), *text);
-  if (crc != record.crc32) {
-    return Status::DataLoss(
-        fmt::format("{}: crc32 {:08x}, the manifest says {:08x} (the file is "
-                    "damaged)",
-                    path, crc, record.crc32));
-  }
+  Result<std::string> text = ReadCheckedFile(dir + "/" + record.name, record.bytes, record.crc32);
+  if (!text.ok()) return text.status();
   *out = std::move(text).value();
   return Status::Ok();
 }
@@ -343,7 +257,7 @@ Result<std::optional<Found>> FindLatest(const std::string& dir, std::vector<std:
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
     const std::string path = CheckpointPath(dir, *it);
     const std::string manifest = path + "/" + kManifest;
-    Result<std::string> text = ReadWhole(manifest);
+    Result<std::string> text = ReadWholeFile(manifest);
     if (!text.ok()) {
       notes->push_back(path + " is incomplete (no MANIFEST); not used");
       continue;
@@ -378,7 +292,7 @@ void Prune(const std::string& dir, int keep) {
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
     const std::string path = CheckpointPath(dir, *it);
     const std::string manifest = path + "/" + kManifest;
-    Result<std::string> text = ReadWhole(manifest);
+    Result<std::string> text = ReadWholeFile(manifest);
     const bool complete = text.ok() && DecodeManifest(*text, manifest).ok();
     if (complete && complete_kept < keep) {
       ++complete_kept;
