@@ -386,6 +386,33 @@ TEST_F(CheckpointRestartTest, ResumeSkipsAnIncompleteCheckpointAndADamagedFileIs
   EXPECT_TRUE(Contains(damaged.out + damaged.err, "the file is damaged")) << damaged.err;
 }
 
+// A 2d loop that rotates H starts where H's last rotation left it (docs/runtime.md, "Partitioned
+// arrays"), so its order of time blocks depends on the rotating loops before it. Resuming from
+// the checkpoint before an epoch's test loop (loop 2e; loop 0 is the mean), the loops replayed
+// without running must still count: otherwise the next epoch's training visits its blocks in
+// another order and its RMSE differs.
+TEST_F(CheckpointRestartTest, ResumingBetweenTwoRotatingLoopsIsBitExact) {
+  constexpr int kEpochs = 8;
+  const std::string ckpt = dir_ + "/ckpt";
+  RunResult first =
+      Run(Job("first.jsonl", {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0"}, kEpochs));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::vector<std::string> expected = Rmses(Slurp("first.jsonl"));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(ckpt)) kept.push_back(e.path());
+  std::sort(kept.begin(), kept.end());
+  ASSERT_EQ(kept.size(), 3u);  // loops 14, 15 and 16
+  ASSERT_TRUE(kept[0].ends_with("14")) << kept[0];
+  std::filesystem::remove_all(kept[1]);
+  std::filesystem::remove_all(kept[2]);
+
+  RunResult resumed = Run(Job("resumed.jsonl", {"--checkpoint-dir", ckpt, "--resume"}, kEpochs));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(Contains(resumed.out + resumed.err, "resuming from " + kept[0])) << resumed.err;
+  EXPECT_EQ(Rmses(Slurp("resumed.jsonl")), expected);
+}
+
 TEST_F(CheckpointRestartTest, BadFlagsAndDirectoriesAreRefusedBeforeAnythingStarts) {
   std::ofstream(dir_ + "/plain-file") << "x";
   struct Case {

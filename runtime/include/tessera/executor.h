@@ -236,6 +236,9 @@ class Executor {
   virtual int concurrency() const { return 1; }
   // Runs every position of `space` exactly once and returns when all have run.
   virtual void Run(const LoopSite& site, const internal::ArrayBase& space, const LoopTask& task) = 0;
+  // A loop the program ran before the checkpoint it resumes from, replayed without running:
+  // an executor whose choices depend on the loops before (a rotation's phase) counts it.
+  virtual void Skipped(const LoopSite& /*site*/, const internal::ArrayBase& /*space*/) {}
 };
 
 // The reference executor: all positions, in order, on the calling thread.

@@ -106,6 +106,7 @@ class CheckpointingExecutor::Impl {
     if (k == 0 && options_.resume) AgreeOnResumePoint();
     if (resume_ && k < resume_->manifest.loop) {
       Replay(k, where);
+      inner_->Skipped(site, space);
       return;
     }
     if (resume_ && k == resume_->manifest.loop) {

@@ -204,6 +204,14 @@ class DistributedExecutor::Impl {
     state.traffic += traffic() - before;
   }
 
+  void Skipped(const LoopSite& site, const ArrayBase& space) {
+    if (site.schedule == nullptr) return;
+    SiteState& state = StateFor(site, space);
+    const SiteBinding binding = BindArrays(state.schedule, space, ctx_.arrays());
+    const bool rotate = RotateReads(site, state, binding);
+    partitioned_->Skipped(rotate ? *state.rotating : state.schedule, binding);
+  }
+
   void RunLoop(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
     ++stats_.loops;
     if (site.schedule == nullptr) {
@@ -241,16 +249,19 @@ class DistributedExecutor::Impl {
         Publish(0, /*additive=*/false, /*replicated=*/false);
         break;
       case LoopStrategy::k2D: {
-        // Partition q runs time sub-block (q * S + r) mod (P * S) in step r; the sub-block's
-        // previous holder is partition q + 1, S steps earlier, so waiting for step r - S is
-        // enough and the S - 1 steps between let the hand-over travel while we compute.
+        // Partition q runs time sub-block (q * S + r + phase) mod (P * S) in step r; the
+        // sub-block's previous holder is partition q + 1, S steps earlier, so waiting for step
+        // r - S is enough and the S - 1 steps between let the hand-over travel while we
+        // compute. The phase starts rotating arrays where their last rotation left them.
         const int S = options_.pipeline_depth;
         const int time_blocks = P * S;
+        const int64_t phase = partitioned_->phase();
         for (int r = 0; r < time_blocks; ++r) {
           AwaitThrough(r - S);
           for (int t = 0; t < T; ++t) {
             const int q = first + t;
-            const int64_t block = static_cast<int64_t>(q) * time_blocks + (q * S + r) % time_blocks;
+            const int64_t block =
+                static_cast<int64_t>(q) * time_blocks + (q * S + r + phase) % time_blocks;
             parts[t] = {block, 0, b.block_size(block)};
           }
           RunStep(b, parts, task);
@@ -746,6 +757,9 @@ Result<std::unique_ptr<DistributedExecutor>> DistributedExecutor::Start(
 
 std::string_view DistributedExecutor::name() const { return "distributed"; }
 int DistributedExecutor::concurrency() const { return impl_->concurrency(); }
+void DistributedExecutor::Skipped(const LoopSite& site, const ArrayBase& space) {
+  impl_->Skipped(site, space);
+}
 void DistributedExecutor::Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
   impl_->Run(site, space, task);
 }

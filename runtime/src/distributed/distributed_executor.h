@@ -85,6 +85,7 @@ class DistributedExecutor final : public Executor {
   std::string_view name() const override;
   int concurrency() const override;
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) override;
+  void Skipped(const LoopSite& site, const ArrayBase& space) override;
 
   // See Context::AllGather, AllToAll and GatherWhole.
   Result<std::vector<std::string>> AllGather(std::string bytes);

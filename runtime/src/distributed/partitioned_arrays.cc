@@ -87,7 +87,7 @@ class PartitionedArrays::Impl {
         for (int64_t j = 0; j < tb; ++j) out.push_back(BlockRows(b, q * tb + j, d));
       } else {
         const int S = options_.pipeline_depth;
-        for (int r = 0; r < S && r < tb; ++r) out.push_back(Hull(b, (q * S + r) % tb, d));
+        for (int r = 0; r < S && r < tb; ++r) out.push_back(Hull(b, TimeBlock(q, r, tb), d));
       }
     }
     return Normalize(std::move(out));
@@ -187,6 +187,7 @@ class PartitionedArrays::Impl {
   // created since, whose factory left their elements to be computed here (deferred_init): they
   // start held by every worker and "virgin" (no worker has computed or written a row yet).
   void ForgetDeadArrays() {
+    std::erase_if(rotations_, [&](const auto& r) { return !ctx_.arrays().count(r.first); });
     for (auto it = layouts_.begin(); it != layouts_.end();) {
       if (ctx_.arrays().count(it->first)) {
         ++it;
@@ -249,9 +250,41 @@ class PartitionedArrays::Impl {
     MoveRows(needs);  // every worker takes part, even with nothing to send
   }
 
+  // The time block partition q runs in 2d step r of a loop of tb time blocks.
+  int64_t TimeBlock(int64_t q, int64_t r, int64_t tb) const {
+    return (q * options_.pipeline_depth + r + phase_) % tb;
+  }
+
+  // A 2d loop that rotates arrays starts where their previous rotation ended: a rotation of tb
+  // steps leaves partition q holding the blocks partition q + 1 started with, S blocks further
+  // on, so the n-th rotation of an array starts S * n blocks back. With the same time cuts, no
+  // row then moves between two such loops. The phase depends only on how many rotating loops
+  // ran before (the same on every worker, and on replay: Skipped), never on where rows are.
+  int64_t PhaseOf(const LoopSchedule& s, const std::map<int64_t, Role>& roles) const {
+    if (s.strategy != LoopStrategy::k2D) return 0;
+    const int64_t tb = static_cast<int64_t>(options_.num_workers) * options_.threads *
+                       options_.pipeline_depth;
+    for (const auto& [id, role] : roles) {
+      if (role != Role::kRotating) continue;
+      auto it = rotations_.find(id);
+      const int64_t n = it == rotations_.end() ? 0 : it->second % tb;
+      return ((tb - n * options_.pipeline_depth) % tb + tb) % tb;
+    }
+    return 0;
+  }
+
+  // A loop that ran before the checkpoint the program resumes from: the rotations it made.
+  void SkippedPartitioned(const LoopSchedule& s, const SiteBinding& binding) {
+    if (mesh_->size() < 2 || !PartitionAware(s, binding)) return;
+    for (const auto& [id, role] : Roles(s, binding)) {
+      if (role == Role::kRotating) ++rotations_[id];
+    }
+  }
+
   // Before the loop: every partitioned array in the layout this loop needs; tracking adjusted.
   void PlacePartitioned(const LoopSchedule& s, const Blocks& b, const SiteBinding& binding) {
     loop_roles_.clear();
+    phase_ = 0;
     if (mesh_->size() < 2) return;
     ForgetDeadArrays();
     if (!PartitionAware(s, binding)) {
@@ -259,6 +292,7 @@ class PartitionedArrays::Impl {
       return;
     }
     const std::map<int64_t, Role> roles = Roles(s, binding);
+    phase_ = PhaseOf(s, roles);
     std::map<int64_t, std::vector<std::vector<RowRange>>> needs;
     for (const auto& [id, role] : roles) {
       ArrayBase* a = ctx_.arrays().at(id);
@@ -299,7 +333,7 @@ class PartitionedArrays::Impl {
       for (int q = options_.rank * T; q < options_.rank * T + T; ++q) {
         const int next_worker = ((q - 1 + P) % P) / T;
         if (next_worker == options_.rank) continue;
-        const RowRange rows = Hull(b, (q * S + r) % tb, d);
+        const RowRange rows = Hull(b, TimeBlock(q, r, tb), d);
         if (rows.hi <= rows.lo) continue;
         PatchData p;
         p.array = id;
@@ -323,14 +357,14 @@ class PartitionedArrays::Impl {
     if (loop_roles_.empty()) return;
     const int T = options_.threads;
     const int P = options_.num_workers * T;
-    const int S = options_.pipeline_depth;
     const int64_t tb = b.num_blocks() / P;
     std::vector<int> last(static_cast<size_t>(tb), 0);
     for (int64_t r = 0; r < tb; ++r) {
-      for (int q = 0; q < P; ++q) last[static_cast<size_t>((q * S + r) % tb)] = q;
+      for (int q = 0; q < P; ++q) last[static_cast<size_t>(TimeBlock(q, r, tb))] = q;
     }
     for (const auto& [id, role] : loop_roles_) {
       if (role != Role::kRotating) continue;
+      ++rotations_[id];
       RowLayout& layout = layouts_.at(id);
       for (int64_t j = 0; j < tb; ++j) {
         const RowRange rows = Hull(b, j, s.time_dim);
@@ -377,6 +411,7 @@ class PartitionedArrays::Impl {
   }
 
   const std::map<int64_t, Role>& roles() const { return loop_roles_; }
+  int64_t phase() const { return phase_; }
   struct Stats {
     uint64_t rotation_bytes_sent = 0;     // rotating blocks to their next holder
     uint64_t repartition_bytes_sent = 0;  // rows moved when a loop needs another layout
@@ -393,6 +428,8 @@ class PartitionedArrays::Impl {
   std::map<int64_t, RowLayout> virgin_;   // deferred arrays: rows no worker has computed (bit 0)
   std::map<int64_t, Role> loop_roles_;    // their roles in the running loop
   int rotating_dim_ = -1;                 // the running 2d loop's time dim
+  int64_t phase_ = 0;                     // the running 2d loop's first time block (PhaseOf)
+  std::map<int64_t, int64_t> rotations_;  // rotating loops each array took part in, by id
   Stats stats_;
 };
 
@@ -416,6 +453,10 @@ void PartitionedArrays::Rotate(const Blocks& b, int r,
                                std::vector<std::vector<PatchData>>* per_peer) {
   impl_->RotatePartitioned(b, r, per_peer);
 }
+void PartitionedArrays::Skipped(const LoopSchedule& s, const SiteBinding& binding) {
+  impl_->SkippedPartitioned(s, binding);
+}
+int64_t PartitionedArrays::phase() const { return impl_->phase(); }
 void PartitionedArrays::Finish(const LoopSchedule& s, const Blocks& b) {
   impl_->FinishPartitioned(s, b);
 }

@@ -63,8 +63,15 @@ class PartitionedArrays {
   // After 2d step r: the rotating blocks this worker ran, for their next holders (by peer);
   // their memory is released here.
   void Rotate(const Blocks& b, int r, std::vector<std::vector<PatchData>>* per_peer);
+  // The running 2d loop's phase: partition q runs time block (q * S + r + phase) mod (P * S) in
+  // step r. Nonzero when the loop rotates arrays that rotated before: it starts where their
+  // last rotation left them.
+  int64_t phase() const;
   // After the loop's last step.
   void Finish(const LoopSchedule& s, const Blocks& b);
+  // A loop the program ran before the checkpoint it resumes from (not run again): counts its
+  // rotations, so that the loops after it take the phases they took the first time.
+  void Skipped(const LoopSchedule& s, const SiteBinding& binding);
   // Checkpoints, between loops: when `a` is kept partitioned, calls f(lo, hi, holders) for its
   // rows that some worker holds and has computed (holders: a bit per worker) and returns true;
   // false when `a` is whole on every worker.
