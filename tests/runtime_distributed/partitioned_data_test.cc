@@ -77,7 +77,7 @@ class PartitionedDataTest : public tessera::testing::JobTest {
 };
 
 TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopies) {
-  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {3, 1}}) {
+  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {3, 1}, {4, 1}}) {
     SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
     std::string whole, split;
     const std::string whole_log = Run(workers, threads, "sorted", false, &whole);
@@ -105,6 +105,24 @@ TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopi
     EXPECT_EQ(Count(log, "whose blocks of them rotate, so that no worker needs them whole"), workers)
         << log;
     EXPECT_EQ(Count(log, " 0 loops that needed them whole"), workers) << log;
+    // The dense arrays kept partitioned (item_factor, the only one serial code never touches):
+    // each worker holds a proper part of its rows, and together every row exactly once.
+    const std::regex rows(R"(partitioned array #(\d+): this worker holds (\d+) of its (\d+) rows)");
+    std::map<int64_t, std::pair<int64_t, int64_t>> held_rows;  // array -> (sum, rows)
+    std::map<int64_t, int> holders;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), rows); it != std::sregex_iterator();
+         ++it) {
+      const int64_t id = std::stoll((*it)[1]), n = std::stoll((*it)[2]), of = std::stoll((*it)[3]);
+      EXPECT_LT(n, of) << "array #" << id << "\n" << log;
+      held_rows[id].first += n;
+      held_rows[id].second = of;
+      ++holders[id];
+    }
+    EXPECT_EQ(held_rows.size(), 1u) << log;
+    for (const auto& [id, sum_rows] : held_rows) {
+      EXPECT_EQ(holders[id], workers) << "array #" << id;
+      EXPECT_EQ(sum_rows.first, sum_rows.second) << "array #" << id << " rows held once\n" << log;
+    }
   }
 }
 
