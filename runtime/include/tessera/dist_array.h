@@ -196,28 +196,24 @@ class DistArray {
   const T& operator()(I... i) const {
     return at(Key<N>{{static_cast<int64_t>(i)...}});
   }
+  // The dense path is inlined into loop bodies; the sparse lookups stay out of line so that they
+  // do not keep it from being inlined.
   T& at(const Key<N>& k) {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
-    if (!s_->sparse_) return data_[s_->Linear(k)];
-    Whole();
-    return s_->SparseFindOrInsert(k);
+    if (!s_->sparse_) [[likely]] return data_[s_->Linear(k)];
+    return SparseAt(k);
   }
   // REQUIRES (sparse): k is stored.
   const T& at(const Key<N>& k) const {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
-    if (!s_->sparse_) return data_[s_->Linear(k)];
-    Whole();
-    const T* v = s_->SparseFind(k);
-    TESSERA_CHECK_MSG(v != nullptr, "const access to an element a sparse DistArray does not store");
-    return *v;
+    if (!s_->sparse_) [[likely]] return data_[s_->Linear(k)];
+    return SparseAt(k);
   }
   // The element's value, or T{} when a sparse array does not store it (never inserts).
   T get(const Key<N>& k) const {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
-    if (!s_->sparse_) return data_[s_->Linear(k)];
-    Whole();
-    const T* v = s_->SparseFind(k);
-    return v == nullptr ? T{} : *v;
+    if (!s_->sparse_) [[likely]] return data_[s_->Linear(k)];
+    return SparseGet(k);
   }
 
   // Row i of a dense 2-D array. REQUIRES: N == 2, dense, 0 <= i < extent(0).
@@ -459,6 +455,21 @@ class DistArray {
   // Code outside loops may touch any element: an array a distributed job keeps partitioned is
   // first made whole on every worker (collective, as SPMD serial code is). Inside a loop body the
   // executor has already placed the elements the body may touch.
+  [[gnu::noinline]] T& SparseAt(const Key<N>& k) {
+    Whole();
+    return s_->SparseFindOrInsert(k);
+  }
+  [[gnu::noinline]] const T& SparseAt(const Key<N>& k) const {
+    Whole();
+    const T* v = s_->SparseFind(k);
+    TESSERA_CHECK_MSG(v != nullptr, "const access to an element a sparse DistArray does not store");
+    return *v;
+  }
+  [[gnu::noinline]] T SparseGet(const Key<N>& k) const {
+    Whole();
+    const T* v = s_->SparseFind(k);
+    return v == nullptr ? T{} : *v;
+  }
   void Whole() const {
     if (s_->partition_) [[unlikely]] {
       if (internal::CurrentExecutorSlot() == 0) s_->ctx_->GatherWhole(*s_);
