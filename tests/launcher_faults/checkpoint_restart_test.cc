@@ -392,18 +392,23 @@ TEST_F(CheckpointRestartTest, PartitionedRecordsAreWrittenByTheirHolders) {
   static const std::regex kLoaded(R"re(\[worker ([01])\].*loaded \S+: ([0-9]+) of ([0-9]+) training)re");
   std::map<int, int64_t> held;
   int64_t training = 0;
-  for (auto it = std::sregex_iterator(first.err.begin(), first.err.end(), kLoaded);
+  const std::string said = first.out + first.err;
+  for (auto it = std::sregex_iterator(said.begin(), said.end(), kLoaded);
        it != std::sregex_iterator(); ++it) {
     held[std::stoi((*it)[1])] = std::stoll((*it)[2]);
     training = std::stoll((*it)[3]);
   }
-  ASSERT_EQ(held.size(), 2u) << "the ratings were not loaded partitioned\n" << first.err;
+  ASSERT_EQ(held.size(), 2u) << "the ratings were not loaded partitioned\n" << said;
 
   std::string newest;
   for (const auto& e : std::filesystem::directory_iterator(ckpt)) {
     newest = std::max(newest, e.path().string());
   }
-  const nlohmann::json m = nlohmann::json::parse(Slurp(newest + "/MANIFEST"));
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const nlohmann::json m = nlohmann::json::parse(read(newest + "/MANIFEST"));
   int partitioned = 0;
   for (const auto& a : m.at("arrays")) {
     if (!a.value("partitioned", false)) continue;
@@ -424,7 +429,7 @@ TEST_F(CheckpointRestartTest, PartitionedRecordsAreWrittenByTheirHolders) {
       EXPECT_GT(n, 0);
       EXPECT_LT(n, count) << "worker " << worker << " wrote the whole array";
       // Keys (2 x int64), the value (float), the place in the serial order (2 x uint64).
-      const std::string bytes = Slurp(newest + "/" + f.at("name").get<std::string>());
+      const std::string bytes = read(newest + "/" + f.at("name").get<std::string>());
       ASSERT_EQ(static_cast<int64_t>(bytes.size()), n * (16 + 4 + 16));
       for (int64_t i = 0; i < n; ++i) {
         int64_t key[2];
@@ -492,8 +497,15 @@ TEST_F(CheckpointRestartTest, DataParallelTablesAreRestored) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 2)"))
       << r.err;
-  EXPECT_TRUE(Contains(r.out + r.err, "'data-parallel-array-")) << r.err;
-  EXPECT_TRUE(Contains(r.out + r.err, "rows restored from the checkpoint")) << r.err;
+  static const std::regex kResumed(R"re(resuming from \S+/ckpt-0*([0-9]+))re");
+  std::smatch m;
+  const std::string said = r.out + r.err;
+  ASSERT_TRUE(std::regex_search(said, m, kResumed)) << said;
+  // Loop 0 is the mean rating; from loop 1 on, the SGD loops make data-parallel tables.
+  if (std::stoi(m[1]) > 1) {
+    EXPECT_TRUE(Contains(said, "'data-parallel-array-")) << said;
+    EXPECT_TRUE(Contains(said, "rows restored from the checkpoint")) << said;
+  }
   EXPECT_EQ(Rmses(Slurp("restarted.jsonl")), expected);
 }
 

@@ -235,6 +235,7 @@ class CheckpointingExecutor::Impl {
         bytes_written_ += f->bytes;
         ArrayRecord r;
         r.id = id;
+        r.partitioned = true;
         r.files.push_back(std::move(f).value());
         mine->arrays.push_back(std::move(r));
         continue;
