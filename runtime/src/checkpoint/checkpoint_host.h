@@ -3,8 +3,8 @@
 // distributed executor's host answers from its partitioned layouts and parameter-server mirrors;
 // the local host (serial and threaded executors) holds everything alone.
 //
-// Every call except HeldRows is collective in a distributed job (every worker makes it at the
-// same loop boundary, SPMD).
+// Every call except HeldRows and DataParallelTables is collective in a distributed job (every
+// worker makes it at the same loop boundary, SPMD).
 //
 // Thread safety: none; the thread that owns the Context.
 #ifndef TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_HOST_H_
