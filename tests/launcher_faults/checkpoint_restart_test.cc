@@ -389,7 +389,8 @@ TEST_F(CheckpointRestartTest, PartitionedRecordsAreWrittenByTheirHolders) {
   const std::vector<std::string> expected = Rmses(Slurp("first.jsonl"));
   ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
   // "loaded PATH: N of M training and ... held by this worker": M, the whole training set.
-  static const std::regex kLoaded(R"re(\[worker ([01])\].*loaded \S+: ([0-9]+) of ([0-9]+) training)re");
+  static const std::regex kLoaded(
+      R"re(\[worker ([01])\].*loaded \S+: ([0-9]+) of ([0-9]+) training)re");
   std::map<int, int64_t> held;
   int64_t training = 0;
   const std::string said = first.out + first.err;

@@ -325,8 +325,9 @@ class ServerArrays::Impl {
       // Also caches every row (see BeginDataParallel).
       rest->second.table_at_rest.assign(static_cast<size_t>(a->value_count()) * a->element_bytes(),
                                         0);
+      std::vector<char>& at_rest = rest->second.table_at_rest;
       WithTableType(a->table_value_type(), [&]<typename V>(V*) {
-        ReadTable<V>(rest->second.table, a, reinterpret_cast<V*>(rest->second.table_at_rest.data()));
+        ReadTable<V>(rest->second.table, a, reinterpret_cast<V*>(at_rest.data()));
       });
     }
   }
