@@ -4,6 +4,8 @@
 #
 #   bench/apps/memory.sh RATINGS BUILD_DIR[:VAR=VALUE] [BUILD_DIR[:VAR=VALUE]...]
 #   env: WORKERS=2 K=64 EPOCHS=2 TEST_FRACTION=0.1
+#        RUN_FLAGS="--checkpoint-dir DIR --checkpoint-interval 0": more `tessera run` flags for the
+#        distributed runs (DIR is emptied before each)
 # A BUILD_DIR may name one environment variable for its runs, e.g. build:TESSERA_PARTITIONED_DATA=0
 # (every record on every worker) to compare with the same build's default.
 # RATINGS: a `user item rating` file, e.g. from bench/apps/gen_lowrank.py.
@@ -14,6 +16,7 @@ WORKERS=${WORKERS:-2}
 K=${K:-64}
 EPOCHS=${EPOCHS:-2}
 TEST_FRACTION=${TEST_FRACTION:-0.1}
+read -r -a run_flags <<<"${RUN_FLAGS:-}"
 args=(--train "$ratings" --test-fraction "$TEST_FRACTION" -k "$K" --epochs "$EPOCHS")
 echo "| build | run | peak RSS per process (KB) | final test RMSE | patch bytes sent per worker |"
 echo "|---|---|---|---|---|"
@@ -24,7 +27,11 @@ for spec in "$@"; do
   serial=$(env "${setting[@]}" /usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
   echo "| $spec | serial | $(grep -o 'peak [0-9]*' <<<"$serial" | cut -d' ' -f2) |" \
        "$(grep -o 'test_rmse [0-9.]*' <<<"$serial" | tail -n 1 | cut -d' ' -f2) | |"
-  dist=$(env "${setting[@]}" "$build/bin/tessera" run -w "$WORKERS" -s 1 --log-level info -- \
+  for ((i = 0; i + 1 < ${#run_flags[@]}; ++i)); do
+    if [[ ${run_flags[i]} == --checkpoint-dir ]]; then rm -rf "${run_flags[i + 1]}"; fi
+  done
+  dist=$(env "${setting[@]}" "$build/bin/tessera" run -w "$WORKERS" -s 1 --log-level info \
+         "${run_flags[@]}" -- \
          /usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
   echo "| $spec | -w $WORKERS | $(grep -o 'peak [0-9]*' <<<"$dist" | cut -d' ' -f2 | paste -sd/) |" \
        "$(grep -o 'test_rmse [0-9.]*' <<<"$dist" | tail -n 1 | cut -d' ' -f2) |" \

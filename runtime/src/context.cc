@@ -339,9 +339,6 @@ bool Context::PartitionsLoadedArray(const internal::ArrayOrigin& origin) {
   // with (memory benchmarks, tests).
   const char* env = std::getenv("TESSERA_PARTITIONED_DATA");
   if (env != nullptr && std::string_view(env) == "0") return false;
-  // Checkpoints store a sparse array's values by position, which a resumed run only rebuilds for
-  // records every worker holds alike.
-  if (impl_->checkpointing != nullptr) return false;
   return OnlyLoopsTouch(origin, /*space_too=*/true);
 }
 

@@ -126,7 +126,9 @@ Status Server::Impl::LoadTablesFile(const std::string& dir, proto::TablesFile::R
   kj::Array<capnp::word> words = kj::heapArray<capnp::word>(text->size() / sizeof(capnp::word));
   std::memcpy(words.begin(), text->data(), text->size());
   capnp::ReaderOptions limits;
-  limits.traversalLimitInWords = words.size() + 1024;
+  // Each row's values are read twice (checked, then copied): a table of many rows reads the
+  // file's words about twice over.
+  limits.traversalLimitInWords = 4 * words.size() + 1024;
   capnp::FlatArrayMessageReader reader(words, limits);
   auto saved = reader.getRoot<proto::SavedTables>();
   for (auto table : saved.getTables()) {

@@ -2,13 +2,14 @@
 // lda (a relaxed array, whose table the servers write into the checkpoint themselves). A process
 // of any kind SIGKILLed at a random point after the first checkpoint, under --max-restarts, gives
 // a job that still succeeds: mf's every epoch's RMSE equals an undisturbed run's bit for bit, and
-// so does lda's log-likelihood with one worker (deterministic; one iteration may differ in its
-// last bits, see below); with two workers and two servers
+// so does lda's log-likelihood with one worker (deterministic); with two workers and two servers
 // (bounded staleness, not deterministic) lda ends at an undisturbed run's quality and the
 // iterations it replays print what they printed before. A resumed run skips an incomplete newest
 // checkpoint; a damaged file and bad directories are clear errors. TESSERA_FAULT_SEED=N replays
 // one random point.
 #include <dirent.h>
+
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -155,10 +156,10 @@ class CheckpointRestartTest : public TesseraHarness {
   }
 
   std::vector<std::string> Job(const std::string& metrics, const std::vector<std::string>& extra,
-                               int epochs) const {
+                               int epochs, int workers = 2) const {
     std::vector<std::string> args = {"run",
                                      "-w",
-                                     "2",
+                                     std::to_string(workers),
                                      "-s",
                                      "1",
                                      "--log-level",
@@ -233,15 +234,16 @@ TEST_F(CheckpointRestartTest, KilledProcessIsRestartedAndTheResultIsBitExact) {
   EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 2)"))
       << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "resuming from " + ckpt)) << r.out << r.err;
+  // Each worker held only its share of the ratings, also with checkpoints on, and restored it.
+  EXPECT_TRUE(Contains(r.out + r.err, "(partitioned;")) << r.err;
   // The metrics file was rewritten by the restarted job: the replayed epochs from the logged
   // accumulators, the rest computed again from the restored arrays.
   EXPECT_EQ(Rmses(Slurp("restarted.jsonl")), expected);
 }
 
-// One worker and one server: lda is deterministic, so a restarted job ends bit-exact (but see
-// the log-likelihood of the iteration a restore splits, below). The server is among the processes
-// killed: its table (the topic totals) comes back from the file
-// it wrote into the checkpoint.
+// One worker and one server: lda is deterministic, so a restarted job ends bit-exact. The server
+// is among the processes killed: its table (the topic totals) comes back from the file it wrote
+// into the checkpoint.
 TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
   SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
   constexpr int kIterations = 60;
@@ -267,21 +269,10 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
       << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "table(s), ")) << "the server wrote no table\n" << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "rows restored from the checkpoint")) << r.err;
-  // The topics are bit-exact, and so is every iteration's log-likelihood but, when the restore
-  // lands between an iteration's two log-likelihood loops, that one iteration's, which may differ
-  // in its last bits: a checkpoint logs an accumulator's value, not its per-thread partial sums,
-  // and the second loop then adds to it in another order.
-  const std::vector<std::string> got = LogLikelihoods(Slurp("restarted.jsonl"));
-  ASSERT_EQ(got.size(), expected.size());
-  int inexact = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] == expected[i]) continue;
-    ++inexact;
-    const double a = std::stod(got[i].substr(got[i].find(' ') + 1));
-    const double b = std::stod(expected[i].substr(expected[i].find(' ') + 1));
-    EXPECT_NEAR(a, b, 1e-12 * std::abs(b)) << got[i] << " vs " << expected[i];
-  }
-  EXPECT_LE(inexact, 1) << "iterations whose log-likelihood is not bit-exact";
+  // Bit-exact, every iteration's log-likelihood included: a checkpoint keeps each accumulator's
+  // partial sums, so an iteration whose two log-likelihood loops a restore splits adds as the
+  // undisturbed run did.
+  EXPECT_EQ(LogLikelihoods(Slurp("restarted.jsonl")), expected);
   // Every iteration the first attempt printed, the restarted one printed alike (replayed, or
   // computed again from the checkpoint).
   const auto attempts = PrintedLogLikelihoods(r.out);
@@ -384,6 +375,139 @@ TEST_F(CheckpointRestartTest, ResumeSkipsAnIncompleteCheckpointAndADamagedFileIs
   EXPECT_NE(damaged.exit_code, 0);
   EXPECT_TRUE(Contains(damaged.out + damaged.err, victim + ": crc32")) << damaged.err;
   EXPECT_TRUE(Contains(damaged.out + damaged.err, "the file is damaged")) << damaged.err;
+}
+
+// The ratings stay partitioned with checkpoints on: each worker writes the records it holds, and
+// only those (keys in its own range), and the workers' shares add up to the whole array. A run
+// resumed with another number of workers reads every share and keeps its own key range.
+TEST_F(CheckpointRestartTest, PartitionedRecordsAreWrittenByTheirHolders) {
+  constexpr int kEpochs = 4;
+  const std::string ckpt = dir_ + "/ckpt";
+  RunResult first =
+      Run(Job("first.jsonl", {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0"}, kEpochs));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::vector<std::string> expected = Rmses(Slurp("first.jsonl"));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
+  // "loaded PATH: N of M training and ... held by this worker": M, the whole training set.
+  static const std::regex kLoaded(
+      R"re(\[worker ([01])\].*loaded \S+: ([0-9]+) of ([0-9]+) training)re");
+  std::map<int, int64_t> held;
+  int64_t training = 0;
+  const std::string said = first.out + first.err;
+  for (auto it = std::sregex_iterator(said.begin(), said.end(), kLoaded);
+       it != std::sregex_iterator(); ++it) {
+    held[std::stoi((*it)[1])] = std::stoll((*it)[2]);
+    training = std::stoll((*it)[3]);
+  }
+  ASSERT_EQ(held.size(), 2u) << "the ratings were not loaded partitioned\n" << said;
+
+  std::string newest;
+  for (const auto& e : std::filesystem::directory_iterator(ckpt)) {
+    newest = std::max(newest, e.path().string());
+  }
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const nlohmann::json m = nlohmann::json::parse(read(newest + "/MANIFEST"));
+  int partitioned = 0;
+  for (const auto& a : m.at("arrays")) {
+    if (!a.value("partitioned", false)) continue;
+    ++partitioned;
+    SCOPED_TRACE("array " + a.at("id").dump());
+    const int64_t count = a.at("count").get<int64_t>();
+    ASSERT_EQ(a.at("files").size(), 2u);
+    int64_t sum = 0;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const auto& f : a.at("files")) {
+      const auto& share = f.at("share");
+      const int worker = share.at("worker").get<int>();
+      const int64_t n = share.at("count").get<int64_t>();
+      const int dim = share.at("dim").get<int>();
+      const int64_t lo = share.at("lo").get<int64_t>(), hi = share.at("hi").get<int64_t>();
+      EXPECT_EQ(f.at("name").get<std::string>(),
+                "a" + a.at("id").dump() + "-w" + std::to_string(worker) + ".bin");
+      EXPECT_GT(n, 0);
+      EXPECT_LT(n, count) << "worker " << worker << " wrote the whole array";
+      // Keys (2 x int64), the value (float), the place in the serial order (2 x uint64).
+      const std::string bytes = read(newest + "/" + f.at("name").get<std::string>());
+      ASSERT_EQ(static_cast<int64_t>(bytes.size()), n * (16 + 4 + 16));
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t key[2];
+        std::memcpy(key, bytes.data() + i * 16, sizeof(key));
+        ASSERT_TRUE(key[dim] >= lo && key[dim] < hi)
+            << "worker " << worker << " wrote a record outside its range [" << lo << ", " << hi
+            << ")";
+      }
+      ranges.push_back({lo, hi});
+      sum += n;
+    }
+    EXPECT_EQ(sum, count);
+    std::sort(ranges.begin(), ranges.end());
+    EXPECT_LE(ranges[0].second, ranges[1].first) << "the workers' ranges overlap";
+    if (count == training) {
+      // The training set: the shares are what each worker held after loading, moved by the
+      // loops' layouts at most, never copied.
+      EXPECT_EQ(held[0] + held[1], count);
+    }
+  }
+  EXPECT_EQ(partitioned, 2) << "the training and held-out ratings";
+
+  // Resumed with 3 workers and with 1 (every share read, each worker keeping its key range, or
+  // everything): the replayed epochs print what they printed, the run goes on to its end.
+  for (int workers : {3, 1}) {
+    SCOPED_TRACE(std::to_string(workers) + " workers");
+    const std::string metrics = "more" + std::to_string(workers) + ".jsonl";
+    RunResult more =
+        Run(Job(metrics, {"--checkpoint-dir", ckpt, "--resume"}, kEpochs + 2, workers));
+    ASSERT_EQ(more.exit_code, 0) << more.err;
+    EXPECT_TRUE(Contains(more.out + more.err, "resuming from " + newest)) << more.err;
+    const std::vector<std::string> got = Rmses(Slurp(metrics));
+    ASSERT_EQ(got.size(), static_cast<size_t>(kEpochs + 2));
+    // Epochs 1 .. 3 were done before the newest checkpoint (loop 2 * 3 + 1 ... ) and replay.
+    for (int e = 0; e + 1 < kEpochs; ++e) EXPECT_EQ(got[e], expected[e]) << "epoch " << e + 1;
+  }
+}
+
+// mf --data-parallel with one worker is deterministic: a job restarted after its worker was
+// killed ends bit-exact, which needs the data-parallel tables back as they were (a loop's result
+// is the array plus what the table gained, and fresh tables round that sum differently).
+TEST_F(CheckpointRestartTest, DataParallelTablesAreRestored) {
+  SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
+  constexpr int kEpochs = 40;
+  auto job = [&](const std::string& metrics, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = Job(metrics, extra, kEpochs, /*workers=*/1);
+    args.push_back("--data-parallel");
+    args.push_back("0");
+    return args;
+  };
+  RunResult reference = Run(job("reference.jsonl", {}));
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  const std::vector<std::string> expected = Rmses(Slurp("reference.jsonl"));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(kEpochs));
+
+  const std::string target = rng_() % 2 == 0 ? "worker 0" : "server 0";
+  const size_t more = rng_() % 10;
+  SCOPED_TRACE(target + " killed " + std::to_string(more) + " epochs after the first checkpoint");
+  const std::string ckpt = dir_ + "/ckpt";
+  const pid_t launcher = Start(job(
+      "restarted.jsonl",
+      {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0", "--max-restarts", "2"}));
+  KillAfterFirstCheckpoint(runs_, ckpt, "epoch ", more, kEpochs, target);
+  RunResult r = Wait(launcher, seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 2)"))
+      << r.err;
+  static const std::regex kResumed(R"re(resuming from \S+/ckpt-0*([0-9]+))re");
+  std::smatch m;
+  const std::string said = r.out + r.err;
+  ASSERT_TRUE(std::regex_search(said, m, kResumed)) << said;
+  // Loop 0 is the mean rating; from loop 1 on, the SGD loops make data-parallel tables.
+  if (std::stoi(m[1]) > 1) {
+    EXPECT_TRUE(Contains(said, "'data-parallel-array-")) << said;
+    EXPECT_TRUE(Contains(said, "rows restored from the checkpoint")) << said;
+  }
+  EXPECT_EQ(Rmses(Slurp("restarted.jsonl")), expected);
 }
 
 // A 2d loop that rotates H starts where H's last rotation left it (docs/runtime.md, "Partitioned

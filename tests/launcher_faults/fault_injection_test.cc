@@ -398,6 +398,24 @@ TEST_F(FaultInjectionTest, WorkerReturningEarlyWhileOthersWaitOnTheServersStopsT
   }
 }
 
+// The same under --max-restarts: the waiting worker stops with status 76 (another worker left
+// the program), not by a signal, so the job fails with a normal exit code (worker 0's 3 or 76)
+// and is not restarted -- it would fail the same way every time.
+TEST_F(FaultInjectionTest, WorkerReturningEarlyIsNotRestarted) {
+  RunResult r = Run({"run", "-w", "2", "-s", "1", "--server-bin", TESSERA_SERVER_BINARY,
+                     "--checkpoint-dir", dir_ + "/ckpt", "--max-restarts", "2", "--",
+                     TESSERA_PS_WAIT_WORKER},
+                    {});
+  EXPECT_TRUE(r.exit_code == 3 || r.exit_code == 76) << r.exit_code << "\n" << r.err;
+  EXPECT_LT(r.elapsed, seconds(15)) << r.err;
+  EXPECT_FALSE(Contains(r.err, "restarting it")) << r.err;
+  EXPECT_EQ(Count(r.err, "worker 0 gives up"), 1u) << r.err;
+  EXPECT_TRUE(Contains(r.err, "stopping this worker (exit 76): another worker left the program"))
+      << r.err;
+  EXPECT_FALSE(Contains(r.err, "signal 6")) << r.err;
+  ExpectNoScratchDirectory();
+}
+
 TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   // A directory as a launcher killed during start-up leaves it (its pid is long gone).
   pid_t gone = fork();

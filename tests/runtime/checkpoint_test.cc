@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/record_shares.h"
 #include "tessera/tessera.h"
 
 namespace tessera {
@@ -112,6 +113,153 @@ TEST_F(CheckpointTest, ManifestRoundTripsAndGarbageIsRejected) {
     EXPECT_EQ(d.status().code(), StatusCode::kDataLoss) << bad;
     EXPECT_NE(d.status().message().find("where/MANIFEST"), std::string::npos);
   }
+}
+
+TEST_F(CheckpointTest, SharesAndDataParallelTablesRoundTripInTheManifest) {
+  ck::Manifest m = SmallManifest(1);
+  ck::ArrayRecord r;
+  r.id = 2;
+  r.element_bytes = 4;
+  r.count = 7;
+  r.rows = 3;
+  r.sparse = true;
+  r.partitioned = true;
+  for (int w = 0; w < 2; ++w) {
+    ck::FileRecord f{"a2-w" + std::to_string(w) + ".bin", 36u * (3 + w), 7u, {}, std::nullopt};
+    f.share = ck::RecordShare{.worker = w, .dim = 0, .lo = w, .hi = w + 2, .count = 3 + w};
+    r.files.push_back(f);
+  }
+  m.arrays.push_back(r);
+  m.data_parallel_tables = {{3, 0}, {3, 2}};
+  auto back = ck::DecodeManifest(ck::EncodeManifest(m), "here");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->arrays.size(), 1u);
+  EXPECT_TRUE(back->arrays[0].partitioned);
+  ASSERT_EQ(back->arrays[0].files.size(), 2u);
+  const auto& share = back->arrays[0].files[1].share;
+  ASSERT_TRUE(share.has_value());
+  EXPECT_EQ(share->worker, 1);
+  EXPECT_EQ(share->lo, 1);
+  EXPECT_EQ(share->hi, 3);
+  EXPECT_EQ(share->count, 4);
+  EXPECT_EQ(back->data_parallel_tables, m.data_parallel_tables);
+
+  // A share on an array that is not partitioned (or the other way round) is malformed.
+  m.arrays[0].partitioned = false;
+  auto bad = ck::DecodeManifest(ck::EncodeManifest(m), "there");
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find("malformed file entry"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, ReadIntoPiecesChecksSizeAndCrc) {
+  const std::string text = "0123456789abcdef";
+  auto f = ck::WriteDataFile(dir_, "p.bin", {std::span<const char>(text)});
+  ASSERT_TRUE(f.ok());
+  std::string a(6, '\0'), b(10, '\0');
+  ASSERT_TRUE(ck::ReadDataFileInto(dir_, *f, {std::span<char>(a), std::span<char>(b)}).ok());
+  EXPECT_EQ(a + b, text);
+  // Pieces that do not add up to the file, a longer file, a damaged one: DataLoss naming it.
+  std::string c(5, '\0');
+  Status s = ck::ReadDataFileInto(dir_, *f, {std::span<char>(c)});
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  std::ofstream(dir_ + "/p.bin", std::ios::app) << "x";
+  s = ck::ReadDataFileInto(dir_, *f, {std::span<char>(a), std::span<char>(b)});
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find(dir_ + "/p.bin: more bytes"), std::string::npos) << s.message();
+  fs::resize_file(dir_ + "/p.bin", text.size());
+  {
+    std::fstream io(dir_ + "/p.bin", std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(9);
+    io.put('X');
+  }
+  s = ck::ReadDataFileInto(dir_, *f, {std::span<char>(a), std::span<char>(b)});
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("damaged"), std::string::npos) << s.message();
+}
+
+// A worker's share of a partitioned sparse array: written from the storage (keys, values,
+// places), read back whole or only a key range, checked against the array's shape.
+TEST_F(CheckpointTest, RecordSharesRoundTripAndAreChecked) {
+  ContextOptions o;
+  o.read_environment = false;
+  Context ctx(std::move(o));
+  auto arr = DistArray<float, 2>::sparse(ctx, {6, 5});
+  auto& base = const_cast<internal::ArrayBase&>(arr.base());
+  // This "worker" holds the rows [2, 6) of a 10-element array, in the serial order.
+  internal::RecordBatch held;
+  const std::vector<std::array<int64_t, 2>> keys = {{2, 1}, {5, 0}, {3, 4}, {4, 4}};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    held.keys.insert(held.keys.end(), keys[i].begin(), keys[i].end());
+    const float v = 0.5f + static_cast<float>(i);
+    const char* bytes = reinterpret_cast<const char*>(&v);
+    held.values.insert(held.values.end(), bytes, bytes + sizeof(float));
+    held.order.push_back({0, 3 * i + 1});
+  }
+  const internal::RecordPartition part{.dim = 0, .lo = 2, .hi = 6, .global_size = 10};
+  base.ImportRecords({held}, &part);
+  auto f = ck::WriteRecordShare(dir_, "a0-w1.bin", base, 1);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(f->share.has_value());
+  EXPECT_EQ(f->share->worker, 1);
+  EXPECT_EQ(f->share->lo, 2);
+  EXPECT_EQ(f->share->hi, 6);
+  EXPECT_EQ(f->share->count, 4);
+  EXPECT_EQ(f->bytes, 4u * (16 + 4 + 16));
+
+  auto all = ck::ReadRecordShare(dir_, *f, base, std::nullopt);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->keys, held.keys);
+  EXPECT_EQ(all->values, held.values);
+  EXPECT_EQ(all->order, held.order);
+  // Only key[0] in [3, 5): the 3rd and 4th elements.
+  auto some = ck::ReadRecordShare(dir_, *f, base, internal::RecordPartition{0, 3, 5, 10});
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(some->keys, (std::vector<int64_t>{3, 4, 4, 4}));
+  ASSERT_EQ(some->order.size(), 2u);
+  EXPECT_EQ(some->order[0].low, 7u);
+  EXPECT_EQ(some->order[1].low, 10u);
+
+  // The same file read for a smaller array: a key outside it is named.
+  auto small = DistArray<float, 2>::sparse(ctx, {4, 5});
+  auto out = ck::ReadRecordShare(dir_, *f, small.base(), std::nullopt);
+  EXPECT_EQ(out.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(out.status().message().find("outside array"), std::string::npos)
+      << out.status().ToString();
+  // A share of another element type does not fit its size.
+  auto doubles = DistArray<double, 2>::sparse(ctx, {6, 5});
+  out = ck::ReadRecordShare(dir_, *f, doubles.base(), std::nullopt);
+  EXPECT_EQ(out.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(out.status().message().find("not a share of array"), std::string::npos);
+  // Only a partitioned array has a share to write.
+  EXPECT_EQ(ck::WriteRecordShare(dir_, "x.bin", small.base(), 0).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
+// An accumulator's state is every partial sum: restored into another accumulator, later
+// additions give the same bits, not only the same value now.
+TEST_F(CheckpointTest, AccumulatorStateKeepsThePartialSums) {
+  ContextOptions o;
+  o.read_environment = false;
+  Context ctx(std::move(o));
+  Accumulator<double> a(ctx, 1e16);
+  {
+    internal::ExecutorSlotScope slot(3);
+    a += 3.0;
+  }
+  Accumulator<double> b(ctx);
+  internal::AccumulatorBase* ab = ctx.accumulators()[0];
+  internal::AccumulatorBase* bb = ctx.accumulators()[1];
+  ASSERT_TRUE(bb->SetState(ab->State()));
+  EXPECT_EQ(b.value(), a.value());
+  for (Accumulator<double>* acc : {&a, &b}) {
+    internal::ExecutorSlotScope slot(3);
+    *acc += 3.0;  // (1e16 + (3 + 3)) differs from ((1e16 + 3) + 3)
+  }
+  EXPECT_EQ(b.value(), a.value());
+  EXPECT_EQ(b.value(), 1e16 + 6.0);
+  // Bytes that are no state of a double accumulator.
+  EXPECT_FALSE(bb->SetState("abc"));
+  EXPECT_FALSE(bb->SetState(std::string(8, '\0') + std::string(1, '\x50') + std::string(8, '\0')));
 }
 
 TEST_F(CheckpointTest, OnlyCompleteCheckpointsAreFoundAndPruningKeepsTheNewest) {

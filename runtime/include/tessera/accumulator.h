@@ -18,8 +18,12 @@
 #ifndef TESSERA_ACCUMULATOR_H_
 #define TESSERA_ACCUMULATOR_H_
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "tessera/context.h"
@@ -74,13 +78,30 @@ class Accumulator final : private internal::AccumulatorBase {
     remote_ += v;
   }
 
-  void ReadValue(void* out) const override {
-    const T v = value();
-    std::memcpy(out, &v, sizeof(T));
+  // The state: remote_, then (slot index, value) for every slot whose bytes are not all zero.
+  std::string State() const override {
+    std::string out(reinterpret_cast<const char*>(&remote_), sizeof(T));
+    for (int i = 0; i < internal::kMaxExecutorSlots; ++i) {
+      const char* v = reinterpret_cast<const char*>(&slots_[i].value);
+      if (std::all_of(v, v + sizeof(T), [](char c) { return c == 0; })) continue;
+      const auto slot = static_cast<uint8_t>(i);
+      out.append(reinterpret_cast<const char*>(&slot), 1);
+      out.append(v, sizeof(T));
+    }
+    return out;
   }
-  void SetValue(const void* value) override {
+  bool SetState(std::string_view state) override {
+    if (state.size() < sizeof(T) || (state.size() - sizeof(T)) % (1 + sizeof(T)) != 0) {
+      return false;
+    }
     reset();
-    std::memcpy(&slots_[0].value, value, sizeof(T));
+    std::memcpy(&remote_, state.data(), sizeof(T));
+    for (size_t at = sizeof(T); at < state.size(); at += 1 + sizeof(T)) {
+      const auto slot = static_cast<uint8_t>(state[at]);
+      if (slot >= internal::kMaxExecutorSlots) return false;
+      std::memcpy(&slots_[slot].value, state.data() + at + 1, sizeof(T));
+    }
+    return true;
   }
 
   struct alignas(64) Slot {

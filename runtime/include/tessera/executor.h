@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <source_location>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -129,6 +130,11 @@ class ArrayBase {
   // partitioned as `partition` says, or whole when it is null. REQUIRES: sparse, keys in range
   // and unique.
   virtual void ImportRecords(std::vector<RecordBatch> in, const RecordPartition* partition) = 0;
+  // Checkpoints of a partitioned array, written from the storage itself: the held elements' keys
+  // (rank() components each, in storage order) and their places in the serial order (size() of
+  // them), valid until the array changes. REQUIRES: sparse; order_data: record_partition().
+  virtual const int64_t* key_data() const = 0;
+  virtual const RecordOrder* order_data() const = 0;
 };
 
 // A sum that loop bodies add to (tessera::Accumulator): what a distributed executor reduces
@@ -143,10 +149,12 @@ class AccumulatorBase {
   // Adds a worker's contribution (value_bytes() long). Every worker adds every worker's, its own
   // included, in rank order, so that all compute the same sum.
   virtual void AddRemote(const void* value) = 0;
-  // Checkpoints: the whole value (what value() returns), and setting it outside loops as if
-  // code outside loops had made it (value_bytes() long).
-  virtual void ReadValue(void* out) const = 0;
-  virtual void SetValue(const void* value) = 0;
+  // Checkpoints: the exact state between loops -- every partial sum (code outside loops, each
+  // executor thread's, the workers' contributions) -- so that a restored accumulator adds what
+  // comes next in the order an uninterrupted run does. SetState returns false for bytes that are
+  // not a state of this accumulator's type.
+  virtual std::string State() const = 0;
+  virtual bool SetState(std::string_view state) = 0;
 };
 
 // Index of the executor thread running the current code: 0 outside parallel_for and in serial

@@ -49,6 +49,19 @@ class DistributedHost final : public CheckpointHost {
     if (Rows(a) > 0) f(0, Rows(a), AllWorkers(num_workers_));  // whole on every worker
   }
   void Restored(const ArrayBase& a) override { executor_.RestoredWhole(a); }
+  void GatherWhole(ArrayBase& a) override { executor_.GatherWhole(a); }
+  std::vector<DataParallelTable> DataParallelTables() override {
+    std::vector<DataParallelTable> out;
+    for (const auto& [array, staleness] : executor_.DataParallelTables()) {
+      out.push_back({array, staleness});
+    }
+    return out;
+  }
+  void RestoreDataParallelTables(const std::vector<DataParallelTable>& tables) override {
+    std::vector<std::pair<int64_t, int>> keys;
+    for (const DataParallelTable& t : tables) keys.emplace_back(t.array, t.staleness);
+    executor_.RestoreDataParallelTables(keys);
+  }
 
   bool HasServerTables() const override { return true; }
   Result<std::vector<FileRecord>> SaveServerTables(

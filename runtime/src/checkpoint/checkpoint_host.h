@@ -3,8 +3,8 @@
 // distributed executor's host answers from its partitioned layouts and parameter-server mirrors;
 // the local host (serial and threaded executors) holds everything alone.
 //
-// Every call except HeldRows is collective in a distributed job (every worker makes it at the
-// same loop boundary, SPMD).
+// Every call except HeldRows and DataParallelTables is collective in a distributed job (every
+// worker makes it at the same loop boundary, SPMD).
 //
 // Thread safety: none; the thread that owns the Context.
 #ifndef TESSERA_RUNTIME_SRC_CHECKPOINT_CHECKPOINT_HOST_H_
@@ -43,6 +43,16 @@ class CheckpointHost {
                         const std::function<void(int64_t, int64_t, uint64_t)>& f) = 0;
   // After every worker restored all of `a`: it is whole on every worker, nothing left to compute.
   virtual void Restored(const ArrayBase& a) = 0;
+  // Makes a partitioned sparse array whole on every worker (RecordPartition); nothing for others.
+  virtual void GatherWhole(ArrayBase& a) { (void)a; }
+
+  // The data-parallel tables that exist (the same on every worker), for arrays still alive.
+  virtual std::vector<DataParallelTable> DataParallelTables() { return {}; }
+  // On resume, after the servers were told to load the checkpoint's tables: creates `tables`
+  // again, which the servers fill from their files, and takes them as the tables at rest.
+  virtual void RestoreDataParallelTables(const std::vector<DataParallelTable>& tables) {
+    (void)tables;
+  }
 
   // Whether relaxed arrays live in parameter-server tables, which the servers then write into
   // checkpoints themselves (SaveServerTables), and load back on resume. Not collective: only

@@ -20,7 +20,10 @@ namespace {
 
 constexpr char kPrefix[] = "ckpt-";
 constexpr char kManifest[] = "MANIFEST";
-constexpr int kFormat = 2;
+// Format 3 added partitioned arrays' shares, data-parallel tables and accumulator states; a
+// format-2 manifest (none of those, accumulator values) is still read.
+constexpr int kFormat = 3;
+constexpr int kOldestFormat = 2;
 
 std::string Errno(const std::string& what, const std::string& path) {
   return fmt::format("{} {}: {}", what, path, std::strerror(errno));
@@ -102,8 +105,16 @@ std::string EncodeManifest(const Manifest& m) {
   for (const ArrayRecord& a : m.arrays) {
     nlohmann::json files = nlohmann::json::array();
     for (const FileRecord& f : a.files) {
-      files.push_back(
-          {{"name", f.name}, {"bytes", f.bytes}, {"crc32", f.crc32}, {"ranges", f.ranges}});
+      nlohmann::json file = {
+          {"name", f.name}, {"bytes", f.bytes}, {"crc32", f.crc32}, {"ranges", f.ranges}};
+      if (f.share) {
+        file["share"] = {{"worker", f.share->worker},
+                         {"dim", f.share->dim},
+                         {"lo", f.share->lo},
+                         {"hi", f.share->hi},
+                         {"count", f.share->count}};
+      }
+      files.push_back(std::move(file));
     }
     arrays.push_back({{"id", a.id},
                       {"element_bytes", a.element_bytes},
@@ -111,9 +122,15 @@ std::string EncodeManifest(const Manifest& m) {
                       {"rows", a.rows},
                       {"sparse", a.sparse},
                       {"on_servers", a.on_servers},
+                      {"partitioned", a.partitioned},
                       {"files", std::move(files)}});
   }
   j["arrays"] = std::move(arrays);
+  nlohmann::json tables = nlohmann::json::array();
+  for (const DataParallelTable& t : m.data_parallel_tables) {
+    tables.push_back({{"array", t.array}, {"staleness", t.staleness}});
+  }
+  j["data_parallel_tables"] = std::move(tables);
   nlohmann::json servers = nlohmann::json::array();
   for (const FileRecord& f : m.server_files) {
     servers.push_back(
@@ -126,9 +143,11 @@ std::string EncodeManifest(const Manifest& m) {
 Result<Manifest> DecodeManifest(std::string_view text, const std::string& where) {
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
-    if (j.at("format").get<int>() != kFormat) {
+    const int format = j.at("format").get<int>();
+    if (format < kOldestFormat || format > kFormat) {
       return Status::DataLoss(where + ": checkpoint format " + j.at("format").dump() +
-                              ", this program reads format " + std::to_string(kFormat));
+                              ", this program reads formats " + std::to_string(kOldestFormat) +
+                              " to " + std::to_string(kFormat));
     }
     Manifest m;
     m.loop = j.at("loop").get<int64_t>();
@@ -154,13 +173,25 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& where)
       r.rows = a.at("rows").get<int64_t>();
       r.sparse = a.at("sparse").get<bool>();
       r.on_servers = a.at("on_servers").get<bool>();
+      r.partitioned = a.value("partitioned", false);
       for (const auto& f : a.at("files")) {
         FileRecord fr;
         fr.name = f.at("name").get<std::string>();
         fr.bytes = f.at("bytes").get<uint64_t>();
         fr.crc32 = f.at("crc32").get<uint32_t>();
         fr.ranges = f.at("ranges").get<std::vector<int64_t>>();
-        if (fr.name.empty() || fr.name.find('/') != std::string::npos || fr.ranges.size() % 2) {
+        if (f.contains("share")) {
+          const auto& sh = f.at("share");
+          fr.share = RecordShare{.worker = sh.at("worker").get<int>(),
+                                 .dim = sh.at("dim").get<int>(),
+                                 .lo = sh.at("lo").get<int64_t>(),
+                                 .hi = sh.at("hi").get<int64_t>(),
+                                 .count = sh.at("count").get<int64_t>()};
+        }
+        if (fr.name.empty() || fr.name.find('/') != std::string::npos || fr.ranges.size() % 2 ||
+            fr.share.has_value() != r.partitioned ||
+            (fr.share && (fr.share->worker < 0 || fr.share->dim < 0 || fr.share->count < 0 ||
+                          fr.share->lo < 0 || fr.share->hi < fr.share->lo))) {
           return Status::DataLoss(where + ": malformed file entry");
         }
         r.files.push_back(std::move(fr));
@@ -177,6 +208,12 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& where)
         return Status::DataLoss(where + ": malformed server file entry");
       }
       m.server_files.push_back(std::move(fr));
+    }
+    if (j.contains("data_parallel_tables")) {
+      for (const auto& t : j.at("data_parallel_tables")) {
+        m.data_parallel_tables.push_back(
+            {t.at("array").get<int64_t>(), t.at("staleness").get<int>()});
+      }
     }
     if (m.loop < 0 || static_cast<int64_t>(m.site_of_loop.size()) != m.loop ||
         static_cast<int64_t>(m.accumulators.size()) != m.loop) {
@@ -245,6 +282,55 @@ Status ReadDataFile(const std::string& dir, const FileRecord& record, std::strin
   Result<std::string> text = ReadCheckedFile(dir + "/" + record.name, record.bytes, record.crc32);
   if (!text.ok()) return text.status();
   *out = std::move(text).value();
+  return Status::Ok();
+}
+
+Status ReadDataFileInto(const std::string& dir, const FileRecord& record,
+                        const std::vector<std::span<char>>& pieces) {
+  const std::string path = dir + "/" + record.name;
+  uint64_t want = 0;
+  for (std::span<char> p : pieces) want += p.size();
+  if (want != record.bytes) {
+    return Status::DataLoss(fmt::format("{}: the manifest says {} bytes, its entry needs {}", path,
+                                        record.bytes, want));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::DataLoss(Errno("cannot open", path));
+  uint32_t crc = 0;
+  uint64_t got = 0;
+  Status status = Status::Ok();
+  for (std::span<char> p : pieces) {
+    size_t at = 0;
+    while (at < p.size()) {
+      const ssize_t n = ::read(fd, p.data() + at, p.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) status = Status::DataLoss(Errno("cannot read", path));
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    got += at;
+    crc = Crc32(p.first(at), crc);
+    if (!status.ok() || at < p.size()) break;
+  }
+  char extra;
+  while (status.ok() && got == record.bytes) {
+    const ssize_t n = ::read(fd, &extra, 1);
+    if (n < 0 && errno == EINTR) continue;
+    got += n > 0 ? 1 : 0;
+    break;
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  if (got != record.bytes) {
+    return Status::DataLoss(fmt::format("{}: {} bytes, the manifest says {}", path,
+                                        got > record.bytes ? "more" : std::to_string(got),
+                                        record.bytes));
+  }
+  if (crc != record.crc32) {
+    return Status::DataLoss(fmt::format(
+        "{}: crc32 {:08x}, the manifest says {:08x} (the file is damaged)", path, crc,
+        record.crc32));
+  }
   return Status::Ok();
 }
 

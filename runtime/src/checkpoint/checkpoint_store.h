@@ -26,12 +26,26 @@
 
 namespace tessera::internal::checkpoint {
 
-// One data file of a checkpoint: the elements [ranges[2i], ranges[2i+1]) of one array, in order.
+// What one worker held of a sparse array the job kept partitioned (RecordPartition): its file
+// holds `count` elements, in the serial order: their keys (rank components each, int64), then
+// their values (element_bytes each), then their places in the serial order (RecordOrder, two
+// uint64 each), all raw.
+struct RecordShare {
+  int worker = 0;  // who wrote it
+  int dim = 0;     // the worker held the elements whose key[dim] is in [lo, hi)
+  int64_t lo = 0;
+  int64_t hi = 0;
+  int64_t count = 0;
+};
+
+// One data file of a checkpoint: the elements [ranges[2i], ranges[2i+1]) of one array, in order,
+// or one worker's share of a partitioned sparse array (`share`; `ranges` empty).
 struct FileRecord {
   std::string name;  // inside the checkpoint's directory
   uint64_t bytes = 0;
   uint32_t crc32 = 0;
   std::vector<int64_t> ranges;  // element ranges, as begin/end pairs
+  std::optional<RecordShare> share;
 };
 
 // One array of the program, identified by its creation number (identical on every worker and in
@@ -39,13 +53,24 @@ struct FileRecord {
 struct ArrayRecord {
   int64_t id = 0;
   int64_t element_bytes = 0;
-  int64_t count = 0;  // elements (ArrayBase::value_count)
+  int64_t count = 0;  // elements (ArrayBase::value_count; all workers' when partitioned)
   int64_t rows = 0;   // extent(0); element ranges of dense arrays are whole rows
   bool sparse = false;
   // A relaxed array whose values are in the servers' tables (Manifest::server_files), not in
   // `files`.
   bool on_servers = false;
+  // A sparse array the job kept partitioned: `files` are the workers' shares, one per worker.
+  bool partitioned = false;
   std::vector<FileRecord> files;
+};
+
+// A data-parallel loop's table of an array (distributed/server_arrays.h): the sum of every
+// worker's updates to the array in data-parallel loops with this staleness. Its rows are in the
+// servers' files; the workers create the table again on resume.
+struct DataParallelTable {
+  int64_t array = 0;
+  int staleness = 0;
+  bool operator==(const DataParallelTable&) const = default;
 };
 
 struct Manifest {
@@ -54,11 +79,14 @@ struct Manifest {
   // The call site of every completed loop (indices into `sites`), checked while replaying.
   std::vector<std::string> sites;
   std::vector<int32_t> site_of_loop;
-  // After every completed loop: the value of each live accumulator (in creation order), as bytes.
+  // After every completed loop: the state of each live accumulator (in creation order), as
+  // bytes (AccumulatorBase::State; a format-2 manifest holds values, which SetState takes too).
   std::vector<std::vector<std::string>> accumulators;
   std::vector<ArrayRecord> arrays;
   // Every server's file of its tables (`ranges` holds the server's rank), in server order.
   std::vector<FileRecord> server_files;
+  // The data-parallel tables whose rows are in `server_files`.
+  std::vector<DataParallelTable> data_parallel_tables;
 };
 
 std::string EncodeManifest(const Manifest& m);
@@ -83,6 +111,10 @@ Status WriteManifest(const std::string& dir, const Manifest& m);
 // Reads `dir/record.name` into `out` (resized), checking its size and crc32: DataLoss naming the
 // file when it is missing, short or damaged.
 Status ReadDataFile(const std::string& dir, const FileRecord& record, std::string* out);
+// The same, straight into `pieces` (whose sizes must add up to record.bytes), in order, so that
+// a large file is never held twice.
+Status ReadDataFileInto(const std::string& dir, const FileRecord& record,
+                        const std::vector<std::span<char>>& pieces);
 
 struct Found {
   std::string path;  // the checkpoint's directory

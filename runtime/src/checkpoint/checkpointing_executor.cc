@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/record_shares.h"
 #include "checkpoint/server_tables.h"
 #include "distributed/fatal.h"
 
@@ -58,6 +59,12 @@ std::string SiteName(const LoopSite& site) {
 // only its files, or "error\n" + why it could not.
 std::string Report(const Status& s, const Manifest& mine) {
   return s.ok() ? "ok\n" + EncodeManifest(mine) : "error\n" + s.ToString();
+}
+
+// Elements of `a` in the whole job: a partitioned array's on every worker together.
+int64_t Count(const ArrayBase& a) {
+  const RecordPartition* p = a.record_partition();
+  return p != nullptr ? p->global_size : a.value_count();
 }
 
 }  // namespace
@@ -158,20 +165,19 @@ class CheckpointingExecutor::Impl {
     SetAccumulators(m.accumulators[k], k);
   }
 
-  void SetAccumulators(const std::vector<std::string>& values, int64_t k) {
+  void SetAccumulators(const std::vector<std::string>& states, int64_t k) {
     const auto& accs = ctx_.accumulators();
-    if (accs.size() != values.size()) {
+    if (accs.size() != states.size()) {
       Fatal(fmt::format("resuming: {} accumulators live after loop {}, {} in the checkpoint",
-                        accs.size(), k, values.size()));
+                        accs.size(), k, states.size()));
     }
     for (size_t i = 0; i < accs.size(); ++i) {
-      if (accs[i]->value_bytes() != values[i].size()) {
+      if (!accs[i]->SetState(states[i])) {
         Fatal(
-            fmt::format("resuming: accumulator {} after loop {} has {} bytes, {} in the "
-                        "checkpoint",
-                        i, k, accs[i]->value_bytes(), values[i].size()));
+            fmt::format("resuming: accumulator {} after loop {} holds {}-byte values, which its "
+                        "{} bytes in the checkpoint are not",
+                        i, k, accs[i]->value_bytes(), states[i].size()));
       }
-      accs[i]->SetValue(values[i].data());
     }
   }
 
@@ -185,13 +191,9 @@ class CheckpointingExecutor::Impl {
       it = site_index_.emplace(where, index).first;
     }
     log_.site_of_loop.push_back(it->second);
-    std::vector<std::string> values;
-    for (AccumulatorBase* acc : ctx_.accumulators()) {
-      std::string v(acc->value_bytes(), '\0');
-      acc->ReadValue(v.data());
-      values.push_back(std::move(v));
-    }
-    log_.accumulators.push_back(std::move(values));
+    std::vector<std::string> states;
+    for (AccumulatorBase* acc : ctx_.accumulators()) states.push_back(acc->State());
+    log_.accumulators.push_back(std::move(states));
   }
 
   // Whether a checkpoint is due: worker 0's clock decides for everyone.
@@ -224,6 +226,21 @@ class CheckpointingExecutor::Impl {
   Status WriteMine(const std::string& dir, Manifest* mine) {
     for (const auto& [id, a] : ctx_.arrays()) {
       if (a->relaxed() && host_->HasServerTables()) continue;  // the servers write its table
+      if (a->record_partition() != nullptr) {
+        // A partitioned sparse array: the elements this worker holds, with their keys and
+        // places (every worker writes its share, an empty one too).
+        Result<FileRecord> f =
+            WriteRecordShare(dir, fmt::format("a{}-w{}.bin", id, host_->rank()), *a,
+                             host_->rank());
+        if (!f.ok()) return f.status();
+        bytes_written_ += f->bytes;
+        ArrayRecord r;
+        r.id = id;
+        r.partitioned = true;
+        r.files.push_back(std::move(f).value());
+        mine->arrays.push_back(std::move(r));
+        continue;
+      }
       const int64_t per_row = ElementsPerRow(*a);
       const auto e = static_cast<int64_t>(a->element_bytes());
       const char* data = static_cast<const char*>(a->value_data());
@@ -248,12 +265,17 @@ class CheckpointingExecutor::Impl {
     return Status::Ok();
   }
 
-  // The relaxed arrays' tables, each server writing its own shard into `dir`; their files.
-  Status SaveServerTables(const std::string& dir, std::vector<FileRecord>* files) {
+  // The relaxed arrays' tables and the data-parallel tables (`dp`), each server writing its own
+  // shard into `dir`; their files.
+  Status SaveServerTables(const std::string& dir, const std::vector<DataParallelTable>& dp,
+                          std::vector<FileRecord>* files) {
     if (!host_->HasServerTables()) return Status::Ok();
     std::vector<std::string> tables;
     for (const auto& [id, a] : ctx_.arrays()) {
       if (a->relaxed()) tables.push_back(RelaxedTableName(id));
+    }
+    for (const DataParallelTable& t : dp) {
+      tables.push_back(DataParallelTableName(t.array, t.staleness));
     }
     if (tables.empty()) return Status::Ok();
     const std::string name = std::filesystem::path(dir).filename();
@@ -288,7 +310,9 @@ class CheckpointingExecutor::Impl {
     // Worker 0 has the servers write their tables while every other worker waits in the
     // all-gather below, so that no update of the next loop reaches a table before it is saved.
     std::vector<FileRecord> server_files;
-    if (s.ok() && host_->rank() == 0) s = SaveServerTables(dir, &server_files);
+    const std::vector<DataParallelTable> dp =
+        host_->rank() == 0 ? host_->DataParallelTables() : std::vector<DataParallelTable>();
+    if (s.ok() && host_->rank() == 0) s = SaveServerTables(dir, dp, &server_files);
     Result<std::vector<std::string>> all = host_->AllGather(Report(s, mine));
     CheckOk(all.status(), "gathering a checkpoint's files");
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
@@ -309,12 +333,14 @@ class CheckpointingExecutor::Impl {
       ArrayRecord& r = arrays[id];
       r.id = id;
       r.element_bytes = static_cast<int64_t>(a->element_bytes());
-      r.count = a->value_count();
+      r.count = Count(*a);
+      r.partitioned = a->record_partition() != nullptr;
       r.rows = a->rank() >= 1 ? a->extent(0) : 0;
       r.sparse = a->is_sparse();
       r.on_servers = a->relaxed() && host_->HasServerTables();
     }
     m.server_files = std::move(server_files);
+    if (!m.server_files.empty()) m.data_parallel_tables = dp;
     for (int w = 0; w < static_cast<int>(all->size()); ++w) {
       const std::string& report = (*all)[w];
       if (report.starts_with("error\n")) {
@@ -342,7 +368,8 @@ class CheckpointingExecutor::Impl {
   }
 
   // Worker 0 has every server load the checkpoint's tables (every worker waits for it), then
-  // every worker reads the relaxed arrays back from them (they were zeroed: nothing is pushed).
+  // every worker creates the data-parallel tables again and reads the relaxed arrays back from
+  // theirs (they were zeroed: nothing is pushed).
   void RestoreServerTables() {
     const Manifest& m = resume_->manifest;
     Status s = Status::Ok();
@@ -356,10 +383,54 @@ class CheckpointingExecutor::Impl {
       Fatal(fmt::format("resuming from {}: the servers could not load their tables: {}",
                         resume_->path, (*all)[0]));
     }
+    host_->RestoreDataParallelTables(m.data_parallel_tables);
     host_->Settle();
   }
 
-  // Every array takes its checkpointed value, whole, on every worker.
+  // A partitioned sparse array from its workers' shares. With the job's number of workers and
+  // the array partitioned now, each worker reads its own share and holds what it held at the
+  // checkpoint; otherwise each reads every share and keeps the elements of its key range now (or
+  // all of them when the array is whole here). Returns the bytes read.
+  uint64_t RestoreShares(ArrayBase* a, const ArrayRecord& r) {
+    const Manifest& m = resume_->manifest;
+    std::optional<RecordPartition> now;
+    if (a->record_partition() != nullptr) now = *a->record_partition();
+    int64_t total = 0;
+    std::vector<const FileRecord*> mine;
+    for (const FileRecord& f : r.files) {
+      total += f.share->count;
+      if (f.share->worker == host_->rank()) mine.push_back(&f);
+    }
+    if (total != r.count) {
+      Fatal(fmt::format("resuming from {}: array #{}'s shares hold {} elements, the manifest says "
+                        "{}",
+                        resume_->path, r.id, total, r.count));
+    }
+    const bool own = now.has_value() && m.workers == host_->num_workers();
+    if (own && mine.size() != 1) {
+      Fatal(fmt::format("resuming from {}: {} shares of array #{} written by worker {}, not one",
+                        resume_->path, mine.size(), r.id, host_->rank()));
+    }
+    // What the replay loaded goes first, so that the array is never held twice.
+    a->ImportRecords({}, now ? &*now : nullptr);
+    std::vector<RecordBatch> in;
+    uint64_t bytes = 0;
+    std::optional<RecordPartition> partition = now;
+    for (const FileRecord& f : r.files) {
+      if (own && &f != mine[0]) continue;
+      Result<RecordBatch> b = ReadRecordShare(resume_->path, f, *a, own ? std::nullopt : now);
+      CheckOk(b.status(), "reading a checkpoint");
+      in.push_back(std::move(b).value());
+      bytes += f.bytes;
+      if (own) partition = RecordPartition{f.share->dim, f.share->lo, f.share->hi, r.count};
+    }
+    if (partition) partition->global_size = r.count;
+    a->ImportRecords(std::move(in), partition ? &*partition : nullptr);
+    return bytes;
+  }
+
+  // Every array takes its checkpointed value: partitioned sparse arrays as their holders held
+  // them (RestoreShares), every other array whole, on every worker.
   void Restore() {
     const auto t0 = SteadyClock::now();
     const Manifest& m = resume_->manifest;
@@ -386,12 +457,20 @@ class CheckpointingExecutor::Impl {
       }
       ArrayBase* a = it->second;
       const auto e = static_cast<int64_t>(a->element_bytes());
-      if (r.element_bytes != e || r.count != a->value_count() || r.sparse != a->is_sparse()) {
+      if (r.element_bytes != e || r.count != Count(*a) || r.sparse != a->is_sparse() ||
+          (r.partitioned && !a->is_sparse())) {
         Fatal(
             fmt::format("resuming from {}: array #{} has {} elements of {} B now, {} of {} B in "
                         "the checkpoint (was the program run with other arguments?)",
-                        resume_->path, r.id, a->value_count(), e, r.count, r.element_bytes));
+                        resume_->path, r.id, Count(*a), e, r.count, r.element_bytes));
       }
+      if (r.partitioned) {
+        total += RestoreShares(a, r);
+        continue;
+      }
+      // Whole at the checkpoint (a loop had gathered it), partitioned in the replay: gathered
+      // now the same way (every worker restores the same arrays in the same order).
+      if (a->record_partition() != nullptr) host_->GatherWhole(*a);
       if (r.on_servers) {
         // Its table comes back on the servers; the array reads it back below (from zero, so
         // that nothing is added to the restored table).
@@ -440,7 +519,9 @@ class CheckpointingExecutor::Impl {
       }
       host_->Restored(*a);
     }
-    if (on_servers) RestoreServerTables();
+    if (on_servers || (!m.data_parallel_tables.empty() && host_->HasServerTables())) {
+      RestoreServerTables();
+    }
     logger_->info("restored {} arrays ({} B read) from {} in {:.3f} s; continuing at loop {}",
                   m.arrays.size(), total, resume_->path,
                   std::chrono::duration<double>(SteadyClock::now() - t0).count(), m.loop);

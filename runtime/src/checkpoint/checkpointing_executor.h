@@ -3,14 +3,16 @@
 //
 // It numbers the parallel_for calls. At a loop boundary k (before loop k runs, k >= 1) that is
 // due by the interval, every worker settles its copies, writes the rows it holds of every array
-// (a row held by several workers is split between them), and worker 0 writes the MANIFEST --
-// the loop count, the call site of every completed loop and the value of every live accumulator
-// after it -- once every worker's files are in place (checkpoint_store.h).
+// (a row held by several workers is split between them) and the records it holds of every
+// partitioned sparse array (record_shares.h), and worker 0 writes the MANIFEST -- the loop
+// count, the call site of every completed loop and the state of every live accumulator after
+// it -- once every worker's files are in place (checkpoint_store.h).
 //
 // Resuming from the checkpoint of boundary n, the program runs from the start again: its serial
 // code runs as before, loops 0..n-1 are skipped (after each, the live accumulators take the
 // values they had then, so serial code that reads them computes what it did), and before loop n
-// every array takes its checkpointed value. A skipped loop whose call site differs from the
+// every array takes its checkpointed value (a partitioned one on its holders only, when the job
+// has the checkpoint's number of workers). A skipped loop whose call site differs from the
 // logged one stops the worker: the program did not replay the same way.
 //
 // Thread safety: like every Executor, used from the thread that owns the Context.

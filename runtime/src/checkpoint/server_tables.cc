@@ -13,6 +13,9 @@
 namespace tessera::internal::checkpoint {
 
 std::string RelaxedTableName(int64_t array_id) { return fmt::format("relaxed-array-{}", array_id); }
+std::string DataParallelTableName(int64_t array_id, int staleness) {
+  return fmt::format("data-parallel-array-{}-s{}", array_id, staleness);
+}
 
 class ServerTables::Impl {
  public:

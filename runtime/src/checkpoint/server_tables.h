@@ -25,6 +25,8 @@ namespace tessera::internal::checkpoint {
 // The name the distributed executor gives a relaxed array's table (distributed/server_arrays.cc):
 // how a checkpoint names the tables it asks the servers for.
 std::string RelaxedTableName(int64_t array_id);
+// The same for a data-parallel table (DataParallelTable in checkpoint_store.h).
+std::string DataParallelTableName(int64_t array_id, int staleness);
 
 class ServerTables {
  public:

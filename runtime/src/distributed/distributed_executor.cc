@@ -176,6 +176,7 @@ class DistributedExecutor::Impl {
     for (int i = 0; i <= staleness; ++i) servers_->Sync(/*replicated=*/false, /*clock=*/true);
   }
   PartitionedArrays& partitioned() { return *partitioned_; }
+  ServerArrays& servers() { return *servers_; }
 
   Result<std::vector<std::string>> AllGather(std::string bytes) {
     return mesh_->AllGather(++tag_, std::move(bytes));
@@ -778,6 +779,13 @@ bool DistributedExecutor::HeldRows(const ArrayBase& a,
 }
 void DistributedExecutor::RestoredWhole(const ArrayBase& a) {
   impl_->partitioned().RestoredWhole(a);
+}
+std::vector<std::pair<int64_t, int>> DistributedExecutor::DataParallelTables() {
+  return impl_->servers().DataParallelTables();
+}
+void DistributedExecutor::RestoreDataParallelTables(
+    const std::vector<std::pair<int64_t, int>>& tables) {
+  impl_->servers().RestoreDataParallelTables(tables);
 }
 
 }  // namespace tessera::internal

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/client/client.h"
@@ -100,6 +101,9 @@ class DistributedExecutor final : public Executor {
   // See PartitionedArrays::HeldRows and RestoredWhole.
   bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f);
   void RestoredWhole(const ArrayBase& a);
+  // See ServerArrays::DataParallelTables and RestoreDataParallelTables.
+  std::vector<std::pair<int64_t, int>> DataParallelTables();
+  void RestoreDataParallelTables(const std::vector<std::pair<int64_t, int>>& tables);
 
   class Impl;
 

@@ -177,7 +177,7 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
       return msg;
     }
     if (left_.count(from)) {
-      return Status::FailedPrecondition(fmt::format(
+      return Status::Aborted(fmt::format(
           "peer mesh: worker {} left the program (returned from main, or destroyed its "
           "tessera::Context) while this worker waits for its step {} of exchange {}; every "
           "worker must make the same parallel_for calls and reductions",

@@ -77,7 +77,7 @@ class PeerMesh {
   // Sends an encoded envelope (whose body must be a PeerMessage) to worker `to`.
   Status SendFrame(int to, zmq::message_t frame);
   // The message from worker `from` with this tag and step; waits up to the timeout.
-  // FailedPrecondition as soon as `from` has announced that it left (it will send nothing more;
+  // Aborted as soon as `from` has announced that it left (it will send nothing more;
   // a peer's messages arrive in the order it sent them). REQUIRES: from != rank().
   Result<std::unique_ptr<IncomingMessage>> Receive(int from, uint64_t tag, int64_t step);
   // Tells every peer that this worker sends nothing more (its program's Context is going away),

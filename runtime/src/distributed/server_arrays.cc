@@ -297,6 +297,41 @@ class ServerArrays::Impl {
 
   uint64_t clocks() const { return clocks_; }
 
+  std::vector<std::pair<int64_t, int>> DataParallelTables() const {
+    std::vector<std::pair<TableId, std::pair<int64_t, int>>> by_id;
+    for (const auto& [key, t] : dp_tables_) {
+      if (ctx_.arrays().count(key.first)) by_id.push_back({t.table, key});
+    }
+    std::sort(by_id.begin(), by_id.end());
+    std::vector<std::pair<int64_t, int>> out;
+    for (const auto& [id, key] : by_id) out.push_back(key);
+    return out;
+  }
+
+  void RestoreDataParallelTables(const std::vector<std::pair<int64_t, int>>& tables) {
+    for (const auto& [array, staleness] : tables) {
+      auto it = ctx_.arrays().find(array);
+      if (it == ctx_.arrays().end()) {
+        Fatal(fmt::format("resuming: the checkpoint holds the data-parallel table of array #{}, "
+                          "which the program has not created (again)",
+                          array));
+      }
+      ArrayBase* a = it->second;
+      auto [rest, fresh] = dp_tables_.try_emplace({array, staleness});
+      if (!fresh) Fatal(fmt::format("resuming: array #{}'s data-parallel table exists", array));
+      rest->second.table = NextTableId();
+      CreateArrayTable(a, rest->second.table, staleness,
+                       fmt::format("data-parallel-array-{}-s{}", array, staleness));
+      // Also caches every row (see BeginDataParallel).
+      rest->second.table_at_rest.assign(static_cast<size_t>(a->value_count()) * a->element_bytes(),
+                                        0);
+      std::vector<char>& at_rest = rest->second.table_at_rest;
+      WithTableType(a->table_value_type(), [&]<typename V>(V*) {
+        ReadTable<V>(rest->second.table, a, reinterpret_cast<V*>(at_rest.data()));
+      });
+    }
+  }
+
  private:
   const int rank_;
   Context& ctx_;
@@ -319,5 +354,11 @@ std::vector<int64_t> ServerArrays::BeginDataParallel(int staleness,
 }
 void ServerArrays::EndDataParallel(int staleness) { impl_->EndDataParallel(staleness); }
 uint64_t ServerArrays::clocks() const { return impl_->clocks(); }
+std::vector<std::pair<int64_t, int>> ServerArrays::DataParallelTables() const {
+  return impl_->DataParallelTables();
+}
+void ServerArrays::RestoreDataParallelTables(const std::vector<std::pair<int64_t, int>>& tables) {
+  impl_->RestoreDataParallelTables(tables);
+}
 
 }  // namespace tessera::internal

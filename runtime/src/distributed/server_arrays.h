@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tessera/client/client.h"
@@ -43,6 +44,14 @@ class ServerArrays {
   void EndDataParallel(int staleness);
   // Clocks so far (for the worker's final report).
   uint64_t clocks() const;
+
+  // Checkpoints, between loops: the (array id, staleness) of every data-parallel table whose
+  // array is alive, in creation order.
+  std::vector<std::pair<int64_t, int>> DataParallelTables() const;
+  // On resume, once the servers hold the checkpoint's tables for filling: creates these tables
+  // again (the servers fill them as they are created) and takes what they hold as the tables at
+  // rest, so that the next data-parallel loop computes as an uninterrupted run's would.
+  void RestoreDataParallelTables(const std::vector<std::pair<int64_t, int>>& tables);
 
  private:
   class Impl;

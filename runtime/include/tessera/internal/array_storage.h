@@ -260,6 +260,15 @@ class ArrayStorage final : public ArrayBase {
     }
     Relaid();
   }
+  const int64_t* key_data() const override {
+    static_assert(sizeof(Key<N>) == N * sizeof(int64_t), "Key<N> is its components");
+    TESSERA_CHECK_MSG(sparse_, "key_data of a dense array");
+    return keys_.empty() ? nullptr : keys_.front().idx.data();
+  }
+  const RecordOrder* order_data() const override {
+    TESSERA_CHECK_MSG(partition_.has_value(), "order_data of an array that is not partitioned");
+    return order_.data();
+  }
   // Partitioned: gives every held element a new place in the serial order (order[p] for
   // position p) and sorts the held elements by it, in place.
   void Reorder(std::vector<RecordOrder> order) {
