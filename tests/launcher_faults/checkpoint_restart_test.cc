@@ -275,9 +275,18 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
   EXPECT_EQ(LogLikelihoods(Slurp("restarted.jsonl")), expected);
   // Every iteration the first attempt printed, the restarted one printed alike (replayed, or
   // computed again from the checkpoint).
+  // (A kill right after the first checkpoint can land before the first attempt printed any.)
   const auto attempts = PrintedLogLikelihoods(r.out);
-  ASSERT_EQ(attempts.size(), 2u) << r.out;
-  for (const auto& [iter, ll] : attempts[0]) EXPECT_EQ(attempts[1].at(iter), ll) << "iter " << iter;
+  ASSERT_GE(attempts.size(), 1u) << r.out;
+  ASSERT_LE(attempts.size(), 2u) << r.out;
+  EXPECT_EQ(attempts.back().size(), static_cast<size_t>(kIterations)) << r.out;
+  if (attempts.size() == 2) {
+    for (const auto& [iter, ll] : attempts[0]) {
+      EXPECT_EQ(attempts[1].at(iter), ll) << "iter " << iter;
+    }
+  } else {
+    EXPECT_EQ(more, 0u) << "the first attempt printed no iteration\n" << r.out;
+  }
 }
 
 // Two workers and two servers: bounded staleness makes lda non-deterministic, so the restarted
