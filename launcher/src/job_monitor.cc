@@ -96,11 +96,19 @@ std::optional<JobFailure> JobMonitor::Poll(Clock::time_point now, const std::str
     }
   }
   if (!reached_) {
-    std::optional<Status> reached = reach_.Check();
-    // Until the connection is made or found impossible, silence means no more than that.
-    if (!reached) return std::nullopt;
-    reached_ = true;
-    if (!reached->ok()) return JobFailure{reached->message(), 1};
+    if (std::optional<Status> reached = reach_.Check()) {
+      reached_ = true;
+      if (!reached->ok()) return JobFailure{reached->message(), kExitUnresponsive};
+    }
+  }
+  if (now - last_heard_ > timing_.silence && !reached_) {
+    return JobFailure{
+        fmt::format("{} stopped answering: no connection to it at {} within {:.1f} s (heartbeat "
+                    "timeout {:.1f} s). Does that address route from this host (--advertise, "
+                    "--bind, a firewall)?",
+                    coordinator, endpoint_, std::chrono::duration<double>(now - last_heard_).count(),
+                    std::chrono::duration<double>(timeout_).count()),
+        kExitUnresponsive};
   }
   if (now - last_heard_ > timing_.silence) {
     return JobFailure{

@@ -38,8 +38,9 @@ class JobMonitor {
 
   // Sends a heartbeat when one is due and reads what the coordinator sent. Returns the job's
   // failure: one the coordinator reported, the coordinator's own silence (`coordinator` names
-  // it in the reason), or, within kConnectLimit, an endpoint the launcher cannot connect to
-  // (a wrong --advertise: then no other process can either; exit code 1). Never blocks.
+  // it in the reason; when not even a connection was made, the reason says so and names the
+  // endpoint), or, within kConnectLimit, an endpoint the launcher cannot connect to (a wrong
+  // --advertise: then no other process can either). Never blocks.
   std::optional<JobFailure> Poll(Clock::time_point now, const std::string& coordinator);
 
   // Tells the coordinator the launcher is done watching (the job is ending). Idempotent.
