@@ -365,7 +365,8 @@ int RunFromModel(tessera::Context& ctx, const MfOptions& opt) {
   }
   // --format is checked by the flag parser; it applies to these files as to --train.
   const auto parsed_format = ParseFormat(opt.format);
-  const tessera::TripleFormat format = parsed_format.ok() ? *parsed_format : tessera::TripleFormat::kAuto;
+  const tessera::TripleFormat format =
+      parsed_format.ok() ? *parsed_format : tessera::TripleFormat::kAuto;
   auto read = [&model, format](const std::string& path, bool need_rating) {
     auto pairs = mf::ReadPairs(path, need_rating, model->string_ids(), format);
     if (!pairs.ok()) fmt::print(stderr, "mf: {}\n", pairs.status().ToString());

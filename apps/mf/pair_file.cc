@@ -75,7 +75,8 @@ bool IsNetflixHeader(std::string_view line) {
   line = Trim(line);
   if (line.size() < 2 || line.back() != ':') return false;
   const std::string_view id = Trim(line.substr(0, line.size() - 1));
-  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !id.empty() &&
+         std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 struct GzCloser {
@@ -117,11 +118,15 @@ Status ForEachLine(const std::string& path, Line&& line) {
 
 std::string_view SeparatorOf(TripleFormat format) {
   switch (format) {
-    case TripleFormat::kTab: return "\t";
-    case TripleFormat::kDoubleColon: return "::";
+    case TripleFormat::kTab:
+      return "\t";
+    case TripleFormat::kDoubleColon:
+      return "::";
     case TripleFormat::kCsv:
-    case TripleFormat::kNetflix: return ",";
-    default: return "";
+    case TripleFormat::kNetflix:
+      return ",";
+    default:
+      return "";
   }
 }
 
@@ -156,15 +161,16 @@ Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating, b
         return Status::Ok();
       }
       if (movie.empty()) {
-        return Status::InvalidArgument(fmt::format(
-            "{}:{}: a Netflix-format file starts with a 'MOVIE_ID:' line, found '{}'", path,
-            line_no, l));
+        return Status::InvalidArgument(
+            fmt::format("{}:{}: a Netflix-format file starts with a 'MOVIE_ID:' line, found '{}'",
+                        path, line_no, l));
       }
       const std::vector<std::string_view> f = SplitLine(l, sep);
       // With ratings, the training loader's rule: user,rating[,date]. Pairs may carry more.
       if (f.empty() || f[0].empty() || (need_rating && (f.size() < 2 || f.size() > 3))) {
         return Status::InvalidArgument(fmt::format("{}:{}: expected 'user{}', found '{}'", path,
-                                                   line_no, need_rating ? ",rating[,date]" : "[,...]", l));
+                                                   line_no,
+                                                   need_rating ? ",rating[,date]" : "[,...]", l));
       }
       Pair p{id(f[0]), movie, 0.0};
       if (need_rating && !ParseNumber(f[1], &p.rating)) {
@@ -178,9 +184,9 @@ Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating, b
     // "userId,movieId,...": a header. String ids may hold no digit at all: then only a line whose
     // rating is no number is one (and a file without ratings has no header).
     if (first && sep == ",") {
-      const bool header =
-          string_ids ? need_rating && f.size() >= 3 && !IsNumber(f[2])
-                     : std::none_of(l.begin(), l.end(), [](char c) { return c >= '0' && c <= '9'; });
+      const bool header = string_ids ? need_rating && f.size() >= 3 && !IsNumber(f[2])
+                                     : std::none_of(l.begin(), l.end(),
+                                                    [](char c) { return c >= '0' && c <= '9'; });
       if (header) return Status::Ok();
     }
     if (f.size() < (need_rating ? 3u : 2u) || f[0].empty() || f[1].empty()) {

@@ -106,7 +106,8 @@ std::optional<JobFailure> JobMonitor::Poll(Clock::time_point now, const std::str
         fmt::format("{} stopped answering: no connection to it at {} within {:.1f} s (heartbeat "
                     "timeout {:.1f} s). Does that address route from this host (--advertise, "
                     "--bind, a firewall)?",
-                    coordinator, endpoint_, std::chrono::duration<double>(now - last_heard_).count(),
+                    coordinator, endpoint_,
+                    std::chrono::duration<double>(now - last_heard_).count(),
                     std::chrono::duration<double>(timeout_).count()),
         kExitUnresponsive};
   }

@@ -142,8 +142,8 @@ TEST_F(MfFormatsTest, StringIdsThatShareAKeyStopBeforeTraining) {
   }
   text += std::string(kCollidingB) + ",item9,1\n";
   const std::string ratings = Write("colliding.csv", text);
-  const std::string expected = std::string("user ids '") + kCollidingA + "' and '" + kCollidingB +
-                               "' have the same key";
+  const std::string expected =
+      std::string("user ids '") + kCollidingA + "' and '" + kCollidingB + "' have the same key";
   RunResult r = RunCommand(Mf() + " --train " + ratings + " --string-ids -k 2 --epochs 5 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("colliding.csv:14: " + expected), std::string::npos) << r.output;
@@ -153,9 +153,9 @@ TEST_F(MfFormatsTest, StringIdsThatShareAKeyStopBeforeTraining) {
   r = RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " + Mf() + " --train " +
                  ratings + " --string-ids -k 2 --epochs 5 2>&1");
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("[worker 0] mf: InvalidArgument: " + std::string(ratings) + ":14: " +
-                          expected),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("[worker 0] mf: InvalidArgument: " + std::string(ratings) + ":14: " + expected),
+      std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("[worker 1] mf: another worker failed; stopping"), std::string::npos)
       << r.output;
@@ -221,7 +221,8 @@ TEST_F(MfFormatsTest, NetflixFilesWorkWithASavedModel) {
                            model + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
-  r = RunCommand(Mf() + " --load-model " + model + " --test " + Write("probe.txt", probe) + " 2>&1");
+  r = RunCommand(Mf() + " --load-model " + model + " --test " + Write("probe.txt", probe) +
+                 " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("over 2 ratings (0 of an unknown user, 0 of an unknown item)"),
             std::string::npos)
@@ -253,8 +254,8 @@ TEST_F(MfFormatsTest, NetflixFilesWorkWithASavedModel) {
 
   // Bad input, named by file and line: a rating line before any movie line, a rating that is no
   // number, and a file of another format read as Netflix.
-  r = RunCommand(Mf() + " --load-model " + model + " --test " +
-                 Write("bad1.txt", "1:\n1002,x\n") + " 2>&1");
+  r = RunCommand(Mf() + " --load-model " + model + " --test " + Write("bad1.txt", "1:\n1002,x\n") +
+                 " 2>&1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("bad1.txt:2: rating 'x' is not a finite number"), std::string::npos)
       << r.output;

@@ -80,9 +80,9 @@ TEST(RankEnvTest, RankZeroIsTheCoordinatorOnTheLaunchNode) {
   Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), Slurm(0, 4));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->role, Role::kCoordinator);
-  const std::vector<std::string> argv = {"/bin/tessera-server", "--role", "coordinator",
-                                         "--listen", "tcp://10.1.2.3:" + JobPort(), "--num-servers",
-                                         "1", "--num-workers", "2"};
+  const std::vector<std::string> argv = {
+      "/bin/tessera-server", "--role", "coordinator",   "--listen", "tcp://10.1.2.3:" + JobPort(),
+      "--num-servers",       "1",      "--num-workers", "2"};
   EXPECT_EQ(spec->argv, argv);
   auto env = EnvOf(*spec);
   EXPECT_EQ(env["TESSERA_ROLE"], "coordinator");

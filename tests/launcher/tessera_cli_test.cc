@@ -202,6 +202,8 @@ TEST_F(TesseraCliTest, SilentCoordinatorIsNamedAndStopsTheJob) {
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_TRUE(Contains(r.err, "tessera: the coordinator (pid ")) << r.err;
   EXPECT_TRUE(Contains(r.err, "stopped answering")) << r.err;
+  // The fake coordinator publishes an endpoint nothing listens on: the report says so.
+  EXPECT_TRUE(Contains(r.err, "no connection to it at tcp://127.0.0.1:5555")) << r.err;
   EXPECT_LT(r.elapsed, seconds(5));
   ExpectDead("hang-0.pid");
   ExpectDead("hang-1.pid");
@@ -587,13 +589,15 @@ TEST_F(TesseraCliTest, FromEnvErrors) {
   EXPECT_TRUE(Contains(where.err, "pass --coordinator")) << where.err;
 
   // No job id to derive the port from: no fixed default that a second job would collide on.
-  RunResult no_id = Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}),
-                        {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"},
-                         {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
-                         {"TESSERA_JOB_SECRET", "shared"}});
+  RunResult no_id =
+      Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}), {{"SLURM_PROCID", "0"},
+                                                       {"SLURM_NTASKS", "3"},
+                                                       {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
+                                                       {"TESSERA_JOB_SECRET", "shared"}});
   EXPECT_EQ(no_id.exit_code, 2);
-  EXPECT_TRUE(Contains(no_id.err, "no job id to derive this job's coordinator port from "
-                                  "(SLURM_JOB_ID is not set); pass --coordinator HOST:PORT"))
+  EXPECT_TRUE(Contains(no_id.err,
+                       "no job id to derive this job's coordinator port from "
+                       "(SLURM_JOB_ID is not set); pass --coordinator HOST:PORT"))
       << no_id.err;
   EXPECT_EQ(Slurp("coordinator-0.args"), "") << "nothing may start";
 }

@@ -1,10 +1,10 @@
 #include "tessera/transport/connect_watch.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <unistd.h>
 
 #include "tessera/transport/waker.h"
 
