@@ -135,6 +135,23 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     fmt::print(stderr, "mf: {}\n", loaded.status().ToString());
     return 1;
   }
+  // String ids become 63-bit keys; two strings with one key would silently be one user (item).
+  // Worker 0 reads the strings back now, which finds such a pair before any training, and keeps
+  // them for --save-model.
+  tessera::IdNames names;
+  if (opt.string_ids) {
+    bool named = true;
+    if (report) {
+      auto read_names = tessera::read_id_names(opt.train_path, read, loaded->users, loaded->items);
+      if (read_names.ok()) {
+        names = std::move(read_names).value();
+      } else {
+        fmt::print(stderr, "mf: {}\n", read_names.status().ToString());
+        named = false;
+      }
+    }
+    if (!AllWorkersOk(ctx, named)) return 1;
+  }
   DistArray<float, 2>& ratings = loaded->train;
   DistArray<float, 2>& test = loaded->test;
   const int64_t users = ratings.extent(0), items = ratings.extent(1);
@@ -305,16 +322,11 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     model.item_bias = &item_bias_out;
     model.users = &loaded->users;
     model.items = &loaded->items;
-    // The strings of string ids, read back from the files where the model is written.
-    tessera::Result<tessera::IdNames> names = tessera::IdNames{};
-    if (opt.string_ids) names = tessera::read_id_names(opt.train_path, read, loaded->users, loaded->items);
-    if (names.ok() && opt.string_ids) {
-      model.user_names = &names->users;
-      model.item_names = &names->items;
+    if (opt.string_ids) {
+      model.user_names = &names.users;
+      model.item_names = &names.items;
     }
-    if (tessera::Status s = names.ok() ? mf::SaveModel(opt.save_model, model, opt.model_text)
-                                       : names.status();
-        !s.ok()) {
+    if (tessera::Status s = mf::SaveModel(opt.save_model, model, opt.model_text); !s.ok()) {
       fmt::print(stderr, "mf: --save-model: {}\n", s.ToString());
       saved = false;
     } else {
@@ -351,8 +363,12 @@ int RunFromModel(tessera::Context& ctx, const MfOptions& opt) {
     fmt::print("mf: model {}: {} users, {} items, k={}\n", opt.load_model, model->num_users(),
                model->num_items(), model->k());
   }
-  auto read = [&model](const std::string& path, bool need_rating) {
-    auto pairs = mf::ReadPairs(path, need_rating, model->string_ids());
+  // --format is checked by the flag parser; it applies to these files as to --train.
+  const auto parsed_format = ParseFormat(opt.format);
+  const tessera::TripleFormat format =
+      parsed_format.ok() ? *parsed_format : tessera::TripleFormat::kAuto;
+  auto read = [&model, format](const std::string& path, bool need_rating) {
+    auto pairs = mf::ReadPairs(path, need_rating, model->string_ids(), format);
     if (!pairs.ok()) fmt::print(stderr, "mf: {}\n", pairs.status().ToString());
     return pairs;
   };
@@ -430,8 +446,9 @@ int main(int argc, char** argv) {
   app.add_option("--test-fraction", opt.test_fraction, "hold out this fraction of --train instead")
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--format", opt.format,
+                 "format of every ratings or pairs file (--train, --test, --predict, --exclude): "
                  "auto, tab, colon, csv, plain or netflix ('MOVIE:' lines, each followed by "
-                 "'user,rating,date' lines; auto detects it)")
+                 "'user,rating,date' lines; auto detects it); any of them may be gzip-compressed")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "tab", "colon", "csv", "plain", "netflix"}));
   app.add_flag("--string-ids", opt.string_ids,

@@ -29,19 +29,6 @@ std::string In(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
 }
 
-// An integer id is spelt canonically ("007" and "+7" are user 7, as the training loader reads
-// them); anything else is kept as written.
-std::string CanonicalId(std::string_view s) {
-  std::string_view digits = s;
-  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
-  int64_t v;
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (ec == std::errc() && p == digits.data() + digits.size() && !digits.empty()) {
-    return std::to_string(v);
-  }
-  return std::string(s);
-}
-
 // The ids of a map, one per line by index: `names[i]` when given (string ids), else the key.
 Status WriteIds(const std::string& path, const tessera::IdMap& ids,
                 const std::vector<std::string>* names) {
@@ -86,41 +73,6 @@ Status Save(const std::string& dir, const std::string& name, const Array& a, boo
   TESSERA_RETURN_IF_ERROR(tessera::save_array(a, In(dir, name + ".tarr")));
   if (text) TESSERA_RETURN_IF_ERROR(tessera::save_array_text(a, In(dir, name + ".txt")));
   return Status::Ok();
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> SplitLine(std::string_view line, std::string_view sep) {
-  std::vector<std::string_view> out;
-  if (sep.empty()) {  // runs of spaces and tabs
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-      size_t j = i;
-      while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-      if (j > i) out.push_back(line.substr(i, j - i));
-      i = j;
-    }
-    return out;
-  }
-  for (;;) {
-    const size_t at = line.find(sep);
-    out.push_back(Trim(line.substr(0, at)));
-    if (at == std::string_view::npos) return out;
-    line.remove_prefix(at + sep.size());
-  }
-}
-
-bool IsNumber(std::string_view s) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
 }
 
 }  // namespace
@@ -237,56 +189,6 @@ float Model::Predict(int64_t u, int64_t i) const {
     p += dot;
   }
   return p;
-}
-
-Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating, bool string_ids) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot open '{}'", path));
-  std::vector<Pair> pairs;
-  std::string line;
-  std::string sep;
-  bool detected = false;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    std::string_view l = Trim(line);
-    if (l.empty()) continue;
-    if (!detected) {
-      detected = true;
-      sep = l.find("::") != std::string_view::npos   ? "::"
-            : l.find('\t') != std::string_view::npos ? "\t"
-            : l.find(',') != std::string_view::npos  ? ","
-                                                     : "";
-      // "userId,movieId,...": a header. String ids may hold no digit at all: then only a line
-      // whose rating is no number is one (and a file without ratings has no header).
-      const bool header =
-          sep == "," &&
-          (string_ids
-               ? need_rating && SplitLine(l, sep).size() >= 3 && !IsNumber(SplitLine(l, sep)[2])
-               : std::none_of(l.begin(), l.end(), [](char c) { return c >= '0' && c <= '9'; }));
-      if (header) continue;
-    }
-    const std::vector<std::string_view> f = SplitLine(l, sep);
-    if (f.size() < (need_rating ? 3u : 2u) || f[0].empty() || f[1].empty()) {
-      return Status::InvalidArgument(fmt::format("{}:{}: expected 'user item{}', found '{}'", path,
-                                                 line_no, need_rating ? " rating" : "", l));
-    }
-    Pair p = string_ids ? Pair{std::string(f[0]), std::string(f[1]), 0.0}
-                        : Pair{CanonicalId(f[0]), CanonicalId(f[1]), 0.0};
-    if (need_rating) {
-      std::string_view r = f[2];
-      if (!r.empty() && r.front() == '+') r.remove_prefix(1);
-      auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), p.rating);
-      if (ec != std::errc() || end != r.data() + r.size() || r.empty() ||
-          !std::isfinite(p.rating)) {
-        return Status::InvalidArgument(
-            fmt::format("{}:{}: rating '{}' is not a finite number", path, line_no, f[2]));
-      }
-    }
-    pairs.push_back(std::move(p));
-  }
-  if (in.bad()) return Status::DataLoss(fmt::format("cannot read '{}'", path));
-  return pairs;
 }
 
 Evaluation Evaluate(const Model& model, const std::vector<Pair>& ratings) {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mf/pair_file.h"
 #include "tessera/tessera.h"
 
 namespace mf {
@@ -72,20 +73,6 @@ class Model {
   std::vector<std::string> users_, items_;
   std::unordered_map<std::string, int64_t> user_index_, item_index_;
 };
-
-// One line of a pairs or ratings file.
-struct Pair {
-  std::string user, item;  // ids as the model's id files spell them
-  double rating = 0;       // when the file has ratings
-};
-
-// Reads "user item [rating [...]]" lines separated by "::", tabs, commas or spaces (detected from
-// the first line, as for the training file); a first comma-separated line without digits is a
-// header. `need_rating`: the third field must be a finite number. An integer id is spelt
-// canonically ("007" is 7, as the training loader reads it) unless `string_ids` (then ids are
-// kept as written). Errors name the file and line.
-tessera::Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating,
-                                             bool string_ids = false);
 
 struct Evaluation {
   double rmse = 0;

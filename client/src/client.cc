@@ -11,6 +11,7 @@
 #include "client_impl.h"
 #include "tessera/common/logging.h"
 #include "tessera/table/wire.h"
+#include "tessera/transport/connect_watch.h"
 #include "tessera/transport/join.h"
 #include "tessera/transport/liveness.h"
 #include "tessera/transport/security.h"
@@ -34,6 +35,8 @@ Client::Impl::Impl(ClientOptions options, zmq::context_t& context)
 }
 
 Client::Impl::~Impl() {
+  // Start() failed after the heartbeats began: the process is not going on with the job.
+  if (!started_ && liveness_) liveness_->Abandon();
   if (started_ && !left_) {
     if (Status s = Leave(); !s.ok()) log_->warn("leaving the job: {}", s.ToString());
   }
@@ -65,12 +68,17 @@ Status Client::Impl::Start() {
   const auto& servers = membership->servers;
   num_workers_ = membership->num_workers;
   channels_.reserve(servers.size());
+  // A server that published an endpoint this host cannot reach is named within seconds, rather
+  // than by the registration's time-out below.
+  ConnectWatch reach(context_);
   for (auto ep : servers) {
     auto ch = std::make_unique<ServerChannel>();
     ch->endpoint = ep;
     channels_.push_back(std::move(ch));
-    TESSERA_RETURN_IF_ERROR(sockets_.ConnectServer(ep, options_.secret));
+    TESSERA_RETURN_IF_ERROR(sockets_.ConnectServer(ep, options_.secret, &reach,
+                                                   static_cast<int>(channels_.size()) - 1));
   }
+  TESSERA_RETURN_IF_ERROR(reach.Await());
   sockets_.FinishSetup();
   role_.FinishSetup();
   io_thread_ = std::thread([this] { role_.RunIoThread(comm_, stop_io_); });
@@ -89,6 +97,11 @@ Status Client::Impl::Start() {
   TESSERA_RETURN_IF_ERROR(CallAll(msgs, "registering with the servers"));
   log_->info("joined: {} servers, {} workers", channels_.size(), num_workers_);
   return Status::Ok();
+}
+
+void Client::Impl::Abandon() {
+  left_.store(true);  // the destructor must not Leave()
+  if (liveness_) liveness_->Abandon();
 }
 
 Status Client::Impl::CreateTable(const TableSpec& spec) {
@@ -390,6 +403,7 @@ Status Client::Clock(int thread) { return impl_->Clock(thread); }
 int64_t Client::clock(int thread) const { return impl_->clock(thread); }
 Status Client::Barrier() { return impl_->Barrier(); }
 Status Client::Leave() { return impl_->Leave(); }
+void Client::Abandon() { impl_->Abandon(); }
 ClientStats Client::stats() const { return impl_->stats(); }
 
 }  // namespace tessera

@@ -127,6 +127,7 @@ class Client::Impl final : public client_internal::IoHandler {
   int64_t clock(int thread) const { return thread_clocks_[thread].load(); }
   Status Barrier();
   Status Leave();
+  void Abandon();
   ClientStats stats() const {
     return counters_.Stats(replies_held_.load(std::memory_order_relaxed));
   }

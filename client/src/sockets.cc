@@ -34,11 +34,13 @@ Status ClientSockets::ConnectCoordinator(const std::string& endpoint, const std:
   return Status::Ok();
 }
 
-Status ClientSockets::ConnectServer(const std::string& endpoint, const std::string& secret) {
+Status ClientSockets::ConnectServer(const std::string& endpoint, const std::string& secret,
+                                    ConnectWatch* watch, int rank) {
   zmq::socket_t socket(context_, zmq::socket_type::dealer);
   ConfigureSocket(socket);
   SecureConnectSide(socket, secret);
   socket.set(zmq::sockopt::linger, 2000);
+  if (watch != nullptr) watch->Watch(socket, fmt::format("server {}", rank), endpoint);
   try {
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {

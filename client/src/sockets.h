@@ -28,6 +28,7 @@
 
 #include "client_counters.h"
 #include "tessera/common/status.h"
+#include "tessera/transport/connect_watch.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera::client_internal {
@@ -52,7 +53,9 @@ class ClientSockets {
   Status ConnectCoordinator(const std::string& endpoint, const std::string& secret);
   // For joining the job, before any other use of the sockets.
   zmq::socket_t& coordinator() { return coordinator_; }
-  Status ConnectServer(const std::string& endpoint, const std::string& secret);
+  // `watch` (optional) watches the connection, as server `rank`.
+  Status ConnectServer(const std::string& endpoint, const std::string& secret,
+                       ConnectWatch* watch = nullptr, int rank = 0);
   // Once every server is connected, before the sockets are used.
   void FinishSetup();
   size_t num_sockets() const { return server_sockets_.size() + 1; }

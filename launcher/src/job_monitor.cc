@@ -23,6 +23,7 @@ JobMonitor::JobMonitor(const std::string& endpoint, const std::string& secret,
                        std::chrono::milliseconds timeout)
     : context_(1),
       socket_(context_, zmq::socket_type::dealer),
+      reach_(context_),
       endpoint_(endpoint),
       secret_(secret),
       timeout_(timeout),
@@ -38,6 +39,7 @@ Result<std::unique_ptr<JobMonitor>> JobMonitor::Connect(const std::string& endpo
   ConfigureSocket(m->socket_);
   SecureConnectSide(m->socket_, secret);
   m->socket_.set(zmq::sockopt::linger, 200);  // the final `leaving` heartbeat
+  m->reach_.Watch(m->socket_, "the coordinator", endpoint);
   try {
     m->socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {
@@ -92,6 +94,22 @@ std::optional<JobFailure> JobMonitor::Poll(Clock::time_point now, const std::str
     } catch (const kj::Exception& e) {
       spdlog::warn("malformed message from the coordinator: {}", e.getDescription().cStr());
     }
+  }
+  if (!reached_) {
+    if (std::optional<Status> reached = reach_.Check()) {
+      reached_ = true;
+      if (!reached->ok()) return JobFailure{reached->message(), kExitUnresponsive};
+    }
+  }
+  if (now - last_heard_ > timing_.silence && !reached_) {
+    return JobFailure{
+        fmt::format("{} stopped answering: no connection to it at {} within {:.1f} s (heartbeat "
+                    "timeout {:.1f} s). Does that address route from this host (--advertise, "
+                    "--bind, a firewall)?",
+                    coordinator, endpoint_,
+                    std::chrono::duration<double>(now - last_heard_).count(),
+                    std::chrono::duration<double>(timeout_).count()),
+        kExitUnresponsive};
   }
   if (now - last_heard_ > timing_.silence) {
     return JobFailure{

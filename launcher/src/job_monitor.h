@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "tessera/common/status.h"
+#include "tessera/transport/connect_watch.h"
 #include "tessera/transport/liveness.h"
 
 namespace tessera::launcher {
@@ -36,8 +37,10 @@ class JobMonitor {
   JobMonitor& operator=(const JobMonitor&) = delete;
 
   // Sends a heartbeat when one is due and reads what the coordinator sent. Returns the job's
-  // failure: one the coordinator reported, or the coordinator's own silence (`coordinator` names
-  // it in the reason). Never blocks.
+  // failure: one the coordinator reported, the coordinator's own silence (`coordinator` names
+  // it in the reason; when not even a connection was made, the reason says so and names the
+  // endpoint), or, within kConnectLimit, an endpoint the launcher cannot connect to (a wrong
+  // --advertise: then no other process can either). Never blocks.
   std::optional<JobFailure> Poll(Clock::time_point now, const std::string& coordinator);
 
   // Tells the coordinator the launcher is done watching (the job is ending). Idempotent.
@@ -50,6 +53,8 @@ class JobMonitor {
 
   zmq::context_t context_;
   zmq::socket_t socket_;
+  ConnectWatch reach_;  // until the first connection
+  bool reached_ = false;
   const std::string endpoint_;
   const std::string secret_;
   const std::chrono::milliseconds timeout_;

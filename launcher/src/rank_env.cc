@@ -68,7 +68,7 @@ Result<HostPort> ParseHostPort(std::string text) {
 
 }  // namespace
 
-int JobCoordinatorPort(const EnvMap& env, const std::string& source) {
+std::optional<int> JobCoordinatorPort(const EnvMap& env, const std::string& source) {
   std::string id;
   if (source == "slurm" && Get(env, "SLURM_JOB_ID")) {
     // Steps of one job may run at once on a node (srun & srun &): the step is part of the id.
@@ -82,7 +82,7 @@ int JobCoordinatorPort(const EnvMap& env, const std::string& source) {
       }
     }
   }
-  if (id.empty()) return kDefaultCoordinatorPort;
+  if (id.empty()) return std::nullopt;
   return kDefaultCoordinatorPort + static_cast<int>(StableHash(id) % kCoordinatorPortSpan);
 }
 
@@ -163,7 +163,19 @@ Result<ProcessSpec> SpecFromTaskRank(const JobOptions& job, const FromEnvOptions
   }
   Result<HostPort> coordinator = ParseHostPort(coordinator_text);
   if (!coordinator.ok()) return coordinator.status();
-  if (coordinator->port == 0) coordinator->port = JobCoordinatorPort(env, task->source);
+  if (coordinator->port == 0) {
+    std::optional<int> port = JobCoordinatorPort(env, task->source);
+    if (!port) {
+      // Two such jobs on one node would share a fixed port, and the second would fail.
+      return Status::InvalidArgument(
+          "--from-env: no job id to derive this job's coordinator port from (" +
+          std::string(task->source == "slurm"
+                          ? "SLURM_JOB_ID is not set"
+                          : "neither OMPI_MCA_ess_base_jobid nor PMIX_NAMESPACE is set") +
+          "); pass --coordinator HOST:PORT, with the same free port in every task");
+    }
+    coordinator->port = *port;
+  }
   const std::string endpoint =
       "tcp://" + coordinator->host + ":" + std::to_string(coordinator->port);
 

@@ -144,7 +144,8 @@ void AddRunFlags(CLI::App* run, RunFlags* flags) {
                 "its label in front of every line (`[worker 0] `)");
   run->add_option("--coordinator", flags->coordinator,
                   "With --from-env: HOST[:PORT] of the coordinator (rank 0) (default: from the "
-                  "srun/mpirun environment; the port derived from the job's id)");
+                  "srun/mpirun environment; the port derived from the job's id, and required "
+                  "when there is none)");
   run->add_option("--startup-timeout", flags->startup_timeout_s,
                   "Seconds the coordinator has to publish its endpoint")
       ->capture_default_str();

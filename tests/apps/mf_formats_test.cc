@@ -127,6 +127,42 @@ TEST_F(MfFormatsTest, StringIdsFromATwoWorkerJob) {
 }
 #endif
 
+// Two different id strings with one 63-bit key would be merged into one user; mf stops before
+// training, naming both. The pair was found by a Pollard-rho (Brent) collision search over
+// tessera::string_id_key of 16-hex-digit strings (about 2^32 evaluations); both keys are
+// 1797490740396203088.
+constexpr const char* kCollidingA = "3865367f444cb8c5";
+constexpr const char* kCollidingB = "35a3f0b26dd252ba";
+
+TEST_F(MfFormatsTest, StringIdsThatShareAKeyStopBeforeTraining) {
+  std::string text = "user,item,rating\n";
+  for (int i = 0; i < 6; ++i) {
+    text += std::string(kCollidingA) + ",item" + std::to_string(i) + ",4\n";
+    text += "other" + std::to_string(i) + ",item" + std::to_string(i) + ",3\n";
+  }
+  text += std::string(kCollidingB) + ",item9,1\n";
+  const std::string ratings = Write("colliding.csv", text);
+  const std::string expected =
+      std::string("user ids '") + kCollidingA + "' and '" + kCollidingB + "' have the same key";
+  RunResult r = RunCommand(Mf() + " --train " + ratings + " --string-ids -k 2 --epochs 5 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("colliding.csv:14: " + expected), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("epoch"), std::string::npos) << "trained despite the collision";
+#ifdef TESSERA_LAUNCHER_BINARY
+  // Worker 0 finds it; every worker stops.
+  r = RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " + Mf() + " --train " +
+                 ratings + " --string-ids -k 2 --epochs 5 2>&1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("[worker 0] mf: InvalidArgument: " + std::string(ratings) + ":14: " + expected),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[worker 1] mf: another worker failed; stopping"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("epoch"), std::string::npos) << r.output;
+#endif
+}
+
 TEST_F(MfFormatsTest, StringIdsWithoutTheFlagSayWhatToPass) {
   std::set<std::string> users, items;
   RunResult r =
@@ -162,6 +198,85 @@ TEST_F(MfFormatsTest, NetflixPrizeFormatTrains) {
   r = RunCommand(Mf() + " --train " + path + " --format netflx --epochs 1 2>&1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--format"), std::string::npos) << r.output;
+}
+
+// A model trained on Netflix files reads Netflix files back: held-out ratings (--test), the
+// qualifying file's "user,date" pairs (--predict), the training file, gzip-compressed, as pairs not
+// to recommend (--exclude).
+TEST_F(MfFormatsTest, NetflixFilesWorkWithASavedModel) {
+  std::string train, probe = "3:\n", qualifying = "2:\n1001,2005-09-01\n7:\n1003,2005-09-02\n";
+  int train_ratings = 0;
+  for (int movie = 1; movie <= 8; ++movie) {
+    train += std::to_string(movie) + ":\n";
+    for (int user = movie % 2; user < 10; user += 2) {
+      train += std::to_string(1000 + user) + "," + std::to_string(1 + (movie + user) % 5) +
+               ",2005-01-01\n";
+      ++train_ratings;
+    }
+  }
+  probe += "1002,4\n1004,2,2005-02-02\n";
+  const std::string train_path = Write("combined_data_1.txt", train);
+  const std::string model = Path("model");
+  RunResult r = RunCommand(Mf() + " --train " + train_path + " -k 3 --epochs 2 --save-model " +
+                           model + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = RunCommand(Mf() + " --load-model " + model + " --test " + Write("probe.txt", probe) +
+                 " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("over 2 ratings (0 of an unknown user, 0 of an unknown item)"),
+            std::string::npos)
+      << r.output;
+
+  r = RunCommand(Mf() + " --load-model " + model + " --predict " +
+                 Write("qualifying.txt", qualifying) + " --out " + Path("pred.tsv") + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> predictions = Lines(Path("pred.tsv"));
+  ASSERT_EQ(predictions.size(), 2u);
+  EXPECT_EQ(Fields(predictions[0])[0] + " " + Fields(predictions[0])[1], "1001 2");
+  EXPECT_EQ(Fields(predictions[1])[0] + " " + Fields(predictions[1])[1], "1003 7");
+
+  // Every item of the model is rated by half the users: excluding the training pairs leaves
+  // each user exactly the movies of the other parity.
+  r = RunCommand("gzip -c " + train_path + " > " + Path("train.gz"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(Mf() + " --load-model " + model + " --recommend 8 --exclude " + Path("train.gz") +
+                 " --out " + Path("top.tsv") + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> top = Lines(Path("top.tsv"));
+  EXPECT_EQ(static_cast<int>(top.size()), 10 * 8 - train_ratings);
+  for (const std::string& line : top) {
+    const std::vector<std::string> f = Fields(line);
+    ASSERT_EQ(f.size(), 3u) << line;
+    const int user = std::atoi(f[0].c_str()) - 1000, movie = std::atoi(f[1].c_str());
+    EXPECT_NE(user % 2, movie % 2) << "a training pair was recommended: " << line;
+  }
+
+  // Bad input, named by file and line: a rating line before any movie line, a rating that is no
+  // number, and a file of another format read as Netflix.
+  r = RunCommand(Mf() + " --load-model " + model + " --test " + Write("bad1.txt", "1:\n1002,x\n") +
+                 " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bad1.txt:2: rating 'x' is not a finite number"), std::string::npos)
+      << r.output;
+  r = RunCommand(Mf() + " --load-model " + model + " --format netflix --predict " +
+                 Write("bad2.txt", "1002,2005-01-01\n") + " --out " + Path("o.tsv") + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bad2.txt:1: a Netflix-format file starts with a 'MOVIE_ID:' line"),
+            std::string::npos)
+      << r.output;
+  r = RunCommand(Mf() + " --load-model " + model + " --test " +
+                 Write("bad3.txt", "4:\n1002,3,2005-01-01,extra\n") + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("bad3.txt:2: expected 'user,rating[,date]'"), std::string::npos)
+      << r.output;
+  // A damaged gzip file.
+  r = RunCommand("head -c 40 " + Path("train.gz") + " > " + Path("cut.gz"));
+  ASSERT_EQ(r.exit_code, 0);
+  r = RunCommand(Mf() + " --load-model " + model + " --recommend 1 --exclude " + Path("cut.gz") +
+                 " --out " + Path("o.tsv") + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("cut.gz"), std::string::npos) << r.output;
 }
 
 }  // namespace

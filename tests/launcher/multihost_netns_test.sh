@@ -7,6 +7,8 @@
 #   1. tessera run --hostfile (A and B) --bind 0.0.0.0
 #   2. --from-env tasks as mpirun would start them, rank 0 on A and ranks 1-3 on B, --bind 0.0.0.0
 #   3. --advertise ADDR is what the processes publish
+#   4-6. an address no host has, advertised by the coordinator, a server or a worker's peer-mesh
+#      inbox: named within seconds (the launcher, the workers), and the job fails everywhere
 # Usage: multihost_netns_test.sh TESSERA TESSERA_SERVER PROGRAM
 # Exit 77 (a skip, registered as such) when network namespaces cannot be made here. KEEP_WORK=1
 # keeps the outputs (in a temporary directory) for a look afterwards.
@@ -103,3 +105,76 @@ if ! timeout 120 "$tessera" run -w 1 -s 1 --bind 0.0.0.0 --advertise 10.78.0.1 -
 fi
 grep -q 'server 0 registered at tcp://10.78.0.1:' out3.txt || { cat out3.txt; fail "--advertise was not used"; }
 echo ok
+
+# A job that cannot be reached says so within seconds, naming the process and the address, and
+# fails: an address no host has (10.78.0.99, on the hosts' network) advertised by the coordinator,
+# by a server, or by a worker's peer-mesh inbox. Every process would otherwise wait for answers
+# until a registration or exchange time-out of a minute or more.
+bogus=10.78.0.99
+secs_since() { echo $(( $(date +%s) - $1 )); }
+
+echo "== 4. --advertise with an address no host has: the launcher names the coordinator's"
+t0=$(date +%s)
+status=0
+timeout 120 "$tessera" run -w 1 -s 1 --bind 0.0.0.0 --advertise "$bogus" \
+  --server-bin "$server" -- "$program" > out4.txt 2>&1 || status=$?
+took=$(secs_since "$t0")
+[[ $status == 124 ]] || { cat out4.txt; fail "exit $status, expected 124 (the coordinator does not answer)"; }
+grep -q "^tessera: cannot reach the coordinator at tcp://$bogus:[0-9]* from .*: no connection within 5 s" out4.txt ||
+  { cat out4.txt; fail "the launcher did not name the unreachable coordinator"; }
+(( took < 30 )) || { cat out4.txt; fail "took ${took}s to say so"; }
+echo "ok (${took}s)"
+
+# --from-env tasks: coordinator on A, server 0 and worker 1 on B, worker 0 on A; `extra RANK`
+# gives a task's own arguments.
+run_tasks() {
+  local name=$1; shift
+  local pids=() rank on_b
+  for rank in 0 1 2 3; do
+    on_b=()
+    (( rank % 2 == 1 )) && on_b=(nsenter -t "$holder" -n)
+    # shellcheck disable=SC2046
+    SLURM_PROCID=$rank SLURM_NTASKS=4 SLURM_JOB_ID=78 SLURM_STEP_ID=$name \
+      timeout 120 "${on_b[@]}" "$tessera" run -w 2 -s 1 --from-env --coordinator 10.78.0.1 \
+      --bind 0.0.0.0 $(extra "$rank") --heartbeat-timeout 3 --server-bin "$server" -- "$program" \
+      > "$name-task$rank.txt" 2>&1 &
+    pids+=($!)
+  done
+  statuses=()
+  for pid in "${pids[@]}"; do
+    local s=0
+    wait "$pid" || s=$?
+    statuses+=("$s")
+  done
+}
+
+echo "== 5. a server that advertises an address no host has: the workers name it"
+extra() { [[ $1 == 1 ]] && echo "--advertise $bogus"; true; }
+t0=$(date +%s)
+run_tasks bogus-server
+took=$(secs_since "$t0")
+for rank in 2 3; do
+  [[ ${statuses[$rank]} != 0 ]] || { cat bogus-server-task*.txt; fail "worker task $rank exited 0"; }
+  grep -q "cannot reach server 0 at tcp://$bogus:[0-9]* from .*: no connection within 5 s" \
+    "bogus-server-task$rank.txt" || { cat bogus-server-task*.txt; fail "task $rank did not name server 0"; }
+done
+# The job fails everywhere (the workers' silence is reported by the coordinator), none hangs.
+for rank in 0 1; do
+  [[ ${statuses[$rank]} != 0 ]] || { cat bogus-server-task*.txt; fail "task $rank exited 0"; }
+done
+(( took < 60 )) || { cat bogus-server-task*.txt; fail "took ${took}s"; }
+echo "ok (${took}s)"
+
+echo "== 6. a worker whose peer-mesh inbox has an address no host has: its peer names it"
+extra() { [[ $1 == 3 ]] && echo "--advertise $bogus"; true; }
+t0=$(date +%s)
+run_tasks bogus-worker
+took=$(secs_since "$t0")
+[[ ${statuses[2]} != 0 ]] || { cat bogus-worker-task*.txt; fail "worker 0's task exited 0"; }
+grep -q "cannot reach worker 1's peer-mesh inbox at tcp://$bogus:[0-9]* from .*: no connection within 5 s" \
+  bogus-worker-task2.txt || { cat bogus-worker-task*.txt; fail "worker 0 did not name worker 1's inbox"; }
+for rank in 0 1 3; do
+  [[ ${statuses[$rank]} != 0 ]] || { cat bogus-worker-task*.txt; fail "task $rank exited 0"; }
+done
+(( took < 60 )) || { cat bogus-worker-task*.txt; fail "took ${took}s"; }
+echo "ok (${took}s)"

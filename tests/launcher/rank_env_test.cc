@@ -43,7 +43,15 @@ FromEnvOptions Fakes() {
 EnvMap Slurm(int rank, int ntasks) {
   return {{"SLURM_PROCID", std::to_string(rank)},
           {"SLURM_NTASKS", std::to_string(ntasks)},
-          {"SLURM_LAUNCH_NODE_IPADDR", "10.1.2.3"}};
+          {"SLURM_LAUNCH_NODE_IPADDR", "10.1.2.3"},
+          {"SLURM_JOB_ID", "4242"},
+          {"SLURM_STEP_ID", "0"}};
+}
+
+// The coordinator port of the job Slurm() describes.
+std::string JobPort() {
+  std::optional<int> port = JobCoordinatorPort(Slurm(0, 1), "slurm");
+  return port ? std::to_string(*port) : "none";
 }
 
 TEST(RankEnvTest, DetectsSlurmThenOpenMpi) {
@@ -72,13 +80,13 @@ TEST(RankEnvTest, RankZeroIsTheCoordinatorOnTheLaunchNode) {
   Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), Slurm(0, 4));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->role, Role::kCoordinator);
-  const std::vector<std::string> argv = {"/bin/tessera-server", "--role", "coordinator",
-                                         "--listen", "tcp://10.1.2.3:47017", "--num-servers",
-                                         "1", "--num-workers", "2"};
+  const std::vector<std::string> argv = {
+      "/bin/tessera-server", "--role", "coordinator",   "--listen", "tcp://10.1.2.3:" + JobPort(),
+      "--num-servers",       "1",      "--num-workers", "2"};
   EXPECT_EQ(spec->argv, argv);
   auto env = EnvOf(*spec);
   EXPECT_EQ(env["TESSERA_ROLE"], "coordinator");
-  EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://10.1.2.3:47017");
+  EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://10.1.2.3:" + JobPort());
   EXPECT_EQ(env["TESSERA_BIND_HOST"], "10.1.2.3");
   EXPECT_EQ(env.count("TESSERA_ENDPOINT_FILE"), 0u);
 }
@@ -88,7 +96,7 @@ TEST(RankEnvTest, NextRanksAreServersThenWorkers) {
   Result<ProcessSpec> server = SpecFromTaskRank(job, Fakes(), Slurm(1, 4));
   ASSERT_TRUE(server.ok());
   EXPECT_EQ(server->Label(), "server 0");
-  EXPECT_EQ(server->argv.back(), "tcp://10.1.2.3:47017");
+  EXPECT_EQ(server->argv.back(), "tcp://10.1.2.3:" + JobPort());
   EXPECT_EQ(EnvOf(*server)["TESSERA_BIND_HOST"], "10.1.2.9");
   for (int rank : {2, 3}) {
     Result<ProcessSpec> worker = SpecFromTaskRank(job, Fakes(), Slurm(rank, 4));
@@ -98,7 +106,7 @@ TEST(RankEnvTest, NextRanksAreServersThenWorkers) {
     auto env = EnvOf(*worker);
     EXPECT_EQ(env["TESSERA_RANK"], std::to_string(rank - 2));
     EXPECT_EQ(env["TESSERA_NUM_WORKERS"], "2");
-    EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://10.1.2.3:47017");
+    EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://10.1.2.3:" + JobPort());
     EXPECT_EQ(env["TESSERA_JOB_SECRET"], "k");
   }
 }
@@ -114,13 +122,13 @@ TEST(RankEnvTest, CoordinatorFlagAndBindOverride) {
   options.coordinator = "head";  // default port
   Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(3, 4));
   ASSERT_TRUE(w.ok());
-  EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://head:47017");
+  EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://head:" + JobPort());
   EXPECT_EQ(EnvOf(*w)["TESSERA_BIND_HOST"], "0.0.0.0");
   // A coordinator named by host name listens on its address.
   options.bind_host.reset();
   Result<ProcessSpec> named = SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4));
   ASSERT_TRUE(named.ok());
-  EXPECT_EQ(named->argv[4], "tcp://10.1.2.1:47017");
+  EXPECT_EQ(named->argv[4], "tcp://10.1.2.1:" + JobPort());
   options.coordinator = "nowhere";
   EXPECT_FALSE(SpecFromTaskRank(OneServerTwoWorkers(), options, Slurm(0, 4)).ok());
   options.coordinator = "10.99.99.99";
@@ -134,11 +142,13 @@ TEST(RankEnvTest, CoordinatorFlagAndBindOverride) {
 TEST(RankEnvTest, OpenMpiOnOneNodeUsesLoopback) {
   EnvMap env = {{"OMPI_COMM_WORLD_RANK", "2"},
                 {"OMPI_COMM_WORLD_SIZE", "4"},
-                {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
+                {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                {"OMPI_MCA_ess_base_jobid", "3735552001"}};
   Result<ProcessSpec> w = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), env);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(w->Label(), "worker 0");
-  EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"], "tcp://127.0.0.1:47017");
+  EXPECT_EQ(EnvOf(*w)["TESSERA_COORDINATOR"],
+            "tcp://127.0.0.1:" + std::to_string(*JobCoordinatorPort(env, "openmpi")));
   EXPECT_EQ(EnvOf(*w)["TESSERA_BIND_HOST"], "127.0.0.1");
   // Across nodes nothing says where rank 0 is.
   env["OMPI_COMM_WORLD_LOCAL_SIZE"] = "2";
@@ -188,8 +198,8 @@ TEST(RankEnvTest, CoordinatorPortIsPerJob) {
   EXPECT_EQ(a, port_of(job1_rank2));
   EXPECT_NE(a, port_of(job2));
   EXPECT_NE(a, port_of(job1_step1));
+  EXPECT_NE(a, "tcp://10.1.2.3:" + JobPort());
   EXPECT_NE(a, "tcp://10.1.2.3:47017");
-  EXPECT_EQ(port_of(Slurm(3, 4)), "tcp://10.1.2.3:47017");  // no job id: the default
   // The coordinator (rank 0) listens on the same derived port.
   EnvMap job1_rank0 = job1;
   job1_rank0["SLURM_PROCID"] = "0";
@@ -216,9 +226,40 @@ TEST(RankEnvTest, CoordinatorPortIsPerJob) {
                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
                  {"PMIX_NAMESPACE", "prterun-node1-4242@1"}};
   EXPECT_NE(port_of(pmix), "tcp://127.0.0.1:47017");
-  const int port = JobCoordinatorPort(job1, "slurm");
-  EXPECT_GE(port, kDefaultCoordinatorPort);
-  EXPECT_LT(port, kDefaultCoordinatorPort + kCoordinatorPortSpan);
+  const std::optional<int> port = JobCoordinatorPort(job1, "slurm");
+  ASSERT_TRUE(port.has_value());
+  EXPECT_GE(*port, kDefaultCoordinatorPort);
+  EXPECT_LT(*port, kDefaultCoordinatorPort + kCoordinatorPortSpan);
+}
+
+// Without a job id there is no port every task would derive alike and no other job would: no
+// fixed default (two such jobs on one node would collide), the task asks for --coordinator.
+TEST(RankEnvTest, WithoutAJobIdThePortMustBeGiven) {
+  for (const std::string& source : {std::string("slurm"), std::string("openmpi")}) {
+    SCOPED_TRACE(source);
+    EnvMap env = source == "slurm" ? Slurm(3, 4)
+                                   : EnvMap{{"OMPI_COMM_WORLD_RANK", "3"},
+                                            {"OMPI_COMM_WORLD_SIZE", "4"},
+                                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
+    env.erase("SLURM_JOB_ID");
+    EXPECT_FALSE(JobCoordinatorPort(env, source).has_value());
+    for (int rank : {0, 3}) {
+      env[source == "slurm" ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK"] = std::to_string(rank);
+      Result<ProcessSpec> spec = SpecFromTaskRank(OneServerTwoWorkers(), Fakes(), env);
+      ASSERT_FALSE(spec.ok());
+      EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(spec.status().message().find("no job id"), std::string::npos)
+          << spec.status().message();
+      EXPECT_NE(spec.status().message().find("pass --coordinator HOST:PORT"), std::string::npos)
+          << spec.status().message();
+      // A port given with the host is enough.
+      FromEnvOptions options = Fakes();
+      options.coordinator = "127.0.0.1:6123";
+      Result<ProcessSpec> given = SpecFromTaskRank(OneServerTwoWorkers(), options, env);
+      ASSERT_TRUE(given.ok()) << given.status().ToString();
+      EXPECT_EQ(EnvOfSpec(*given)["TESSERA_COORDINATOR"], "tcp://127.0.0.1:6123");
+    }
+  }
 }
 
 // A wildcard bind advertises a routable address: --advertise, else the node's address toward the

@@ -202,6 +202,8 @@ TEST_F(TesseraCliTest, SilentCoordinatorIsNamedAndStopsTheJob) {
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_TRUE(Contains(r.err, "tessera: the coordinator (pid ")) << r.err;
   EXPECT_TRUE(Contains(r.err, "stopped answering")) << r.err;
+  // The fake coordinator publishes an endpoint nothing listens on: the report says so.
+  EXPECT_TRUE(Contains(r.err, "no connection to it at tcp://127.0.0.1:5555")) << r.err;
   EXPECT_LT(r.elapsed, seconds(5));
   ExpectDead("hang-0.pid");
   ExpectDead("hang-1.pid");
@@ -513,6 +515,7 @@ TEST_F(TesseraCliTest, RemoteProcessesIgnoringSigtermAreKilledByTheirWatchdog) {
 TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   const std::map<std::string, std::string> slurm = {{"SLURM_NTASKS", "4"},
                                                     {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
+                                                    {"SLURM_JOB_ID", "4242"},
                                                     {"TESSERA_JOB_SECRET", "shared"},
                                                     {"FAKE_EXIT_AFTER_START", "1"},
                                                     {"FAKE_NO_WAIT", "1"}};
@@ -523,13 +526,19 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   };
   RunResult coordinator = Run(RunArgs(2, 1, {"print:1"}, {"--from-env"}), with_rank(0));
   EXPECT_EQ(coordinator.exit_code, 0) << coordinator.err;
-  EXPECT_EQ(Slurp("coordinator-0.args"),
-            "--role coordinator --listen tcp://127.0.0.1:47017 --num-servers 1 --num-workers 2\n");
+  // The port is the job's (derived from SLURM_JOB_ID), the same in every task.
+  const std::string args = Slurp("coordinator-0.args");
+  const std::string listen = "--listen tcp://127.0.0.1:";
+  ASSERT_TRUE(Contains(args, listen)) << args;
+  const std::string port = args.substr(args.find(listen) + listen.size(), 5);
+  EXPECT_EQ(args, "--role coordinator --listen tcp://127.0.0.1:" + port +
+                      " --num-servers 1 --num-workers 2\n");
   EXPECT_EQ(EnvFile("coordinator-0.env")["TESSERA_JOB_SECRET"], "shared");
 
   RunResult server = Run(RunArgs(2, 1, {"print:1"}, {"--from-env"}), with_rank(1));
   EXPECT_EQ(server.exit_code, 0) << server.err;
-  EXPECT_EQ(Slurp("server-0.args"), "--role server --rank 0 --coordinator tcp://127.0.0.1:47017\n");
+  EXPECT_EQ(Slurp("server-0.args"),
+            "--role server --rank 0 --coordinator tcp://127.0.0.1:" + port + "\n");
 
   RunResult worker = Run(RunArgs(2, 1, {"print:1", "exit:5"}, {"--from-env"}), with_rank(3));
   // The task relays the worker: its exit code, and its output with its label.
@@ -544,7 +553,7 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   EXPECT_EQ(env["TESSERA_ROLE"], "worker");
   EXPECT_EQ(env["TESSERA_RANK"], "1");
   EXPECT_EQ(env["TESSERA_NUM_SERVERS"], "1");
-  EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://127.0.0.1:47017");
+  EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://127.0.0.1:" + port);
   EXPECT_EQ(env["TESSERA_BIND_HOST"], "127.0.0.1");
   EXPECT_EQ(env["TESSERA_JOB_SECRET"], "shared");
 }
@@ -578,6 +587,19 @@ TEST_F(TesseraCliTest, FromEnvErrors) {
                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
   EXPECT_EQ(where.exit_code, 2);
   EXPECT_TRUE(Contains(where.err, "pass --coordinator")) << where.err;
+
+  // No job id to derive the port from: no fixed default that a second job would collide on.
+  RunResult no_id =
+      Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}), {{"SLURM_PROCID", "0"},
+                                                       {"SLURM_NTASKS", "3"},
+                                                       {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
+                                                       {"TESSERA_JOB_SECRET", "shared"}});
+  EXPECT_EQ(no_id.exit_code, 2);
+  EXPECT_TRUE(Contains(no_id.err,
+                       "no job id to derive this job's coordinator port from "
+                       "(SLURM_JOB_ID is not set); pass --coordinator HOST:PORT"))
+      << no_id.err;
+  EXPECT_EQ(Slurp("coordinator-0.args"), "") << "nothing may start";
 }
 
 // A task without the job secret refuses to start (nothing is exec'd) unless told --insecure;
@@ -586,6 +608,7 @@ TEST_F(TesseraCliTest, FromEnvWithoutASecretRefusesToStart) {
   const std::map<std::string, std::string> task = {{"OMPI_COMM_WORLD_RANK", "2"},
                                                    {"OMPI_COMM_WORLD_SIZE", "3"},
                                                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                                                   {"OMPI_MCA_ess_base_jobid", "3735552001"},
                                                    {"FAKE_NO_WAIT", "1"}};
   for (const std::string& secret : {std::string("unset"), std::string("")}) {
     auto env = task;

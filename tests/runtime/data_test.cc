@@ -271,6 +271,18 @@ TEST_F(DataTest, MetricsLogWritesJsonLines) {
             StatusCode::kNotFound);
 }
 
+// The ETA of progress lines is the rest of the whole run at the average pace of the steps done:
+// `elapsed` covers every step so far, not the last one.
+TEST(FormatEtaTest, TheRestOfTheRunAtThePaceSoFar) {
+  EXPECT_EQ(FormatEta(10.0, 2, 20), "eta 1m30s");  // 5 s a step, 18 steps left
+  EXPECT_EQ(FormatEta(30.0, 1, 3), "eta 1m00s");
+  EXPECT_EQ(FormatEta(1.0, 4, 6), "eta 1s");  // rounded: 0.5 s
+  EXPECT_EQ(FormatEta(7200.0, 1, 3), "eta 4h00m");
+  EXPECT_EQ(FormatEta(5.0, 20, 20), "");  // nothing left
+  EXPECT_EQ(FormatEta(5.0, 0, 20), "");   // no pace yet
+  EXPECT_EQ(FormatEta(std::nan(""), 1, 20), "");
+}
+
 // Ids with and without gaps map alike: index = rank among the distinct ids, -1 when unknown.
 TEST(IdMapTest, IdsWithAndWithoutGapsMapToTheirRank) {
   const std::vector<std::vector<int64_t>> cases = {

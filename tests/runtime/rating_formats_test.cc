@@ -229,5 +229,24 @@ TEST_F(RatingFormatsTest, StringIdErrorsAreClear) {
       << names.status().message();
 }
 
+// Two strings with one key (a pair found by a collision search on string_id_key): the load merges
+// them (it keeps no strings), read_id_names names both, with the line of the second.
+TEST_F(RatingFormatsTest, StringIdsSharingAKeyAreNamedByReadIdNames) {
+  ASSERT_EQ(string_id_key("3865367f444cb8c5"), string_id_key("35a3f0b26dd252ba"));
+  TripleOptions options;
+  options.string_ids = true;
+  const std::string path = Write("c.csv", "x,3865367f444cb8c5,5\ny,B,3\nz,35a3f0b26dd252ba,1\n");
+  auto d = load_triples<float>(ctx_, path, options);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->items.size(), 2);  // merged
+  auto names = read_id_names(path, options, d->users, d->items);
+  ASSERT_FALSE(names.ok());
+  EXPECT_EQ(names.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(names.status().message().find("c.csv:3: item ids '3865367f444cb8c5' and "
+                                          "'35a3f0b26dd252ba' have the same key"),
+            std::string::npos)
+      << names.status().message();
+}
+
 }  // namespace
 }  // namespace tessera

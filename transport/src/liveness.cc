@@ -119,6 +119,11 @@ class LivenessAgent::Impl {
 
   bool answered() const { return heard_once_.load(std::memory_order_acquire); }
 
+  void Abandon() {
+    abandoned_.store(true, std::memory_order_release);
+    Leave();
+  }
+
   void Leave() {
     if (left_.exchange(true)) return;
     waker_.Notify();
@@ -249,7 +254,7 @@ class LivenessAgent::Impl {
         return;
       }
     }
-    SendHeartbeat(true);
+    if (!abandoned_.load(std::memory_order_acquire)) SendHeartbeat(true);
   }
 
   const LivenessAgentOptions options_;
@@ -264,6 +269,7 @@ class LivenessAgent::Impl {
   std::shared_ptr<spdlog::logger> log_;
   Waker waker_;
   std::atomic<bool> left_{false};
+  std::atomic<bool> abandoned_{false};  // stop without the `leaving` heartbeat
   // Agent-thread state.
   Clock::time_point last_heard_;
   std::atomic<bool> heard_once_{false};
@@ -286,6 +292,7 @@ Result<std::unique_ptr<LivenessAgent>> LivenessAgent::Start(LivenessAgentOptions
 }
 
 void LivenessAgent::Leave() { impl_->Leave(); }
+void LivenessAgent::Abandon() { impl_->Abandon(); }
 bool LivenessAgent::answered() const { return impl_->answered(); }
 
 }  // namespace tessera

@@ -107,7 +107,10 @@ class DistributedExecutor::Impl {
     mo.bind = options_.peer_bind;
     mo.timeout = options_.timeout;
     Result<std::unique_ptr<PeerMesh>> mesh = PeerMesh::Connect(mo, zmq_);
-    if (!mesh.ok()) return mesh.status();
+    if (!mesh.ok()) {
+      client_->Abandon();  // a failure of the job, not a worker that finished: see Client::Abandon
+      return mesh.status();
+    }
     mesh_ = std::move(mesh).value();
     servers_ = std::make_unique<ServerArrays>(options_.rank, ctx_, *client_);
     partitioned_ = std::make_unique<PartitionedArrays>(
@@ -129,7 +132,9 @@ class DistributedExecutor::Impl {
   }
 
   ~Impl() {
-    if (client_ == nullptr) return;
+    // Start failed before the executor was whole (a server or peer unreachable): nothing ran, and
+    // the Client leaves the job by itself.
+    if (client_ == nullptr || servers_ == nullptr || records_ == nullptr) return;
     // What this worker's communication amounted to (managed communication's evaluation reads
     // the early/boundary split and the staleness reads saw from here).
     const ClientStats c = client_->stats();

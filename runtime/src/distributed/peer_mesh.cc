@@ -9,6 +9,7 @@
 
 #include "tessera/common/check.h"
 #include "tessera/common/logging.h"
+#include "tessera/transport/connect_watch.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
@@ -114,6 +115,9 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
   Result<std::vector<std::string>> endpoints = ExchangeEndpoints(options, context, *bound);
   if (!endpoints.ok()) return endpoints.status();
   mesh->outboxes_.reserve(endpoints->size());
+  // A peer whose published endpoint does not route from here is named within seconds, not by
+  // the first exchange's time-out.
+  ConnectWatch reach(context);
   for (int r = 0; r < options.num_workers; ++r) {
     mesh->outboxes_.emplace_back();
     if (r == options.rank) continue;
@@ -121,6 +125,7 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     ConfigureSocket(out);
     SecureConnectSide(out, options.secret);
     out.set(zmq::sockopt::linger, 10000);  // a worker's last hand-over must reach its peers
+    reach.Watch(out, fmt::format("worker {}'s peer-mesh inbox", r), (*endpoints)[r]);
     try {
       out.connect((*endpoints)[r]);
     } catch (const zmq::error_t& e) {
@@ -129,6 +134,7 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     }
     mesh->outboxes_.back() = std::move(out);
   }
+  if (Status s = reach.Await(); !s.ok()) return Status(s.code(), "peer mesh: " + s.message());
   return mesh;
 }
 

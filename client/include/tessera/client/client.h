@@ -180,6 +180,12 @@ class Client {
   // worker sent has been applied and the process may exit. Idempotent.
   Status Leave();
 
+  // This process failed and will not go on with the job (e.g. it could not join its peers):
+  // stops the heartbeats without leaving, so that the coordinator reports the process and fails
+  // the job within the heartbeat timeout instead of waiting for it. The destructor then does not
+  // Leave(). A Client whose Start() failed abandons by itself when destroyed.
+  void Abandon();
+
   ClientStats stats() const;
 
   // The template members are defined in client.cc and instantiated for float, double, int32_t

@@ -10,7 +10,8 @@
 // HOST is SLURM_LAUNCH_NODE_IPADDR under Slurm (rank 0 must run on the node srun was started on,
 // which is the default inside sbatch), or 127.0.0.1 under OpenMPI when all ranks are on one node
 // (OMPI_COMM_WORLD_LOCAL_SIZE == OMPI_COMM_WORLD_SIZE). PORT, unless given, is the job's own
-// (JobCoordinatorPort), so that two jobs on one node do not collide.
+// (JobCoordinatorPort), so that two jobs on one node do not collide; without a job id to derive
+// it from, --coordinator HOST:PORT is required (a fixed port would collide silently).
 //
 // Binding to a wildcard (--bind 0.0.0.0): every process advertises --advertise ADDR, else its
 // node's address toward the coordinator (rank 0: the coordinator's address), never 0.0.0.0.
@@ -28,8 +29,8 @@
 
 namespace tessera::launcher {
 
-inline constexpr int kDefaultCoordinatorPort = 47017;
 // Job ports are kDefaultCoordinatorPort + (hash of the job id) % kCoordinatorPortSpan.
+inline constexpr int kDefaultCoordinatorPort = 47017;
 inline constexpr int kCoordinatorPortSpan = 10000;
 
 using EnvMap = std::map<std::string, std::string>;
@@ -50,9 +51,9 @@ Result<TaskRank> DetectTaskRank(const EnvMap& env);
 // The coordinator port of the job the task belongs to: derived from the launcher's job id, the
 // same in every task of one job and (almost always) different between jobs: SLURM_JOB_ID and
 // SLURM_STEP_ID under Slurm; under OpenMPI its job id (OMPI_MCA_ess_base_jobid, or PMIX_NAMESPACE
-// for OpenMPI 5). kDefaultCoordinatorPort when no job id is set. `source` ("slurm", "openmpi")
-// is TaskRank::source.
-int JobCoordinatorPort(const EnvMap& env, const std::string& source);
+// for OpenMPI 5). nullopt when no job id is set. `source` ("slurm", "openmpi") is
+// TaskRank::source.
+std::optional<int> JobCoordinatorPort(const EnvMap& env, const std::string& source);
 
 struct FromEnvOptions {
   // --coordinator HOST[:PORT]. Default: derived from the environment (see above).

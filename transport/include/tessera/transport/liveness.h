@@ -89,6 +89,11 @@ class LivenessAgent {
   // and stops the thread: from now on neither side watches the other. Idempotent.
   void Leave();
 
+  // Stops the thread without telling the coordinator: this process failed (e.g. it could not
+  // join the job), and its silence reports it, within the heartbeat timeout, as a failure of the
+  // job. Leave() is then a no-op. Idempotent.
+  void Abandon();
+
   // Whether the coordinator has answered at least once (until then a silent coordinator is given
   // kFirstHeartbeatGrace).
   bool answered() const;
