@@ -49,8 +49,9 @@ class ClientSockets {
                 std::atomic<uint64_t>& unbudgeted_bytes, std::shared_ptr<spdlog::logger> log);
 
   // `secret`: the job secret, which authenticates the connections (tessera/transport/security.h).
-  Status ConnectCoordinator(const std::string& endpoint, const std::string& secret);
-  // For joining the job, before any other use of the sockets.
+  // Secures the coordinator's socket; JoinJob connects it.
+  void ConfigureCoordinator(const std::string& secret);
+  // For joining the job (JoinJob), before any other use of the sockets.
   zmq::socket_t& coordinator() { return coordinator_; }
   Status ConnectServer(const std::string& endpoint, const std::string& secret);
   // Once every server is connected, before the sockets are used.
