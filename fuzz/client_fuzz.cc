@@ -68,10 +68,10 @@ struct Harness {
     // The shard joins and answers the client's registration and table while it starts.
     std::thread fake([this] {
       zmq::socket_t to_coordinator(context, zmq::socket_type::dealer);
-      to_coordinator.connect("inproc://fuzz-client-coordinator");
-      auto joined = tessera::JoinJob(
-          to_coordinator, {proto::Role::SERVER, 0, "inproc://fuzz-client-server", "fuzz"},
-          std::chrono::seconds(30));
+      auto joined =
+          tessera::JoinJob(to_coordinator, "inproc://fuzz-client-coordinator",
+                           {proto::Role::SERVER, 0, "inproc://fuzz-client-server", "fuzz"},
+                           std::chrono::seconds(30));
       if (!joined.ok()) std::abort();
       for (bool table = false; !table;) table = AnswerControl(std::chrono::seconds(30));
     });

@@ -7,6 +7,11 @@
 //   3 load_array<float, 2> and 4 load_array<int64_t, 1> (docs/array-format.md)
 //   5 ParseLoopSchedule (the schedule JSON tessc embeds, docs/schedule-json.md)
 //   6 DecodeManifest (a checkpoint's manifest, runtime/src/checkpoint)
+//   7 corpus::ReadWordList as a vocabulary (corpus --vocab-in): the corpus then built with it as
+//     its fixed vocabulary, written, and its docword file read back by load_docword
+//   8 corpus::Build of the file as text (one document per line, as corpus --text), written and
+//     read back alike
+// (checkpoint_fuzz covers a checkpoint's data files.)
 // A parser may refuse the file with an error; a crash, a sanitizer report, or an allocation past
 // libFuzzer's limit is a finding.
 #include <spdlog/spdlog.h>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_store.h"
+#include "corpus/text_corpus.h"
 #include "frames.h"
 #include "internal/loop_schedule.h"
 #include "tessera/array_io.h"
@@ -68,7 +74,11 @@ std::vector<std::vector<std::string>> Seeds() {
   m.sites = {"apps/mf/mf.cc:118"};
   m.site_of_loop = {0, 0};
   m.accumulators = {{"ab"}, {"cd"}};
-  m.arrays.push_back({.id = 1, .element_bytes = 4, .count = 6, .rows = 2, .sparse = false,
+  m.arrays.push_back({.id = 1,
+                      .element_bytes = 4,
+                      .count = 6,
+                      .rows = 2,
+                      .sparse = false,
                       .files = {{.name = "a1.w0", .bytes = 24, .crc32 = 7, .ranges = {0, 6}}}});
   const std::string schedule =
       R"({"version": 1, "file": "/src/mf.cc", "line": 118, "column": 5, "function": "main",
@@ -81,9 +91,12 @@ std::vector<std::vector<std::string>> Seeds() {
     "index_map": [0, 1], "accesses": []}],
   "dependences": [{"array": "W", "vector": [0, "*"], "lines": [125, 131]}],
   "cost": 64, "conservative": []})";
-  return {{"\x00", ratings}, {"\x00", csv},      {"\x00", colons},
-          {"\x01", Gzip(ratings)}, {"\x02", docword}, {"\x03", ArrayFileSeed()},
-          {"\x04", "garbage"},     {"\x05", schedule}, {"\x06", EncodeManifest(m)}};
+  const std::string vocab = "apple\nbanana\r\ncherry\n\ndate";
+  const std::string text = "An apple, a banana.\nThe cherry's date\n\n\xc3\xa9t\xc3\xa9 apple\n";
+  return {{"\x00", ratings},       {"\x00", csv},      {"\x00", colons},
+          {"\x01", Gzip(ratings)}, {"\x02", docword},  {"\x03", ArrayFileSeed()},
+          {"\x04", "garbage"},     {"\x05", schedule}, {"\x06", EncodeManifest(m)},
+          {"\x07", vocab},         {"\x08", text},     {"\x08", Gzip(text)}};
 }
 
 struct Harness {
@@ -98,6 +111,11 @@ struct Harness {
     const std::string path = dir + "/" + name;
     std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
     return path;
+  }
+  // Writes `built` and reads its docword file back, as lda would.
+  void WriteAndReadBack(const corpus::Corpus& built) {
+    const std::string docword = dir + "/corpus-docword.txt", vocab = dir + "/corpus-vocab.txt";
+    if (corpus::Write(built, docword, vocab).ok()) (void)tessera::load_docword(ctx, docword);
   }
   std::string dir;
   tessera::Context ctx;
@@ -115,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<std::string> frames = tessera::fuzz::SplitFrames(data, size);
   if (frames.size() < 2 || frames[0].empty()) return 0;
   const std::string& content = frames[1];
-  switch (static_cast<unsigned char>(frames[0][0]) % 7) {
+  switch (static_cast<unsigned char>(frames[0][0]) % 9) {
     case 0:
       (void)tessera::load_triples<float>(harness.ctx, harness.Write("ratings.txt", content));
       break;
@@ -137,6 +155,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 6:
       (void)tessera::internal::checkpoint::DecodeManifest(content, "fuzz");
       break;
+    case 7: {
+      auto words = corpus::ReadWordList(harness.Write("vocab.txt", content));
+      if (!words.ok() || words->empty()) break;
+      corpus::Options options;
+      options.fixed_vocab = std::move(words).value();
+      auto built = corpus::Build(
+          harness.Write("docs.txt", "apple banana\ncherry apple date\n\nunknown words\n"), options);
+      if (built.ok()) harness.WriteAndReadBack(*built);
+      break;
+    }
+    case 8: {
+      corpus::Options options;
+      options.stop_words = corpus::EnglishStopWords();
+      auto built = corpus::Build(harness.Write("text.gz", content), options);
+      if (built.ok()) harness.WriteAndReadBack(*built);
+      break;
+    }
   }
   return 0;
 }

@@ -8,7 +8,10 @@
 #   SANITIZERS  which stages (default: "address,undefined thread")
 #   JOBS        parallel build and test jobs (default 2)
 #   CTEST_ARGS  extra ctest arguments (e.g. "-R ps_" for part of the suite)
+#   BUILD_TARGETS  build only these targets (default: all), e.g. the test binaries CTEST_ARGS
+#               selects and the programs they start (a bounded run on a small machine)
 # Suppressions are for third-party code only, each with its reason: tests/sanitizers/*.supp.
+# docs/operations.md ("Sanitizers") says what was last run clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -24,7 +27,8 @@ for san in ${SANITIZERS:-address,undefined thread}; do
   # name the lines.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE="$san" \
     -DTESSERA_BUILD_BENCH=OFF "${launcher[@]}"
-  cmake --build "$dir" -j "$JOBS"
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j "$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
   # halt_on_error: the first report ends the process, so its test fails.
   export ASAN_OPTIONS="halt_on_error=1:detect_stack_use_after_return=0:suppressions=$supp/asan.supp"
   export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"

@@ -20,13 +20,7 @@ namespace {
 
 tessera::Result<std::vector<std::string>> ReadLines(const std::string& path) {
   if (tessera::Status s = tessera::apps::CheckInputFile(path); !s.ok()) return s;
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-  }
-  return lines;
+  return corpus::ReadWordList(path);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -234,6 +235,21 @@ Status Write(const Corpus& c, const std::string& docword_path, const std::string
   return WriteFile(vocab_path, [&](std::FILE* f) {
     for (const std::string& w : c.vocab) fmt::print(f, "{}\n", w);
   });
+}
+
+tessera::Result<std::vector<std::string>> ReadWordList(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return tessera::Status::NotFound(
+        fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  if (in.bad()) return tessera::Status::DataLoss(fmt::format("reading '{}' failed", path));
+  return lines;
 }
 
 }  // namespace corpus

@@ -47,7 +47,7 @@ Status Client::Impl::Start() {
   if (options_.coordinator.empty())
     return Status::InvalidArgument("client: no coordinator endpoint");
   if (options_.num_threads < 1) return Status::InvalidArgument("client: num_threads must be >= 1");
-  TESSERA_RETURN_IF_ERROR(sockets_.ConnectCoordinator(options_.coordinator, options_.secret));
+  sockets_.ConfigureCoordinator(options_.secret);
   auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
                                         .role = proto::Role::WORKER,
                                         .rank = static_cast<uint32_t>(options_.rank),
@@ -57,7 +57,7 @@ Status Client::Impl::Start() {
   if (!liveness.ok()) return liveness.status();
   liveness_ = std::move(liveness).value();
   auto membership =
-      JoinJob(sockets_.coordinator(),
+      JoinJob(sockets_.coordinator(), options_.coordinator,
               {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
               options_.timeout);
   if (!membership.ok()) {

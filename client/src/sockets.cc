@@ -21,17 +21,10 @@ ClientSockets::ClientSockets(zmq::context_t& context, Waker& io_waker, ClientCou
       log_(std::move(log)),
       coordinator_(context, zmq::socket_type::dealer) {}
 
-Status ClientSockets::ConnectCoordinator(const std::string& endpoint, const std::string& secret) {
+void ClientSockets::ConfigureCoordinator(const std::string& secret) {
   ConfigureSocket(coordinator_);
   SecureConnectSide(coordinator_, secret);
   coordinator_.set(zmq::sockopt::linger, 2000);  // let the final Leave go out
-  try {
-    coordinator_.connect(endpoint);
-  } catch (const zmq::error_t& e) {
-    return Status::InvalidArgument(
-        fmt::format("cannot connect to coordinator {}: {}", endpoint, e.what()));
-  }
-  return Status::Ok();
 }
 
 Status ClientSockets::ConnectServer(const std::string& endpoint, const std::string& secret,

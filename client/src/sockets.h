@@ -50,8 +50,9 @@ class ClientSockets {
                 std::atomic<uint64_t>& unbudgeted_bytes, std::shared_ptr<spdlog::logger> log);
 
   // `secret`: the job secret, which authenticates the connections (tessera/transport/security.h).
-  Status ConnectCoordinator(const std::string& endpoint, const std::string& secret);
-  // For joining the job, before any other use of the sockets.
+  // Secures the coordinator's socket; JoinJob connects it.
+  void ConfigureCoordinator(const std::string& secret);
+  // For joining the job (JoinJob), before any other use of the sockets.
   zmq::socket_t& coordinator() { return coordinator_; }
   // `watch` (optional) watches the connection, as server `rank`.
   Status ConnectServer(const std::string& endpoint, const std::string& secret,

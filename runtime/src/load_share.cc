@@ -11,6 +11,7 @@
 
 #include "internal/capnp_util.h"
 #include "tessera/proto/tessera.capnp.h"
+#include "tessera/transport/endpoint.h"
 
 namespace tessera::internal {
 
@@ -43,6 +44,13 @@ std::string FlattenMessage(capnp::MessageBuilder& message) {
       kj::arrayPtr(reinterpret_cast<kj::byte*>(out.data()), out.size()));
   capnp::writeMessage(stream, segments);
   return out;
+}
+
+capnp::ReaderOptions PeerPayloadOptions(size_t words) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = std::min<uint64_t>(
+      2 * static_cast<uint64_t>(words) + 64, kMaxDataMessageBytes / sizeof(capnp::word));
+  return options;
 }
 
 namespace {
@@ -98,10 +106,7 @@ Status WithShare(std::string_view bytes, Fn&& use) {
     words = copy.asPtr();
   }
   try {
-    capnp::ReaderOptions options;
-    // A share holds a whole file's records at most; each list is read once.
-    options.traversalLimitInWords = std::numeric_limits<uint64_t>::max();
-    capnp::FlatArrayMessageReader reader(words, options);
+    capnp::FlatArrayMessageReader reader(words, PeerPayloadOptions(words.size()));
     return use(reader.getRoot<proto::LoadedShare>());
   } catch (const kj::Exception& e) {
     return Status::DataLoss(fmt::format("malformed loaded share: {}", e.getDescription().cStr()));

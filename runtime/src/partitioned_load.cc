@@ -71,9 +71,7 @@ Status DecodeIds(const std::string& bytes, int from, WorkerIds* out) {
   kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
   std::memcpy(words.begin(), bytes.data(), bytes.size());
   try {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = std::numeric_limits<uint64_t>::max();
-    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
+    capnp::FlatArrayMessageReader reader(words.asPtr(), PeerPayloadOptions(words.size()));
     auto m = reader.getRoot<proto::LoadedIds>();
     if (m.getError().size() > 0) {
       out->error = StatusFromProto(m.getErrorCode(), m.getError());

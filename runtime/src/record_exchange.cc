@@ -25,10 +25,7 @@ Status WithMessage(const std::string& bytes, const char* what, Fn&& use) {
   kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
   std::memcpy(words.begin(), bytes.data(), bytes.size());
   try {
-    capnp::ReaderOptions options;
-    // A shipment holds at most a whole array's elements, read once.
-    options.traversalLimitInWords = std::numeric_limits<uint64_t>::max();
-    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
+    capnp::FlatArrayMessageReader reader(words.asPtr(), PeerPayloadOptions(words.size()));
     return use(reader.getRoot<M>());
   } catch (const kj::Exception& e) {
     return Status::DataLoss(fmt::format("malformed {}: {}", what, e.getDescription().cStr()));
@@ -71,30 +68,33 @@ Status DecodeShipment(const std::string& bytes, const std::vector<ArrayBase*>& a
         }
         for (unsigned a = 0; a < list.size(); ++a) {
           auto in = list[a];
-          const size_t n = in.getOrderHigh().size();
+          // Each list taken once: the reader's traversal limit counts every take.
+          const auto keys = in.getKeys();
+          const auto values = in.getValues();
+          const auto high = in.getOrderHigh();
+          const auto low = in.getOrderLow();
+          const size_t n = high.size();
           const size_t rank = static_cast<size_t>(arrays[a]->rank());
           const size_t e = arrays[a]->element_bytes();
-          if (in.getOrderLow().size() != n || in.getKeys().size() != n * rank ||
-              in.getValues().size() != n * e) {
+          if (low.size() != n || keys.size() != n * rank || values.size() != n * e) {
             return Status::DataLoss(
                 fmt::format("worker {} sent {} keys, {} value bytes and {}/{} places for array #{}",
-                            from, in.getKeys().size(), in.getValues().size(), n,
-                            in.getOrderLow().size(), arrays[a]->id()));
+                            from, keys.size(), values.size(), n, low.size(), arrays[a]->id()));
           }
           RecordBatch b;
           b.keys.resize(n * rank);
           for (size_t i = 0; i < b.keys.size(); ++i) {
-            const int64_t k = in.getKeys()[static_cast<unsigned>(i)];
+            const int64_t k = keys[static_cast<unsigned>(i)];
             if (k < 0 || k >= arrays[a]->extent(static_cast<int>(i % rank))) {
               return Status::DataLoss(fmt::format(
                   "worker {} sent a key out of the shape of array #{}", from, arrays[a]->id()));
             }
             b.keys[i] = k;
           }
-          b.values.assign(reinterpret_cast<const char*>(in.getValues().begin()),
-                          reinterpret_cast<const char*>(in.getValues().end()));
+          b.values.assign(reinterpret_cast<const char*>(values.begin()),
+                          reinterpret_cast<const char*>(values.end()));
           b.order.resize(n);
-          for (unsigned i = 0; i < n; ++i) b.order[i] = {in.getOrderHigh()[i], in.getOrderLow()[i]};
+          for (unsigned i = 0; i < n; ++i) b.order[i] = {high[i], low[i]};
           (*into)[a].push_back(std::move(b));
         }
         return Status::Ok();
@@ -116,12 +116,13 @@ Result<std::vector<std::vector<uint64_t>>> AllGatherCounts(const AllGatherFn& al
   for (size_t w = 0; w < all->size(); ++w) {
     Status s = WithMessage<proto::KeyCounts>(
         (*all)[w], "key counts", [&](proto::KeyCounts::Reader m) -> Status {
-          if (m.getCounts().size() != local.size()) {
+          const auto counts = m.getCounts();
+          if (counts.size() != local.size()) {
             return Status::DataLoss(fmt::format("worker {} sent {} counts, expected {}", w,
-                                                m.getCounts().size(), local.size()));
+                                                counts.size(), local.size()));
           }
-          out[w].reserve(m.getCounts().size());
-          for (uint64_t c : m.getCounts()) out[w].push_back(c);
+          out[w].reserve(counts.size());
+          for (uint64_t c : counts) out[w].push_back(c);
           return Status::Ok();
         });
     if (!s.ok()) return s;

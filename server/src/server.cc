@@ -53,12 +53,6 @@ Status Server::Impl::Start() {
   auto ep = BindSocket(socket_, options_.listen);
   if (!ep.ok()) return ep.status();
   endpoint_ = *ep;
-  try {
-    coordinator_.connect(options_.coordinator);
-  } catch (const zmq::error_t& e) {
-    return Status::InvalidArgument(
-        fmt::format("cannot connect to coordinator {}: {}", options_.coordinator, e.what()));
-  }
   auto liveness = LivenessAgent::Start({.coordinator = options_.coordinator,
                                         .role = proto::Role::SERVER,
                                         .rank = static_cast<uint32_t>(options_.rank),
@@ -68,7 +62,7 @@ Status Server::Impl::Start() {
   if (!liveness.ok()) return liveness.status();
   liveness_ = std::move(liveness).value();
   auto membership = JoinJob(
-      coordinator_,
+      coordinator_, options_.coordinator,
       {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},
       options_.join_timeout);
   if (!membership.ok()) {

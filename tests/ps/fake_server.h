@@ -43,10 +43,10 @@ class FakeServer {
     auto ep = BindSocket(socket_, listen);
     EXPECT_TRUE(ep.ok()) << ep.status().ToString();
     if (ep.ok()) endpoint_ = *ep;
-    coordinator_.connect(coordinator);
-    thread_ = std::thread([this, rank, secret] {
-      auto joined = JoinJob(coordinator_, {proto::Role::SERVER, rank, endpoint_, secret},
-                            std::chrono::seconds(30));
+    thread_ = std::thread([this, coordinator, rank, secret] {
+      auto joined =
+          JoinJob(coordinator_, coordinator, {proto::Role::SERVER, rank, endpoint_, secret},
+                  std::chrono::seconds(30));
       EXPECT_TRUE(joined.ok()) << joined.status().ToString();
       if (joined.ok()) num_workers_ = joined->num_workers;
       Loop();

@@ -253,5 +253,41 @@ TEST_F(SecurityTest, AClientWithAnotherSecretCannotJoinAndSaysWhy) {
   EXPECT_TRUE(log_.WaitFor("coordinator: refused a connection"));
 }
 
+// A process started without a secret against a coordinator that has one cannot connect either:
+// its one handshake is refused (ZeroMQ does not retry a mechanism mismatch) and the join fails at
+// once, naming the cause, not after its time-out.
+TEST_F(SecurityTest, AClientWithoutASecretCannotJoinAndSaysWhy) {
+  ClientOptions options;
+  options.rank = 1;
+  options.coordinator = cluster_.coordinator().endpoint();
+  options.secret = "";
+  options.timeout = std::chrono::seconds(60);  // a bound the refusal must come well before
+  Client c(options, cluster_.context());
+  const auto start = std::chrono::steady_clock::now();
+  Status s = c.Start();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("this process has no job secret and the coordinator has one"),
+            std::string::npos)
+      << s.ToString();
+}
+
+// The other way round: a process with a secret against a coordinator run without one.
+TEST(SecurityMismatchTest, AClientWithASecretCannotJoinAnInsecureJobAndSaysWhy) {
+  InProcessCluster insecure(
+      {.num_servers = 1, .num_workers = 1, .num_clients = 0, .tcp = true, .secret = ""});
+  ClientOptions options;
+  options.rank = 0;
+  options.coordinator = insecure.coordinator().endpoint();
+  options.secret = "a-secret";
+  options.timeout = std::chrono::seconds(60);
+  Client c(options, insecure.context());
+  const auto start = std::chrono::steady_clock::now();
+  Status s = c.Start();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("the coordinator has none"), std::string::npos) << s.ToString();
+}
+
 }  // namespace
 }  // namespace tessera

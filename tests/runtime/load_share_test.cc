@@ -17,6 +17,7 @@
 
 #include "internal/load_share.h"
 #include "tessera/tessera.h"
+#include "tests/support/capnp_payloads.h"
 
 namespace tessera::internal {
 namespace {
@@ -86,6 +87,22 @@ TEST(LoadShareTest, DocwordSharesKeepTheFirstErrorAndRejectOtherMessages) {
   EXPECT_EQ(MergeShare("not a capnp message", &merged).code(), StatusCode::kDataLoss);
   EXPECT_EQ(MergeShare(std::string(64, '\xff'), &merged).code(), StatusCode::kDataLoss);
   EXPECT_EQ(MergeShare("", &merged).code(), StatusCode::kDataLoss);
+}
+
+// A share is read within a bound (internal/capnp_util.h, PeerPayloadOptions): one whose training
+// users claim far more to walk than it holds (pointer 1 of LoadedShare is triples.train, pointer
+// 0 of RatingRecords its users) stops at the reader's traversal limit, and one whose list runs
+// past its end at the bounds check; each a DataLoss, never an abort.
+TEST(LoadShareTest, AnAmplifiedOrOversizedShareIsDataLoss) {
+  RatingShare merged;
+  Status amplified = MergeShare(testing::AmplifiedListPayload(1 << 28, {1, 0}), &merged);
+  EXPECT_EQ(amplified.code(), StatusCode::kDataLoss);
+  EXPECT_NE(amplified.message().find("traversal limit"), std::string::npos)
+      << amplified.ToString();
+  Status oversized = MergeShare(testing::OversizedListPayload(1 << 20, {1, 0}), &merged);
+  EXPECT_EQ(oversized.code(), StatusCode::kDataLoss);
+  EXPECT_NE(oversized.message().find("bounds"), std::string::npos) << oversized.ToString();
+  EXPECT_TRUE(merged.train.empty());
 }
 
 TEST(LoadShareTest, MisalignedBytesAreCopiedNotMisread) {

@@ -16,6 +16,7 @@
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
 #include "tessera/tessera.h"
+#include "tests/support/capnp_payloads.h"
 
 namespace tessera::internal {
 namespace {
@@ -125,7 +126,8 @@ TEST(RecordExchangeTest, ImportMergesManyBatchesIntoSerialOrder) {
     RecordBatch sorted;
     for (size_t i : idx) {
       sorted.keys.insert(sorted.keys.end(), {b.keys[2 * i], b.keys[2 * i + 1]});
-      sorted.values.insert(sorted.values.end(), b.values.begin() + i * 8, b.values.begin() + i * 8 + 8);
+      sorted.values.insert(sorted.values.end(), b.values.begin() + i * 8,
+                           b.values.begin() + i * 8 + 8);
       sorted.order.push_back(b.order[i]);
     }
     b = std::move(sorted);
@@ -143,8 +145,10 @@ TEST(RecordExchangeTest, ImportMergesManyBatchesIntoSerialOrder) {
   ASSERT_EQ(base.size(), static_cast<int64_t>(n));
   for (uint64_t p = 0; p < n; ++p) {
     const uint64_t place = expected[p];
-    ASSERT_EQ(base.key_component(static_cast<int64_t>(p), 0), static_cast<int64_t>(place / 10)) << p;
-    ASSERT_EQ(base.key_component(static_cast<int64_t>(p), 1), static_cast<int64_t>(place % 10)) << p;
+    ASSERT_EQ(base.key_component(static_cast<int64_t>(p), 0), static_cast<int64_t>(place / 10))
+        << p;
+    ASSERT_EQ(base.key_component(static_cast<int64_t>(p), 1), static_cast<int64_t>(place % 10))
+        << p;
     double v;
     std::memcpy(&v, static_cast<const char*>(base.value_data()) + p * sizeof(double), sizeof(v));
     ASSERT_EQ(v, static_cast<double>(place) + 0.25) << p;
@@ -170,6 +174,41 @@ TEST(RecordExchangeTest, BlocksInStorageOrderKeepNoPositions) {
   Blocks shuffled = MakeBlocks(s, a.base(), BlockGrid{.space_parts = 3});
   EXPECT_FALSE(shuffled.identity);
   EXPECT_EQ(shuffled.positions.size(), 8u);
+}
+
+// What another worker sends is read within a bound (internal/capnp_util.h, PeerPayloadOptions):
+// garbage, a list larger than the payload and a payload that claims far more to walk than it
+// holds are each a DataLoss, never an abort; a large legitimate payload reads.
+TEST(RecordExchangeTest, APeersBadCountsAreDataLossAndLargeOnesRead) {
+  const std::vector<uint64_t> local = {1, 2, 3};
+  auto gather_with = [](std::string theirs) -> AllGatherFn {
+    return [theirs](std::string mine) -> Result<std::vector<std::string>> {
+      return std::vector<std::string>{std::move(mine), theirs};
+    };
+  };
+  struct Case {
+    std::string what, payload, says;
+  };
+  for (const Case& c :
+       {Case{"garbage", std::string(64, '\xff'), "malformed key counts"},
+        Case{"odd size", "not a capnp message", "not a Cap'n Proto message"},
+        Case{"list past the end", testing::OversizedListPayload(1 << 20), "bounds"},
+        Case{"amplified list", testing::AmplifiedListPayload(1 << 20), "traversal limit"}}) {
+    auto got = AllGatherCounts(gather_with(c.payload), local);
+    ASSERT_FALSE(got.ok()) << c.what;
+    EXPECT_EQ(got.status().code(), StatusCode::kDataLoss) << c.what;
+    EXPECT_NE(got.status().message().find(c.says), std::string::npos)
+        << c.what << ": " << got.status().ToString();
+  }
+  // Four million counts (32 MB) from each worker: within the bound.
+  const std::vector<uint64_t> many(4 << 20, 7);
+  auto same = [](std::string mine) -> Result<std::vector<std::string>> {
+    return std::vector<std::string>{mine, mine};
+  };
+  auto got = AllGatherCounts(same, many);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ((*got)[1].size(), many.size());
+  EXPECT_EQ((*got)[1].back(), 7u);
 }
 
 }  // namespace

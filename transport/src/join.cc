@@ -19,6 +19,9 @@ class HandshakeOutcomes : public zmq::monitor_t {
  public:
   bool watching() const { return watching_; }
   int refused_in_a_row() const { return refused_; }
+  // Whether the last refusal was a mechanism mismatch: one side runs CURVE (has a job secret),
+  // the other does not. ZeroMQ never retries such a connection.
+  bool mechanism_mismatch() const { return mismatch_; }
   const std::string& address() const { return address_; }
   const std::string& last_reason() const { return reason_; }
 
@@ -28,8 +31,9 @@ class HandshakeOutcomes : public zmq::monitor_t {
   }
   void on_event_handshake_failed_protocol(const zmq_event_t& e, const char* addr) override {
     Refused(addr, e.value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
-                      ? std::string("it runs no CURVE")
+                      ? std::string("security mechanisms differ")
                       : fmt::format("ZMTP error {:#x}", e.value));
+    mismatch_ = e.value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH;
   }
   void on_event_handshake_failed_auth(const zmq_event_t& e, const char* addr) override {
     Refused(addr, fmt::format("authentication status {}", e.value));
@@ -39,19 +43,60 @@ class HandshakeOutcomes : public zmq::monitor_t {
  private:
   void Refused(const char* addr, std::string reason) {
     ++refused_;
+    mismatch_ = false;
     address_ = addr;
     reason_ = std::move(reason);
   }
   bool watching_ = false;
   int refused_ = 0;
+  bool mismatch_ = false;
   std::string address_;
   std::string reason_;
 };
 
+// Why the handshakes `h` watched fail the join, or Ok if they do not (yet).
+Status RefusalStatus(const HandshakeOutcomes& h, const JoinRequest& request) {
+  if (h.mechanism_mismatch()) {
+    return Status::FailedPrecondition(fmt::format(
+        "the coordinator at {} refused this process's connection in its handshake ({}): {}; "
+        "every process of a job needs the same TESSERA_JOB_SECRET",
+        h.address(), h.last_reason(),
+        request.secret.empty()
+            ? "this process has no job secret and the coordinator has one"
+            : "this process has a job secret and the coordinator has none (--insecure)"));
+  }
+  if (h.refused_in_a_row() >= kJoinHandshakeRefusals) {
+    return Status::FailedPrecondition(fmt::format(
+        "the coordinator at {} refused this process's connection {} times in its handshake "
+        "({}): {}; every process of a job needs the same TESSERA_JOB_SECRET",
+        h.address(), h.refused_in_a_row(), h.last_reason(),
+        "it runs with another job secret, or none (--insecure)"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& request,
-                              std::chrono::milliseconds timeout) {
+Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const std::string& endpoint,
+                              const JoinRequest& request, std::chrono::milliseconds timeout) {
+  // The connection's handshakes are watched from before it connects (ZeroMQ reports a mechanism
+  // mismatch once and never retries): a coordinator with another secret, or with a secret when
+  // this process has none, or the reverse, refuses them, which says more, and sooner, than a
+  // time-out.
+  HandshakeOutcomes handshakes;
+  try {
+    handshakes.init(coordinator, fmt::format("inproc://tessera-join-{}", coordinator.handle()),
+                    ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                        ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  } catch (const zmq::error_t&) {
+    // Not watched: a refused handshake then shows as the time-out below.
+  }
+  try {
+    coordinator.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::InvalidArgument(
+        fmt::format("cannot connect to coordinator {}: {}", endpoint, e.what()));
+  }
   OutgoingMessage reg(request.rank, 1);
   auto r = reg.envelope().getBody().initRegister();
   r.setRole(request.role);
@@ -60,19 +105,6 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
   r.setSecret(SecretProof(request.secret));
   coordinator.send(reg.ToFrame(), zmq::send_flags::none);
 
-  // The connection's handshakes are watched: a coordinator with another secret (or none) refuses
-  // each one, which says more, and sooner, than a time-out. (A process without a secret facing a
-  // coordinator with one sees no refusal on its side: it times out.)
-  HandshakeOutcomes handshakes;
-  {
-    try {
-      handshakes.init(coordinator, fmt::format("inproc://tessera-join-{}", coordinator.handle()),
-                      ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                          ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
-    } catch (const zmq::error_t&) {
-      // Not watched: a wrong secret then shows as the time-out below.
-    }
-  }
   zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int ready = 0;
@@ -88,13 +120,7 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& req
       } catch (const zmq::error_t&) {
         // A signal interrupted the check (EINTR): the next round checks again.
       }
-      if (handshakes.refused_in_a_row() >= kJoinHandshakeRefusals) {
-        return Status::FailedPrecondition(fmt::format(
-            "the coordinator at {} refused this process's connection {} times in its handshake "
-            "({}): {}; every process of a job needs the same TESSERA_JOB_SECRET",
-            handshakes.address(), handshakes.refused_in_a_row(), handshakes.last_reason(),
-            "it runs with another job secret, or none (--insecure)"));
-      }
+      if (Status refused = RefusalStatus(handshakes, request); !refused.ok()) return refused;
     }
   }
   if (ready == 0) {

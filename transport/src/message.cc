@@ -8,6 +8,19 @@
 #include <cstring>
 #include <new>
 
+#include "tessera/transport/frame_handover.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define TESSERA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TESSERA_TSAN 1
+#endif
+#endif
+#ifdef TESSERA_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace tessera {
 namespace {
 
@@ -152,6 +165,22 @@ kj::ArrayPtr<capnp::word> FrameMessageBuilder::allocateSegment(unsigned minimum_
   return {static_cast<capnp::word*>(p), words};
 }
 
+void MarkFrameSent(const zmq::message_t& frame) {
+#ifdef TESSERA_TSAN
+  __tsan_release(const_cast<void*>(frame.data()));
+#else
+  (void)frame;
+#endif
+}
+
+void MarkFrameReceived(const zmq::message_t& frame) {
+#ifdef TESSERA_TSAN
+  __tsan_acquire(const_cast<void*>(frame.data()));
+#else
+  (void)frame;
+#endif
+}
+
 zmq::message_t FrameMessageBuilder::TakeFrame() {
   auto segments = getSegmentsForOutput();
   if (segments.size() == 1 && segments[0].begin() == frame_ + 1) {
@@ -186,11 +215,16 @@ OutgoingMessage::OutgoingMessage(uint32_t sender, uint64_t request_id, unsigned 
   envelope_.setRequestId(request_id);
 }
 
-zmq::message_t OutgoingMessage::ToFrame() { return builder_.TakeFrame(); }
+zmq::message_t OutgoingMessage::ToFrame() {
+  zmq::message_t frame = builder_.TakeFrame();
+  MarkFrameSent(frame);
+  return frame;
+}
 
 Result<std::unique_ptr<IncomingMessage>> IncomingMessage::Parse(zmq::message_t frame) {
   auto msg = std::unique_ptr<IncomingMessage>(new IncomingMessage());
   msg->frame_ = std::move(frame);
+  MarkFrameReceived(msg->frame_);
   size_t size = msg->frame_.size();
   if (size == 0 || size % sizeof(capnp::word) != 0) {
     return Status::DataLoss(fmt::format("frame of {} bytes is not a Cap'n Proto message", size));

@@ -1,5 +1,7 @@
 #include "tessera/transport/router.h"
 
+#include "tessera/transport/frame_handover.h"
+
 namespace tessera {
 
 std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router) {
@@ -23,6 +25,7 @@ Status SendRouted(zmq::socket_t& router, const std::string& identity, OutgoingMe
 }
 
 Status SendRouted(zmq::socket_t& router, const std::string& identity, zmq::message_t frame) {
+  MarkFrameSent(frame);  // it may have been built elsewhere than by ToFrame
   try {
     router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
     router.send(frame, zmq::send_flags::none);

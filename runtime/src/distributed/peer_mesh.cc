@@ -11,6 +11,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/transport/connect_watch.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/frame_handover.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
 
@@ -141,7 +142,9 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
 Status PeerMesh::Send(int to, OutgoingMessage& msg) { return SendFrame(to, msg.ToFrame()); }
 
 Status PeerMesh::SendCopy(int to, const zmq::message_t& frame) {
-  return SendFrame(to, zmq::message_t(frame.data(), frame.size()));
+  zmq::message_t copy(frame.data(), frame.size());
+  MarkFrameSent(copy);
+  return SendFrame(to, std::move(copy));
 }
 
 Status PeerMesh::SendFrame(int to, zmq::message_t frame) {
@@ -266,7 +269,8 @@ Result<std::vector<std::string>> PeerMesh::AllGather(uint64_t tag, std::string b
   return all;
 }
 
-Result<std::vector<std::string>> PeerMesh::AllToAll(uint64_t tag, std::vector<std::string> to_each) {
+Result<std::vector<std::string>> PeerMesh::AllToAll(uint64_t tag,
+                                                    std::vector<std::string> to_each) {
   std::vector<std::string> got(static_cast<size_t>(options_.num_workers));
   for (int r = 0; r < options_.num_workers; ++r) {
     if (r == options_.rank) continue;

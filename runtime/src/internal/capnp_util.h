@@ -19,6 +19,15 @@ proto::ErrorCode ErrorCodeToProto(StatusCode code);
 Status StatusFromProto(proto::ErrorCode code, std::string message);
 std::string FlattenMessage(capnp::MessageBuilder& message);
 
+// How far a reader may walk a payload of `words` words that a peer sent (an all-gather or
+// all-to-all part). Every reader of such a payload takes each of its lists once, so a legitimate
+// one is walked at most once over; the limit is twice its size, and never more than the largest
+// legitimate payload: one peer-mesh data message, kMaxDataMessageBytes (transport/endpoint.h,
+// 2^30 words). A payload that points into itself to be walked further, or claims a list of
+// more empty elements than that, fails its read (kj "traversal limit"), which the readers
+// return as DataLoss.
+capnp::ReaderOptions PeerPayloadOptions(size_t words);
+
 }  // namespace tessera::internal
 
 #endif  // TESSERA_RUNTIME_SRC_INTERNAL_CAPNP_UTIL_H_

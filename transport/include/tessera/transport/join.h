@@ -28,14 +28,16 @@ struct JobMembership {
   uint32_t num_workers = 0;
 };
 
-// Sends the registration on `coordinator` (a DEALER connected to the coordinator) and waits up to
-// `timeout` for the membership, which comes once every server of the job has registered.
+// Connects `coordinator` (a DEALER, configured and secured, not yet connected) to `endpoint`,
+// sends the registration and waits up to `timeout` for the membership, which comes once every
+// server of the job has registered. InvalidArgument for an endpoint ZeroMQ cannot connect to;
 // Unavailable on time-out; the coordinator's error (e.g. a wrong secret over inproc://)
-// otherwise. A coordinator that refuses the connection's CURVE handshake kJoinHandshakeRefusals
-// times in a row (another job secret, or none) fails the join at once with FailedPrecondition
-// naming the cause, instead of after the timeout.
-Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const JoinRequest& request,
-                              std::chrono::milliseconds timeout);
+// otherwise. The connection's handshakes are watched from before it connects, and a refusal
+// fails the join at once with FailedPrecondition naming the cause, instead of after the timeout:
+// the first one if exactly one side has a job secret (ZeroMQ does not retry after a mechanism
+// mismatch), kJoinHandshakeRefusals in a row if both have one but the secrets differ.
+Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const std::string& endpoint,
+                              const JoinRequest& request, std::chrono::milliseconds timeout);
 
 }  // namespace tessera
 
