@@ -246,6 +246,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       token_words.push_back(static_cast<int32_t>(dw[1]));
     doc_length[dw[0]] += corpus.counts.value_at(p);
   }
+  // The entries are not read again: their memory goes before the token arrays are built.
+  corpus.counts = DistArray<int32_t, 2>();
   const int64_t max_len =
       std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
   const lda::TokenOrders orders(doc_length, token_words, V);

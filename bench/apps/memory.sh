@@ -1,39 +1,54 @@
 #!/usr/bin/env bash
-# Peak resident memory and peer traffic of MF, serial vs `tessera run -w W -s 1`, for one or more
-# builds side by side (docs/runtime.md, "Partitioned arrays"). Needs GNU time (/usr/bin/time).
+# Peak resident memory and peer traffic of MF or LDA, serial vs `tessera run -w W -s 1`, for one or
+# more builds side by side (docs/runtime.md, "Partitioned arrays"). Needs GNU time (/usr/bin/time).
 #
-#   bench/apps/memory.sh RATINGS BUILD_DIR[:VAR=VALUE] [BUILD_DIR[:VAR=VALUE]...]
-#   env: WORKERS=2 K=64 EPOCHS=2 TEST_FRACTION=0.1
+#   bench/apps/memory.sh INPUT BUILD_DIR[:VAR=VALUE] [BUILD_DIR[:VAR=VALUE]...]
+#   env: APP=mf (or lda) WORKERS=2
+#        mf:  K=64 EPOCHS=2 TEST_FRACTION=0.1; INPUT a `user item rating` file (bench/apps/gen_lowrank.py)
+#        lda: TOPICS=100 ITERS=2; INPUT a docword corpus (bench/apps/lda_repeat_corpus.py)
 #        RUN_FLAGS="--checkpoint-dir DIR --checkpoint-interval 0": more `tessera run` flags for the
 #        distributed runs (DIR is emptied before each)
 # A BUILD_DIR may name one environment variable for its runs, e.g. build:TESSERA_PARTITIONED_DATA=0
 # (every record on every worker) to compare with the same build's default.
-# RATINGS: a `user item rating` file, e.g. from bench/apps/gen_lowrank.py.
 set -euo pipefail
-ratings=$1
+input=$1
 shift
+APP=${APP:-mf}
 WORKERS=${WORKERS:-2}
-K=${K:-64}
-EPOCHS=${EPOCHS:-2}
-TEST_FRACTION=${TEST_FRACTION:-0.1}
 read -r -a run_flags <<<"${RUN_FLAGS:-}"
-args=(--train "$ratings" --test-fraction "$TEST_FRACTION" -k "$K" --epochs "$EPOCHS")
-echo "| build | run | peak RSS per process (KB) | final test RMSE | patch bytes sent per worker |"
+if [[ $APP == mf ]]; then
+  K=${K:-64}
+  EPOCHS=${EPOCHS:-2}
+  TEST_FRACTION=${TEST_FRACTION:-0.1}
+  args=(--train "$input" --test-fraction "$TEST_FRACTION" -k "$K" --epochs "$EPOCHS")
+  quality='test_rmse [0-9.]*'
+  quality_name="final test RMSE"
+elif [[ $APP == lda ]]; then
+  TOPICS=${TOPICS:-100}
+  ITERS=${ITERS:-2}
+  args=(--docword "$input" --topics "$TOPICS" --iterations "$ITERS" --eval-every "$ITERS")
+  quality='ll/token -[0-9.]*'
+  quality_name="final ll/token"
+else
+  echo "APP must be mf or lda" >&2
+  exit 2
+fi
+echo "| build | run | peak RSS per process (KB) | $quality_name | patch bytes sent per worker |"
 echo "|---|---|---|---|---|"
 for spec in "$@"; do
   build=${spec%%:*}
   setting=()
   [[ $spec == *:* ]] && setting=("${spec#*:}")
-  serial=$(env "${setting[@]}" /usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
+  serial=$(env "${setting[@]}" /usr/bin/time -f "peak %M" "$build/bin/$APP" "${args[@]}" 2>&1)
   echo "| $spec | serial | $(grep -o 'peak [0-9]*' <<<"$serial" | cut -d' ' -f2) |" \
-       "$(grep -o 'test_rmse [0-9.]*' <<<"$serial" | tail -n 1 | cut -d' ' -f2) | |"
+       "$(grep -o "$quality" <<<"$serial" | tail -n 1 | cut -d' ' -f2) | |"
   for ((i = 0; i + 1 < ${#run_flags[@]}; ++i)); do
     if [[ ${run_flags[i]} == --checkpoint-dir ]]; then rm -rf "${run_flags[i + 1]}"; fi
   done
   dist=$(env "${setting[@]}" "$build/bin/tessera" run -w "$WORKERS" -s 1 --log-level info \
          "${run_flags[@]}" -- \
-         /usr/bin/time -f "peak %M" "$build/bin/mf" "${args[@]}" 2>&1)
+         /usr/bin/time -f "peak %M" "$build/bin/$APP" "${args[@]}" 2>&1)
   echo "| $spec | -w $WORKERS | $(grep -o 'peak [0-9]*' <<<"$dist" | cut -d' ' -f2 | paste -sd/) |" \
-       "$(grep -o 'test_rmse [0-9.]*' <<<"$dist" | tail -n 1 | cut -d' ' -f2) |" \
+       "$(grep -o "$quality" <<<"$dist" | tail -n 1 | cut -d' ' -f2) |" \
        "$(grep -o '[0-9]* B of patches' <<<"$dist" | cut -d' ' -f1 | paste -sd/) |"
 done

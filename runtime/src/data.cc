@@ -430,6 +430,30 @@ std::string EntryLocation(const std::string& path, ReadRange range, int64_t firs
   return path;
 }
 
+// "path:LINE" or "path:byte N" of the second entry line for (doc, word) (1-based) in the
+// ranges `range_of(0..workers-1)` read in turn, as a whole-file read names a duplicate; `path`
+// if there is none.
+template <typename RangeOf>
+std::string SecondOccurrence(const std::string& path, int workers, RangeOf&& range_of, int64_t doc,
+                             int64_t word) {
+  int seen = 0;
+  for (int rank = 0; rank < workers; ++rank) {
+    int64_t first_line = 0;
+    const ReadRange range = range_of(rank, &first_line);
+    auto reader = LineReader::Open(path, range, first_line);
+    if (!reader.ok()) return path;
+    std::string_view line;
+    Fields fields;
+    while (reader->Next(&line)) {
+      SplitWhitespace(line, &fields);
+      int64_t d = 0, w = 0;
+      if (fields.count != 3 || !ParseInt(fields.f[0], &d) || !ParseInt(fields.f[1], &w)) continue;
+      if (d == doc && w == word && ++seen == 2) return reader->Where();
+    }
+  }
+  return path;
+}
+
 }  // namespace
 
 IdMap::IdMap(std::vector<int64_t> ids) : external_(std::move(ids)) {
@@ -617,6 +641,15 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
       share.error = ReadDocwordEntries(path, header, range, first_line, [&](const DocwordEntry& e) {
         share.entries.push_back(e);
       });
+    }
+    // Only loops touch `counts` (and every document is kept): each entry goes to one worker.
+    if (split->exchange && split->keeps_partitioned && split->keeps_partitioned(origin) &&
+        (options.max_docs == 0 || options.max_docs >= header.docs)) {
+      return internal::LoadDocwordPartitioned(
+          ctx, path, {header.docs, header.vocab, header.nnz}, *split, std::move(share), origin,
+          [&](int64_t doc, int64_t word) {
+            return SecondOccurrence(path, split->num_workers, range_of, doc, word);
+          });
     }
     const size_t parsed = share.entries.size();
     const double parse_seconds = SecondsSince(start);

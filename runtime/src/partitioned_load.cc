@@ -1,4 +1,5 @@
-// load_triples for arrays a distributed job keeps partitioned (internal/load_share.h).
+// load_triples and load_docword for arrays a distributed job keeps partitioned
+// (internal/load_share.h).
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <fmt/format.h>
@@ -10,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "internal/capnp_util.h"
 #include "internal/load_share.h"
@@ -34,6 +37,27 @@ std::vector<int64_t> Distinct(std::vector<int64_t> v) {
   return v;
 }
 
+// A LoadedIds message: an error (or none), two lists and two counts.
+std::string EncodeIds(const Status& error, bool error_in_test, const std::vector<int64_t>& users,
+                      const std::vector<int64_t>& items, uint64_t train, uint64_t test) {
+  capnp::MallocMessageBuilder message(
+      static_cast<unsigned>(std::min<size_t>(16 + users.size() + items.size(), 1u << 28)));
+  auto m = message.initRoot<proto::LoadedIds>();
+  if (!error.ok()) {
+    m.setError(error.message().empty() ? std::string(StatusCodeName(error.code()))
+                                       : error.message());
+    m.setErrorCode(ErrorCodeToProto(error.code()));
+    m.setErrorInTest(error_in_test);
+  }
+  auto u = m.initUsers(static_cast<unsigned>(users.size()));
+  for (size_t i = 0; i < users.size(); ++i) u.set(static_cast<unsigned>(i), users[i]);
+  auto it = m.initItems(static_cast<unsigned>(items.size()));
+  for (size_t i = 0; i < items.size(); ++i) it.set(static_cast<unsigned>(i), items[i]);
+  m.setTrainCount(train);
+  m.setTestCount(test);
+  return FlattenMessage(message);
+}
+
 std::string EncodeIds(const RatingShare& share) {
   std::vector<int64_t> users, items;
   if (share.error.ok()) {
@@ -44,24 +68,8 @@ std::string EncodeIds(const RatingShare& share) {
       }
     }
   }
-  users = Distinct(std::move(users));
-  items = Distinct(std::move(items));
-  capnp::MallocMessageBuilder message(
-      static_cast<unsigned>(std::min<size_t>(16 + users.size() + items.size(), 1u << 28)));
-  auto m = message.initRoot<proto::LoadedIds>();
-  if (!share.error.ok()) {
-    m.setError(share.error.message().empty() ? std::string(StatusCodeName(share.error.code()))
-                                             : share.error.message());
-    m.setErrorCode(ErrorCodeToProto(share.error.code()));
-    m.setErrorInTest(share.error_in_test);
-  }
-  auto u = m.initUsers(static_cast<unsigned>(users.size()));
-  for (size_t i = 0; i < users.size(); ++i) u.set(static_cast<unsigned>(i), users[i]);
-  auto it = m.initItems(static_cast<unsigned>(items.size()));
-  for (size_t i = 0; i < items.size(); ++i) it.set(static_cast<unsigned>(i), items[i]);
-  m.setTrainCount(share.train.size());
-  m.setTestCount(share.test.size());
-  return FlattenMessage(message);
+  return EncodeIds(share.error, share.error_in_test, Distinct(std::move(users)),
+                   Distinct(std::move(items)), share.train.size(), share.test.size());
 }
 
 Status DecodeIds(const std::string& bytes, int from, WorkerIds* out) {
@@ -111,6 +119,38 @@ Status FindDuplicate(const std::string& path, const ArrayBase& a, const IdMap& u
   return Status::InvalidArgument(fmt::format("{}: user {} rated item {} more than once", path,
                                              users.external(*dup / width),
                                              items.external(*dup % width)));
+}
+
+// Equal-count cuts as CutsFromCounts gives them, from a histogram of the keys present only
+// (increasing keys, their counts): a header's D bounds nothing that a dense histogram may take.
+std::vector<int64_t> CutsFromSparseCounts(const std::vector<std::pair<int64_t, uint64_t>>& counts,
+                                          int parts) {
+  uint64_t n = 0;
+  for (const auto& kc : counts) n += kc.second;
+  std::vector<int64_t> cuts;
+  if (n == 0) return cuts;
+  uint64_t below = 0;
+  int k = 1;
+  for (const auto& [v, c] : counts) {
+    if (k >= parts) break;
+    below += c;
+    while (k < parts && n * static_cast<uint64_t>(k) / static_cast<uint64_t>(parts) < below) {
+      cuts.push_back(v);
+      ++k;
+    }
+  }
+  return cuts;
+}
+
+// The smallest key of a rank-2 `a` held twice, as (key[0], key[1]).
+std::optional<std::pair<int64_t, int64_t>> SmallestDuplicate(const ArrayBase& a) {
+  const int64_t n = a.size(), width = a.extent(1);
+  std::vector<int64_t> linear(static_cast<size_t>(n));
+  for (int64_t p = 0; p < n; ++p) linear[p] = a.key_component(p, 0) * width + a.key_component(p, 1);
+  std::sort(linear.begin(), linear.end());
+  const auto dup = std::adjacent_find(linear.begin(), linear.end());
+  if (dup == linear.end()) return std::nullopt;
+  return std::make_pair(*dup / width, *dup % width);
 }
 
 }  // namespace
@@ -243,5 +283,135 @@ template Result<TripleData<double>> LoadTriplesPartitioned<double>(Context&, con
                                                                    const TripleOptions&,
                                                                    const LoadSplit&, RatingShare,
                                                                    ArrayOrigin);
+
+
+Result<Corpus> LoadDocwordPartitioned(
+    Context& ctx, const std::string& path, const DocwordShape& shape, const LoadSplit& split,
+    DocwordShare share, ArrayOrigin origin,
+    const std::function<std::string(int64_t doc, int64_t word)>& second_occurrence) {
+  const auto start = std::chrono::steady_clock::now();
+  // The docs this worker parsed with their entry counts, and its tokens. The message is a
+  // LoadedIds: `users` the docs present (0-based), `items` their entry counts, `trainCount` the
+  // entries and `testCount` the tokens.
+  std::vector<int64_t> docs, doc_entries;
+  uint64_t tokens = 0;
+  if (share.error.ok()) {
+    std::vector<std::pair<int64_t, uint64_t>> runs;  // entries are mostly grouped by doc
+    for (const DocwordEntry& e : share.entries) {
+      if (runs.empty() || runs.back().first != e.doc - 1) runs.emplace_back(e.doc - 1, 0);
+      ++runs.back().second;
+      tokens += static_cast<uint64_t>(e.count);
+    }
+    std::sort(runs.begin(), runs.end());
+    for (const auto& [d, c] : runs) {
+      if (!docs.empty() && docs.back() == d) {
+        doc_entries.back() += static_cast<int64_t>(c);
+      } else {
+        docs.push_back(d);
+        doc_entries.push_back(static_cast<int64_t>(c));
+      }
+    }
+  }
+  Result<std::vector<WorkerIds>> ids = GatherIds(
+      split, EncodeIds(share.error, false, docs, doc_entries, share.entries.size(), tokens));
+  if (!ids.ok()) return ids.status();
+  uint64_t entries_total = 0, tokens_total = 0;
+  std::vector<uint64_t> entry_offset;
+  std::vector<std::pair<int64_t, uint64_t>> histogram;
+  for (WorkerIds& w : *ids) {
+    if (!w.error.ok()) return w.error;  // the first in rank order: a whole-file read's first
+    if (w.users.size() != w.items.size()) {
+      return Status::DataLoss(fmt::format("a worker sent {} docs with {} entry counts",
+                                          w.users.size(), w.items.size()));
+    }
+    entry_offset.push_back(entries_total);
+    entries_total += w.train;
+    tokens_total += w.test;
+    for (size_t i = 0; i < w.users.size(); ++i) {
+      if (w.users[i] < 0 || w.users[i] >= shape.docs || w.items[i] < 0) {
+        return Status::DataLoss(fmt::format("a worker sent doc {} outside [0, {})", w.users[i],
+                                            shape.docs));
+      }
+      histogram.emplace_back(w.users[i], static_cast<uint64_t>(w.items[i]));
+    }
+    std::vector<int64_t>().swap(w.users);
+    std::vector<int64_t>().swap(w.items);
+  }
+  std::sort(histogram.begin(), histogram.end());
+  size_t kept = 0;  // equal docs (a document split between two workers' ranges) summed
+  for (size_t i = 0; i < histogram.size(); ++i) {
+    if (kept > 0 && histogram[kept - 1].first == histogram[i].first) {
+      histogram[kept - 1].second += histogram[i].second;
+    } else {
+      histogram[kept++] = histogram[i];
+    }
+  }
+  histogram.resize(kept);
+  const int W = split.num_workers;
+  // Equal-count document ranges, one per worker: the layout of a loop over documents.
+  const RecordPlan plan = PlanFromCuts(0, shape.docs, CutsFromSparseCounts(histogram, W), 1, W,
+                                       static_cast<int64_t>(entries_total));
+  std::vector<std::pair<int64_t, uint64_t>>().swap(histogram);
+  const double parse_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  Corpus corpus;
+  corpus.num_docs = shape.docs;
+  corpus.vocab_size = shape.vocab;
+  corpus.num_tokens = static_cast<int64_t>(tokens_total);
+  corpus.counts =
+      DistArray<int32_t, 2>::WithOrigin(ctx, {shape.docs, shape.vocab}, /*sparse=*/true, origin);
+  auto& counts = const_cast<ArrayBase&>(corpus.counts.base());
+  // Each entry straight to the holder of its document, with its place in file order.
+  const size_t rank = static_cast<size_t>(split.rank);
+  std::vector<std::vector<RecordBatch>> out(static_cast<size_t>(W), std::vector<RecordBatch>(1));
+  {
+    std::vector<size_t> sizes(static_cast<size_t>(W), 0);
+    for (const DocwordEntry& e : share.entries) ++sizes[OwnerOf(plan, e.doc - 1)];
+    for (size_t w = 0; w < sizes.size(); ++w) {
+      out[w][0].keys.reserve(2 * sizes[w]);
+      out[w][0].values.reserve(sizes[w] * sizeof(int32_t));
+      out[w][0].order.reserve(sizes[w]);
+    }
+    for (size_t i = 0; i < share.entries.size(); ++i) {
+      const DocwordEntry& e = share.entries[i];
+      RecordBatch& b = out[OwnerOf(plan, e.doc - 1)][0];
+      b.keys.push_back(e.doc - 1);
+      b.keys.push_back(e.word - 1);
+      const char* bytes = reinterpret_cast<const char*>(&e.count);
+      b.values.insert(b.values.end(), bytes, bytes + sizeof(int32_t));
+      b.order.push_back({0, entry_offset[rank] + i});
+    }
+    std::vector<DocwordEntry>().swap(share.entries);
+  }
+  TESSERA_RETURN_IF_ERROR(
+      ExchangeRecords(split.exchange, split.rank, {&counts}, {plan}, std::move(out)));
+
+  // Every (doc, word) now lives on one worker: the smallest held twice is found there (the
+  // ranges increase with rank) and named at its second occurrence, as a whole-file read does.
+  std::vector<int64_t> mine;
+  if (const auto dup = SmallestDuplicate(counts)) mine = {dup->first, dup->second};
+  Result<std::vector<WorkerIds>> verdicts =
+      GatherIds(split, EncodeIds(Status::Ok(), false, mine, {}, 0, 0));
+  if (!verdicts.ok()) return verdicts.status();
+  for (const WorkerIds& w : *verdicts) {
+    if (w.users.size() != 2) continue;
+    const int64_t doc = w.users[0] + 1, word = w.users[1] + 1;
+    return Status::InvalidArgument(fmt::format("{}: (docID {}, wordID {}) appears twice",
+                                               second_occurrence(doc, word), doc, word));
+  }
+  if (static_cast<int64_t>(entries_total) != shape.nnz) {
+    return Status::DataLoss(fmt::format("{}: the header promises NNZ = {} entries, the file has {}",
+                                        path, shape.nnz, entries_total));
+  }
+  malloc_trim(0);  // as after load_triples' exchange
+  ctx.logger().info(
+      "loaded {}: {} of {} entries held by this worker, docs [{}, {}) (partitioned; parse {:.3f} "
+      "s, exchange {:.3f} s)",
+      path, counts.size(), entries_total, plan.bounds[rank], plan.bounds[rank + 1], parse_seconds,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+          parse_seconds);
+  return corpus;
+}
 
 }  // namespace tessera::internal

@@ -23,10 +23,12 @@
 // (or "path:LINE" in worker 0's range). All workers must make the same load calls in the same
 // order (SPMD). An explicit `range` is read as given, by this process alone, with no all-gather.
 //
-// Partitioned data: when tessc proved that only loops touch load_triples' `train` and `test`
-// (built with tessera_add_program), the records are not all-gathered: every worker gets the same
-// id maps, shapes, nnz() and errors, but holds only the records of its users' key range, in file
-// order, and loops move them as their schedules need (docs/runtime.md, "Partitioned data").
+// Partitioned data: when tessc proved that only loops touch load_triples' `train` and `test`, or
+// load_docword's `counts` (built with tessera_add_program), the records are not all-gathered:
+// every worker gets the same id maps, shapes, nnz(), num_tokens and errors, but holds only the
+// records of its users' (documents') key range, in file order, and loops move them as their
+// schedules need (docs/runtime.md, "Partitioned data"). load_docword with max_docs below the
+// header's D still gathers every record.
 //
 // Byte ranges: every reader takes ReadRange{begin, end}. A line belongs to the range that contains
 // its first byte, so the ranges [0, b1), [b1, b2), ..., [bk, size) of one file together read every

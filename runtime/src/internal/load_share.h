@@ -86,6 +86,25 @@ Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& pa
                                              const TripleOptions& options, const LoadSplit& split,
                                              RatingShare share, ArrayOrigin origin);
 
+// What a docword file's header says.
+struct DocwordShape {
+  int64_t docs = 0;   // D
+  int64_t vocab = 0;  // W
+  int64_t nnz = 0;    // NNZ
+};
+
+// A split load_docword whose `counts` the job keeps partitioned: `share` holds this worker's
+// parsed entries (1-based, all of the header's documents kept) or its first error. Only per-doc
+// entry counts, totals and errors go to every worker; each entry goes to the worker holding its
+// document's key range (equal-count ranges of key[0]), so each worker ends with the elements of
+// its range, in file order, and the same shape, num_tokens and errors as a whole-file read.
+// `second_occurrence(doc, word)` (1-based) names where the second entry of a duplicate is in the
+// file, as the whole-file read names it; every worker calls it alike.
+Result<Corpus> LoadDocwordPartitioned(
+    Context& ctx, const std::string& path, const DocwordShape& shape, const LoadSplit& split,
+    DocwordShare share, ArrayOrigin origin,
+    const std::function<std::string(int64_t doc, int64_t word)>& second_occurrence);
+
 // The loaders behind load_triples and load_docword: `split` null reads `options.range` alone
 // (serial); otherwise this worker reads WorkerRange of each file and the shares are merged
 // through split->gather (options.range is ignored).

@@ -1,0 +1,82 @@
+// A program whose docword counts only loops touch, so that a distributed job loads them
+// partitioned by document (docs/runtime.md, "Partitioned data"). Its loops read the entries by
+// document (the layout of the load) and, with `byword`, also by word (the entries move) and
+// whole (a copy into a dense array). The digest it writes to OUT.<rank> must be the same on
+// every worker, in a serial run and with every record on every worker (partitioned_docword_test.cc).
+//
+//   partitioned_docword OUT DOCWORD (bydoc|byword)
+#include <tessera/tessera.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+using tessera::DistArray;
+using tessera::Key;
+
+namespace {
+
+// A per-entry hash of (doc, word, count), 0-based ids as stored: summed over the entries it is a
+// checksum of the file's entries that a lost or doubled entry changes (partitioned_docword_test
+// computes the same from the file).
+double EntryHash(int64_t doc, int64_t word, int32_t count) {
+  uint64_t h = static_cast<uint64_t>(doc) * 1000003u + static_cast<uint64_t>(word) * 7919u +
+               static_cast<uint64_t>(count);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 32;
+  return static_cast<double>(h % 1000003u);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s OUT DOCWORD (bydoc|byword)\n", argv[0]);
+    return 2;
+  }
+  tessera::Context ctx(argc, argv);
+  auto loaded = tessera::load_docword(ctx, argv[2]);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());
+    return 1;
+  }
+  DistArray<int32_t, 2>& counts = loaded->counts;
+  const int64_t docs = counts.extent(0), words = counts.extent(1);
+
+  // By document: each worker runs the entries it holds, in file order.
+  auto by_doc = DistArray<int64_t, 1>::dense(ctx, {docs});
+  auto last_word = DistArray<int64_t, 1>::filled(ctx, {docs}, -1);
+  tessera::Accumulator<double> checksum(ctx), entries(ctx);
+  tessera::parallel_for(counts, [&](const Key<2>& k, int32_t& c) {
+    // Order-sensitive: file order within a document.
+    by_doc(k[0]) = (by_doc(k[0]) * 3 + c) % 1000000007;
+    last_word(k[0]) = k[1];
+    checksum += EntryHash(k[0], k[1], c);
+    entries += 1;
+  });
+  auto by_word = DistArray<int64_t, 1>::dense(ctx, {words});
+  const bool byword = std::string(argv[3]) == "byword";
+  if (byword) {
+    // By word: the entries move to the workers of their words; then whole, into a dense copy.
+    tessera::parallel_for(counts, [&](const Key<2>& k, int32_t& c) { by_word(k[1]) += c * (k[0] + 1); });
+  }
+
+  const std::string name = std::string(argv[1]) + "." + std::to_string(ctx.job().rank);
+  std::FILE* out = std::fopen(name.c_str(), "w");
+  if (out == nullptr) {
+    std::perror(name.c_str());
+    return 2;
+  }
+  std::fprintf(out, "docs %" PRId64 " words %" PRId64 " nnz %" PRId64 " tokens %" PRId64
+               " entries %.17g checksum %.17g\n",
+               docs, words, counts.nnz(), loaded->num_tokens, entries.value(), checksum.value());
+  for (int64_t d = 0; d < docs; ++d) {
+    std::fprintf(out, "doc %" PRId64 " %" PRId64 " %" PRId64 "\n", d, by_doc(d), last_word(d));
+  }
+  for (int64_t w = 0; byword && w < words; ++w) {
+    std::fprintf(out, "word %" PRId64 " %" PRId64 "\n", w, by_word(w));
+  }
+  std::fclose(out);
+  return 0;
+}
