@@ -303,7 +303,9 @@ TEST(IdMapTest, IdsWithAndWithoutGapsMapToTheirRank) {
       ++rank;
     }
     for (int64_t unknown : {int64_t{-3}, int64_t{1}, int64_t{2}, int64_t{8}, int64_t{11}}) {
-      if (distinct.count(unknown) == 0) EXPECT_EQ(map.index(unknown), -1) << unknown;
+      if (distinct.count(unknown) == 0) {
+        EXPECT_EQ(map.index(unknown), -1) << unknown;
+      }
     }
   }
   EXPECT_EQ(IdMap().index(0), -1);

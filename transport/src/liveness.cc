@@ -118,6 +118,10 @@ class LivenessAgent::Impl {
   }
 
   bool answered() const { return heard_once_.load(std::memory_order_acquire); }
+  void Joined() {
+    joined_.store(true, std::memory_order_release);
+    waker_.Notify();
+  }
 
   void Abandon() {
     abandoned_.store(true, std::memory_order_release);
@@ -242,6 +246,10 @@ class LivenessAgent::Impl {
       while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
         if (!Handle(std::move(frame), now)) return;
       }
+      if (!heard_once_.load(std::memory_order_acquire) && joined_.load(std::memory_order_acquire)) {
+        last_heard_ = now;  // the join's answer
+        heard_once_.store(true, std::memory_order_release);
+      }
       WatchConnection(now, start);
       // A watching launcher reports a silent coordinator itself (and stops everything): give it
       // the time to, so that the report names the coordinator rather than this process.
@@ -273,6 +281,7 @@ class LivenessAgent::Impl {
   // Agent-thread state.
   Clock::time_point last_heard_;
   std::atomic<bool> heard_once_{false};
+  std::atomic<bool> joined_{false};  // Joined(): the coordinator answered the join
   bool supervised_ = false;
   std::thread thread_;  // last: joined (by Leave) before the state it uses goes away
 };
@@ -294,5 +303,6 @@ Result<std::unique_ptr<LivenessAgent>> LivenessAgent::Start(LivenessAgentOptions
 void LivenessAgent::Leave() { impl_->Leave(); }
 void LivenessAgent::Abandon() { impl_->Abandon(); }
 bool LivenessAgent::answered() const { return impl_->answered(); }
+void LivenessAgent::Joined() { impl_->Joined(); }
 
 }  // namespace tessera

@@ -98,6 +98,11 @@ class LivenessAgent {
   // kFirstHeartbeatGrace).
   bool answered() const;
 
+  // The process joined the job: the coordinator answered on another socket. From now on its
+  // silence counts from here, without the first-heartbeat grace, so that a coordinator lost
+  // before this agent's first heartbeat was answered is reported within the timeout too.
+  void Joined();
+
  private:
   class Impl;
   explicit LivenessAgent(std::unique_ptr<Impl> impl);
