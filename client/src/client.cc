@@ -65,7 +65,7 @@ Status Client::Impl::Start() {
                   fmt::format("joining via coordinator {}: {}", options_.coordinator,
                               membership.status().message()));
   }
-  liveness_->Joined();
+  if (liveness_) liveness_->Joined();  // none when heartbeats are off
   const auto& servers = membership->servers;
   num_workers_ = membership->num_workers;
   channels_.reserve(servers.size());

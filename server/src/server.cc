@@ -70,7 +70,7 @@ Status Server::Impl::Start() {
                   fmt::format("joining via coordinator {}: {}", options_.coordinator,
                               membership.status().message()));
   }
-  liveness_->Joined();
+  if (liveness_) liveness_->Joined();  // none when heartbeats are off
   num_workers_ = membership->num_workers;
   num_servers_ = static_cast<uint32_t>(std::max<size_t>(membership->servers.size(), 1));
   peers_.resize(num_workers_);
