@@ -254,10 +254,17 @@ class Coordinator::Impl {
     }
     if (peer_endpoints_[rank].empty()) ++peers_announced_;
     peer_endpoints_[rank] = a.getEndpoint();
-    peer_waiting_.push_back({identity, request_id});
+    // One answer held per rank: a later announcement supersedes the earlier one, whose request is
+    // answered now, so repeated announcements cannot grow the coordinator nor flood its answer.
+    if (auto it = peer_waiting_.find(rank); it != peer_waiting_.end()) {
+      SendError(it->second.identity, it->second.request_id,
+                proto::ErrorCode::FAILED_PRECONDITION,
+                fmt::format("worker {}'s peer endpoint was announced again", rank));
+    }
+    peer_waiting_[rank] = {identity, request_id};
     if (peers_announced_ < static_cast<size_t>(options_.num_workers)) return;
     peers_complete_ = true;
-    for (const auto& w : peer_waiting_) {
+    for (const auto& [r, w] : peer_waiting_) {
       OutgoingMessage msg(0, w.request_id);
       auto list = msg.envelope().getBody().initPeerList().initEndpoints(
           static_cast<unsigned>(peer_endpoints_.size()));
@@ -482,7 +489,7 @@ class Coordinator::Impl {
   std::vector<std::string> peer_endpoints_;  // by worker rank; see OnAnnouncePeer
   size_t peers_announced_ = 0;
   bool peers_complete_ = false;
-  std::vector<Waiter> peer_waiting_;
+  std::map<uint32_t, Waiter> peer_waiting_;  // by announced rank
   std::vector<std::string> server_ids_;
   size_t servers_registered_ = 0;
   std::map<uint32_t, std::string> worker_ids_;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -240,6 +241,50 @@ TEST_F(PeerMeshTest, TheCoordinatorRefusesBadAnnouncements) {
   ASSERT_NE(meshes[0], nullptr);
   // Once complete, a late announcement is refused rather than silently changing the mesh.
   EXPECT_EQ(announce(1, "s3cret"), proto::ErrorCode::FAILED_PRECONDITION);
+}
+
+// Announcing one rank again and again holds one answer for it, not one per announcement: the
+// earlier requests are answered as superseded at once, and the mesh's completion sends one peer
+// list per rank (a fuzzed peer announcing thousands of times once flooded its own answer queue).
+TEST_F(PeerMeshTest, RepeatedAnnouncementsHoldOneAnswerPerRank) {
+  StartCoordinator(2);
+  zmq::socket_t raw(zmq_, zmq::socket_type::dealer);
+  ConfigureSocket(raw);
+  SecureConnectSide(raw, "s3cret");
+  raw.connect(coordinator_->endpoint());
+  auto announce = [&raw](uint32_t rank, uint64_t request) {
+    OutgoingMessage msg(rank, request);
+    auto a = msg.envelope().getBody().initAnnouncePeer();
+    a.setRank(rank);
+    a.setEndpoint("tcp://127.0.0.1:1");
+    a.setSecret(SecretProof("s3cret"));
+    raw.send(msg.ToFrame(), zmq::send_flags::none);
+  };
+  constexpr int kRepeats = 50;
+  for (int i = 0; i < kRepeats; ++i) announce(0, 100 + i);
+  announce(1, 1000);
+  int superseded = 0, lists = 0;
+  std::set<uint64_t> listed;
+  zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+  while (superseded + lists < kRepeats + 1 && zmq::poll(&item, 1, std::chrono::seconds(10)) > 0) {
+    zmq::message_t frame;
+    while (raw.recv(frame, zmq::recv_flags::dontwait)) {
+      auto parsed = IncomingMessage::Parse(std::move(frame));
+      ASSERT_TRUE(parsed.ok());
+      auto body = (*parsed)->envelope().getBody();
+      if (body.isError()) {
+        EXPECT_EQ(body.getError().getCode(), proto::ErrorCode::FAILED_PRECONDITION);
+        ++superseded;
+      } else {
+        ASSERT_TRUE(body.isPeerList());
+        listed.insert((*parsed)->envelope().getRequestId());
+        ++lists;
+      }
+    }
+  }
+  EXPECT_EQ(superseded, kRepeats - 1);
+  EXPECT_EQ(lists, 2);
+  EXPECT_EQ(listed, (std::set<uint64_t>{100 + kRepeats - 1, 1000}));  // the latest of rank 0
 }
 
 // With a job secret a stranger's connection to an inbox fails its handshake: a forged message
