@@ -1,7 +1,6 @@
 #include "corpus/text_corpus.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +10,8 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+
+#include "tessera/common/line_file.h"
 
 namespace corpus {
 namespace {
@@ -28,41 +29,6 @@ bool HasLetter(const std::string& t) {
     const auto c = static_cast<unsigned char>(ch);
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
   });
-}
-
-struct GzCloser {
-  void operator()(gzFile_s* f) const { gzclose(f); }
-};
-
-// Calls line(text) for every line of a plain or gzip-compressed file.
-template <typename Line>
-Status ForEachLine(const std::string& path, Line&& line) {
-  std::unique_ptr<gzFile_s, GzCloser> in(gzopen(path.c_str(), "rb"));
-  if (in == nullptr) {
-    return Status::NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  }
-  std::string buf(1 << 20, '\0'), pending;
-  int n;
-  while ((n = gzread(in.get(), buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
-    size_t from = 0;
-    for (;;) {
-      const void* nl = std::memchr(buf.data() + from, '\n', static_cast<size_t>(n) - from);
-      if (nl == nullptr) break;
-      const size_t at = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
-      pending.append(buf, from, at - from);
-      line(pending);
-      pending.clear();
-      from = at + 1;
-    }
-    pending.append(buf, from, static_cast<size_t>(n) - from);
-  }
-  int err = Z_OK;
-  const char* message = gzerror(in.get(), &err);
-  if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-    return Status::DataLoss(fmt::format("cannot read '{}': {}", path, message));
-  }
-  if (!pending.empty()) line(pending);
-  return Status::Ok();
 }
 
 Status WriteFile(const std::string& path, const std::function<void(std::FILE*)>& fill) {
@@ -154,7 +120,7 @@ Result<Corpus> Build(const std::string& path, const Options& options) {
   }
   Corpus c;
   std::unordered_map<int64_t, int32_t> counts;
-  TESSERA_RETURN_IF_ERROR(ForEachLine(path, [&](const std::string& line) {
+  TESSERA_RETURN_IF_ERROR(tessera::ForEachLine(path, [&](std::string_view line, int64_t) -> Status {
     counts.clear();
     for (std::string& t : Tokenize(line, options.lowercase)) {
       const bool keep = fixed ? true
@@ -179,6 +145,7 @@ Result<Corpus> Build(const std::string& path, const Options& options) {
     std::vector<std::pair<int64_t, int32_t>> doc(counts.begin(), counts.end());
     for (const auto& [w, n] : doc) ++df[static_cast<size_t>(w)];
     c.docs.push_back(std::move(doc));
+    return Status::Ok();
   }));
   if (c.docs.empty()) return Status::InvalidArgument(fmt::format("'{}' holds no documents", path));
   // Final ids: the fixed vocabulary's, or the surviving words in alphabetical order.

@@ -1,7 +1,6 @@
 #include "mf/pair_file.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +9,8 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+
+#include "tessera/common/line_file.h"
 
 namespace mf {
 namespace {
@@ -79,43 +80,6 @@ bool IsNetflixHeader(std::string_view line) {
          std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-struct GzCloser {
-  void operator()(gzFile_s* f) const { gzclose(f); }
-};
-
-// Calls line(text, line_no) for every line of a plain or gzip-compressed file (zlib reads both)
-// until it returns an error.
-template <typename Line>
-Status ForEachLine(const std::string& path, Line&& line) {
-  std::unique_ptr<gzFile_s, GzCloser> in(gzopen(path.c_str(), "rb"));
-  if (in == nullptr) {
-    return Status::NotFound(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  }
-  std::string buf(1 << 20, '\0'), pending;
-  int64_t line_no = 0;
-  int n;
-  while ((n = gzread(in.get(), buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
-    size_t from = 0;
-    for (;;) {
-      const void* nl = std::memchr(buf.data() + from, '\n', static_cast<size_t>(n) - from);
-      if (nl == nullptr) break;
-      const size_t at = static_cast<size_t>(static_cast<const char*>(nl) - buf.data());
-      pending.append(buf, from, at - from);
-      TESSERA_RETURN_IF_ERROR(line(std::string_view(pending), ++line_no));
-      pending.clear();
-      from = at + 1;
-    }
-    pending.append(buf, from, static_cast<size_t>(n) - from);
-  }
-  int err = Z_OK;
-  const char* message = gzerror(in.get(), &err);
-  if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-    return Status::DataLoss(fmt::format("cannot read '{}': {}", path, message));
-  }
-  if (!pending.empty()) TESSERA_RETURN_IF_ERROR(line(std::string_view(pending), ++line_no));
-  return Status::Ok();
-}
-
 std::string_view SeparatorOf(TripleFormat format) {
   switch (format) {
     case TripleFormat::kTab:
@@ -142,7 +106,7 @@ Result<std::vector<Pair>> ReadPairs(const std::string& path, bool need_rating, b
   auto id = [string_ids](std::string_view s) {
     return string_ids ? std::string(s) : CanonicalId(s);
   };
-  Status read = ForEachLine(path, [&](std::string_view line, int64_t line_no) -> Status {
+  Status read = tessera::ForEachLine(path, [&](std::string_view line, int64_t line_no) -> Status {
     std::string_view l = Trim(line);
     if (l.empty()) return Status::Ok();
     const bool first = !detected;
