@@ -23,7 +23,7 @@ Result<FileRecord> WriteRecordShare(const std::string& dir, const std::string& n
   const auto n = static_cast<size_t>(a.size());
   // The storage itself, no copy: keys, values, places.
   const std::vector<std::span<const char>> pieces = {
-      {reinterpret_cast<const char*>(a.key_data()), n * static_cast<size_t>(a.rank()) * 8},
+      {reinterpret_cast<const char*>(a.key_data()), n * static_cast<size_t>(a.rank()) * sizeof(int64_t)},
       {static_cast<const char*>(const_cast<ArrayBase&>(a).value_data()), n * a.element_bytes()},
       {reinterpret_cast<const char*>(a.order_data()), n * sizeof(RecordOrder)}};
   Result<FileRecord> f = WriteDataFile(dir, name, pieces);
