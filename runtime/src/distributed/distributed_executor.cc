@@ -35,6 +35,10 @@
 namespace tessera::internal {
 namespace {
 
+// Idle frame buffers a worker keeps for its next steps' messages to peers: a few rotating blocks
+// or patches. More would count against the memory a worker holds between loops.
+constexpr size_t kIdleFrameBytes = size_t{16} << 20;
+
 // Runs positions [from, to) of block `block` (indices into the block's own order).
 void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
   if (to <= from) return;
@@ -273,6 +277,7 @@ class DistributedExecutor::Impl {
           RunStep(b, parts, task);
           partitioned_->Rotate(b, r, &extra_patches_);
           Publish(r, false, false);
+          partitioned_->ReleaseSent();
         }
         last_step = time_blocks - 1;
         if (PublishDeferred(b, time_blocks)) last_step = time_blocks;
@@ -520,7 +525,7 @@ class DistributedExecutor::Impl {
             t.transfer == Tracked::Transfer::kDiff && !additive) {
           int64_t tracked = 0;
           for (const auto& [lo, hi] : t.regions) tracked += hi - lo;
-          const auto changed = static_cast<int64_t>(p.values.size() / p.element_bytes);
+          const auto changed = static_cast<int64_t>(p.value_bytes() / p.element_bytes);
           if (tracked > 0 && 2 * changed >= tracked) site_->dense_writes.insert(id);
         }
         if (!p.runs.empty()) patches.push_back(std::move(p));
@@ -542,14 +547,14 @@ class DistributedExecutor::Impl {
     }
     const auto rank = static_cast<uint32_t>(options_.rank);
     auto encode = [&](const std::vector<PatchData>* own) {
-      return EncodePatches(rank, tag_, step, patches, own);
+      return EncodePatches(rank, tag_, step, patches, own, frame_pool_.get());
     };
     for (const PatchData& p : patches) {
-      stats_.patch_bytes_sent += p.values.size() * static_cast<uint64_t>(mesh_->size() - 1);
+      stats_.patch_bytes_sent += p.value_bytes() * static_cast<uint64_t>(mesh_->size() - 1);
     }
     if (per_peer) {
       for (const auto& own : *extra) {
-        for (const PatchData& p : own) stats_.block_bytes_sent += p.values.size();
+        for (const PatchData& p : own) stats_.block_bytes_sent += p.value_bytes();
       }
     }
     if (!per_peer) {
@@ -737,6 +742,8 @@ class DistributedExecutor::Impl {
   std::unique_ptr<PartitionedArrays> partitioned_;
   std::unique_ptr<PartitionedRecords> records_;
   std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish
+  // Buffers of the frames sent to peers, reused from step to step (frames in flight hold it).
+  std::shared_ptr<FramePool> frame_pool_ = FramePool::Create(kIdleFrameBytes);
   std::unique_ptr<ServerArrays> servers_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
   BlockCache blocks_;  // shared by sites that cut an array alike

@@ -125,10 +125,8 @@ class PartitionedArrays::Impl {
         p.layout = a->layout_version();
         p.element_bytes = a->element_bytes();
         p.runs = {static_cast<uint64_t>(t.lo * stride), static_cast<uint64_t>((t.hi - t.lo) * stride)};
-        const char* cur = static_cast<const char*>(a->value_data());
-        const int64_t e = static_cast<int64_t>(a->element_bytes());
-        p.values.assign(cur + t.lo * stride * e, cur + t.hi * stride * e);
-        stats_.repartition_bytes_sent += p.values.size();
+        p.source = static_cast<const char*>(a->value_data());  // encoded below, before Release
+        stats_.repartition_bytes_sent += p.value_bytes();
         out[static_cast<size_t>(t.to)].push_back(std::move(p));
       }
       before.ForEach(0, a->extent(0), [&](int64_t lo, int64_t hi, uint64_t held) {
@@ -329,7 +327,6 @@ class PartitionedArrays::Impl {
       ArrayBase* a = ctx_.arrays().at(id);
       const int d = rotating_dim_;  // the 2d loop's time dim
       const int64_t stride = a->value_count() / a->extent(0);
-      const int64_t e = static_cast<int64_t>(a->element_bytes());
       for (int q = options_.rank * T; q < options_.rank * T + T; ++q) {
         const int next_worker = ((q - 1 + P) % P) / T;
         if (next_worker == options_.rank) continue;
@@ -341,13 +338,13 @@ class PartitionedArrays::Impl {
         p.element_bytes = a->element_bytes();
         p.runs = {static_cast<uint64_t>(rows.lo * stride),
                   static_cast<uint64_t>((rows.hi - rows.lo) * stride)};
-        const char* cur = static_cast<const char*>(a->value_data());
-        p.values.assign(cur + rows.lo * stride * e, cur + rows.hi * stride * e);
-        stats_.rotation_bytes_sent += p.values.size();
+        p.source = static_cast<const char*>(a->value_data());
+        stats_.rotation_bytes_sent += p.value_bytes();
         (*extra_patches)[static_cast<size_t>(next_worker)].push_back(std::move(p));
-        // Copied into the patch: the memory goes now (if the block comes back to another of
-        // this worker's partitions later in the loop, the rows arrive again).
-        Release(a, rows.lo, rows.hi);
+        // Read when the step's message is encoded; the memory goes after that (ReleaseSent). If
+        // the block comes back to another of this worker's partitions later, the rows arrive
+        // again.
+        sent_.push_back({a, rows});
       }
     }
   }
@@ -410,6 +407,12 @@ class PartitionedArrays::Impl {
     virgin_.erase(a.id());
   }
 
+  // The rows the last Rotate handed over, now that their message is encoded.
+  void ReleaseSent() {
+    for (const auto& [a, rows] : sent_) Release(a, rows.lo, rows.hi);
+    sent_.clear();
+  }
+
   const std::map<int64_t, Role>& roles() const { return loop_roles_; }
   int64_t phase() const { return phase_; }
   struct Stats {
@@ -430,6 +433,7 @@ class PartitionedArrays::Impl {
   int rotating_dim_ = -1;                 // the running 2d loop's time dim
   int64_t phase_ = 0;                     // the running 2d loop's first time block (PhaseOf)
   std::map<int64_t, int64_t> rotations_;  // rotating loops each array took part in, by id
+  std::vector<std::pair<ArrayBase*, RowRange>> sent_;  // rotated out, released by ReleaseSent
   Stats stats_;
 };
 
@@ -453,6 +457,7 @@ void PartitionedArrays::Rotate(const Blocks& b, int r,
                                std::vector<std::vector<PatchData>>* per_peer) {
   impl_->RotatePartitioned(b, r, per_peer);
 }
+void PartitionedArrays::ReleaseSent() { impl_->ReleaseSent(); }
 void PartitionedArrays::Skipped(const LoopSchedule& s, const SiteBinding& binding) {
   impl_->SkippedPartitioned(s, binding);
 }

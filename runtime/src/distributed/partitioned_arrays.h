@@ -60,9 +60,11 @@ class PartitionedArrays {
   // The running loop's partitioned arrays by id: kLocal ones are written only by their holder
   // and must not be sent; kRotating ones travel only through Rotate.
   const std::map<int64_t, Role>& roles() const;
-  // After 2d step r: the rotating blocks this worker ran, for their next holders (by peer);
-  // their memory is released here.
+  // After 2d step r: the rotating blocks this worker ran, for their next holders (by peer), as
+  // patches that read the array (PatchData::source) when encoded.
   void Rotate(const Blocks& b, int r, std::vector<std::vector<PatchData>>* per_peer);
+  // After the patches of the last Rotate are encoded: releases the memory of the rows they sent.
+  void ReleaseSent();
   // The running 2d loop's phase: partition q runs time block (q * S + r + phase) mod (P * S) in
   // step r. Nonzero when the loop rotates arrays that rotated before: it starts where their
   // last rotation left them.

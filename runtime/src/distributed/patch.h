@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/transport/message.h"
+
 namespace tessera::internal {
 
 struct PatchData {
@@ -17,14 +19,24 @@ struct PatchData {
   bool additive = false;
   size_t element_bytes = 0;
   std::vector<uint64_t> runs;  // begin, count pairs (element positions)
+  // The elements' bytes, run after run. Or, when `source` is set, `values` is empty and run
+  // (begin, count) is read from source + begin * element_bytes when the patch is encoded: whole
+  // rows go from the array into the frame with one copy. The array must not change or release
+  // those elements before then.
   std::vector<char> values;
+  const char* source = nullptr;
+
+  size_t value_bytes() const;
 };
 
 // One PeerMessage from worker `rank` (tag, step) carrying `first` then `second` (may be null),
-// encoded as a frame for PeerMesh::SendCopy.
+// encoded as a frame for PeerMesh::SendCopy. With a `pool`, a large frame is built in one of its
+// buffers, which comes back to it when ZeroMQ has sent the frame: steps that send blocks of the
+// same size reuse the same memory instead of faulting fresh pages in.
 zmq::message_t EncodePatches(uint32_t rank, uint64_t tag, int64_t step,
                              const std::vector<PatchData>& first,
-                             const std::vector<PatchData>* second = nullptr);
+                             const std::vector<PatchData>* second = nullptr,
+                             FramePool* pool = nullptr);
 
 }  // namespace tessera::internal
 

@@ -171,7 +171,7 @@ void TrackStep(const Blocks& b, const std::vector<Part>& parts, Tracked* tracked
   }
 }
 
-// Every element of t's regions, as they are now (no comparison).
+// Every element of t's regions, read from the array when the patch is encoded (no comparison).
 PatchData WholePatch(const Tracked& t) {
   ArrayBase* a = t.array;
   CheckLayout(t);
@@ -180,13 +180,11 @@ PatchData WholePatch(const Tracked& t) {
   p.layout = t.layout;
   const size_t e = a->element_bytes();
   p.element_bytes = e;
-  const char* cur = static_cast<const char*>(a->value_data());
+  p.source = static_cast<const char*>(a->value_data());
   for (const auto& [lo, hi] : t.regions) {
     if (hi <= lo) continue;
     p.runs.push_back(static_cast<uint64_t>(lo));
     p.runs.push_back(static_cast<uint64_t>(hi - lo));
-    p.values.insert(p.values.end(), cur + lo * static_cast<int64_t>(e),
-                    cur + hi * static_cast<int64_t>(e));
   }
   return p;
 }

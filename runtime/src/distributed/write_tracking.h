@@ -68,8 +68,8 @@ std::map<int64_t, Tracked> ExactTracking(const LoopSchedule& s, const SiteBindin
 // afterwards (none for transfers that send whole rows or nothing per step).
 void TrackStep(const Blocks& b, const std::vector<Part>& parts, Tracked* t);
 
-// Every element of t's regions as they are now / only those that differ from the snapshot
-// (`additive`: as differences, for arithmetic arrays).
+// Every element of t's regions, read from the array when encoded (PatchData::source) / only
+// those that differ from the snapshot (`additive`: as differences, for arithmetic arrays).
 PatchData WholePatch(const Tracked& t);
 PatchData DiffPatch(const Tracked& t, bool additive);
 
