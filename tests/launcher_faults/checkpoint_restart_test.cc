@@ -324,9 +324,14 @@ TEST_F(CheckpointRestartTest, LdaTwoWorkersRestartedAfterAKillEndsAtTheSameQuali
   // Loop 0 draws the initial topics; iteration i runs loops 4i-3 .. 4i (two sweeps, two
   // log-likelihood loops): the iterations done before the checkpoint are replayed.
   const int replayed = (loop - 1) / 4;
+  // A kill right after the first checkpoint may come before the first attempt printed anything.
   const auto attempts = PrintedLogLikelihoods(r.out);
-  ASSERT_EQ(attempts.size(), 2u) << r.out;
-  for (int iter = 1; iter <= replayed; ++iter) {
+  ASSERT_GE(attempts.size(), 1u) << r.out;
+  ASSERT_LE(attempts.size(), 2u) << r.out;
+  if (attempts.size() == 1) {
+    EXPECT_EQ(replayed, 0) << r.out;
+  }
+  for (int iter = 1; attempts.size() == 2 && iter <= replayed; ++iter) {
     ASSERT_TRUE(attempts[0].contains(iter) && attempts[1].contains(iter)) << iter;
     EXPECT_EQ(attempts[1].at(iter), attempts[0].at(iter)) << "replayed iteration " << iter;
   }

@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,23 +20,18 @@
 #include "distributed/fatal.h"
 #include "distributed/partitioned_arrays.h"
 #include "distributed/partitioned_records.h"
-#include "distributed/patch.h"
 #include "distributed/peer_mesh.h"
 #include "distributed/server_arrays.h"
+#include "distributed/step_exchange.h"
 #include "distributed/write_tracking.h"
 #include "internal/array_binding.h"
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
 #include "tessera/common/check.h"
 #include "tessera/context.h"
-#include "tessera/transport/message.h"
 
 namespace tessera::internal {
 namespace {
-
-// Idle frame buffers a worker keeps for its next steps' messages to peers: a few rotating blocks
-// or patches. More would count against the memory a worker holds between loops.
-constexpr size_t kIdleFrameBytes = size_t{16} << 20;
 
 // Runs positions [from, to) of block `block` (indices into the block's own order).
 void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
@@ -123,6 +117,9 @@ class DistributedExecutor::Impl {
                                    .threads = options_.threads,
                                    .pipeline_depth = options_.pipeline_depth},
         ctx_, *mesh_);
+    steps_ = std::make_unique<StepExchange>(
+        StepExchange::Options{.rank = options_.rank, .threads = options_.threads}, ctx_, *mesh_,
+        *partitioned_);
     records_ = std::make_unique<PartitionedRecords>(
         PartitionedRecords::Options{.rank = options_.rank,
                                     .num_workers = options_.num_workers,
@@ -146,7 +143,7 @@ class DistributedExecutor::Impl {
         "communication: {} loops, {} steps, {} B of patches to peers ({} B on the mesh); "
         "parameter servers: {} clocks, {} B of updates early and {} B at clock boundaries "
         "({} rows early), {} reads (staleness mean {:.2f}, max {})",
-        stats_.loops, stats_.steps, stats_.patch_bytes_sent + stats_.block_bytes_sent,
+        stats_.loops, steps_->steps(), steps_->patch_bytes_sent() + steps_->block_bytes_sent(),
         mesh_ ? mesh_->bytes_sent() : 0,
         servers_->clocks(), c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
@@ -199,7 +196,7 @@ class DistributedExecutor::Impl {
     Traffic t;
     t.rotation = partitioned_->rotation_bytes();
     t.repartition = partitioned_->repartition_bytes() + records_->bytes_sent();
-    t.patches = stats_.patch_bytes_sent;
+    t.patches = steps_->patch_bytes_sent();
     const ClientStats c = client_->stats();
     t.server_updates = c.early_bytes_sent + c.boundary_bytes_sent;
     return t;
@@ -226,9 +223,7 @@ class DistributedExecutor::Impl {
     ++stats_.loops;
     if (site.schedule == nullptr) {
       records_->GatherAll();  // the body may touch any array
-      ++tag_;
-      applied_step_ = -1;
-      partitioned_->MaterializeAll(tag_);
+      partitioned_->MaterializeAll(++tag_);
       RunReplicated(site, space, task);
       return;
     }
@@ -244,10 +239,10 @@ class DistributedExecutor::Impl {
     const bool split_space = records_->Place(s, space, binding);
     const Blocks& b = BlocksFor(&state, s, space, split_space);
     ++tag_;
-    applied_step_ = -1;
-    BeginLoop(s, space, binding, &state);
+    servers_->AdoptSerialRelaxedChanges();
+    steps_->BeginLoop(s, space, binding, &state.dense_writes, tag_);
     partitioned_->Place(s, b, binding, tag_);
-    TrackPartitioned();
+    steps_->TrackPartitioned();
     int64_t last_step = 0;
     const int first = options_.rank * T;
     std::vector<Part> parts(static_cast<size_t>(T));
@@ -267,7 +262,7 @@ class DistributedExecutor::Impl {
         const int time_blocks = P * S;
         const int64_t phase = partitioned_->phase();
         for (int r = 0; r < time_blocks; ++r) {
-          AwaitThrough(r - S);
+          steps_->AwaitThrough(r - S);
           for (int t = 0; t < T; ++t) {
             const int q = first + t;
             const int64_t block =
@@ -275,18 +270,18 @@ class DistributedExecutor::Impl {
             parts[t] = {block, 0, b.block_size(block)};
           }
           RunStep(b, parts, task);
-          partitioned_->Rotate(b, r, &extra_patches_);
+          partitioned_->Rotate(b, r, steps_->per_peer());
           Publish(r, false, false);
           partitioned_->ReleaseSent();
         }
         last_step = time_blocks - 1;
-        if (PublishDeferred(b, time_blocks)) last_step = time_blocks;
+        if (steps_->PublishDeferred(b, time_blocks)) last_step = time_blocks;
         break;
       }
       case LoopStrategy::kUnimodular: {
         const int64_t waves = static_cast<int64_t>(b.waves.size()) - 1;
         for (int64_t w = 0; w < waves; ++w) {
-          AwaitThrough(w - 1);
+          steps_->AwaitThrough(w - 1);
           const int64_t first_block = b.waves[w];
           const int64_t count = b.offsets[b.waves[w + 1]] - b.offsets[first_block];
           if (count < options_.min_parallel_wavefront) {
@@ -313,17 +308,17 @@ class DistributedExecutor::Impl {
         // in progress), as SSP allows.
         const int C = options_.data_parallel_clocks;
         const int F = options_.data_parallel_flushes;
-        for (int64_t id : servers_->BeginDataParallel(site.staleness, TrackedArrays())) {
-          tracked_.erase(id);  // on the servers, not patched over the mesh
+        for (int64_t id : servers_->BeginDataParallel(site.staleness, steps_->TrackedArrays())) {
+          steps_->Untrack(id);  // on the servers, not patched over the mesh
         }
         for (int c = 0; c < C; ++c) {
-          AwaitThrough(c - 1 - site.staleness);
+          steps_->AwaitThrough(c - 1 - site.staleness);
           // The mesh-patched arrays are compared once per clock: snapshot at the clock's start.
           for (int t = 0; t < T; ++t) {
             const int64_t n = b.block_size(first + t);
             parts[t] = {first + t, n * c / C, n * (c + 1) / C};
           }
-          BeginStep(b, parts);
+          steps_->BeginStep(b, parts);
           for (int f = 0; f < F; ++f) {
             const int64_t piece = static_cast<int64_t>(c) * F + f,
                           pieces = static_cast<int64_t>(C) * F;
@@ -338,15 +333,15 @@ class DistributedExecutor::Impl {
           Publish(c, /*additive=*/true, false);
         }
         last_step = C - 1;
-        AwaitThrough(last_step);
+        steps_->AwaitThrough(last_step);
         servers_->EndDataParallel(site.staleness);
         break;
       }
     }
-    AwaitThrough(last_step);  // no-op after a data-parallel loop
+    steps_->AwaitThrough(last_step);  // no-op after a data-parallel loop
     partitioned_->Finish(s, b);
     ReduceAccumulators();
-    EndLoop();
+    steps_->EndLoop();
   }
 
  private:
@@ -418,7 +413,7 @@ class DistributedExecutor::Impl {
 
   // A step: snapshot what it may write, run it.
   void RunStep(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task) {
-    BeginStep(b, parts);
+    steps_->BeginStep(b, parts);
     RunParts(b, parts, task);
   }
 
@@ -434,235 +429,11 @@ class DistributedExecutor::Impl {
     Publish(0, false, /*replicated=*/true);
   }
 
-  // Before a step: each tracked array's regions and snapshot for `parts` (write_tracking.h).
-  void BeginStep(const Blocks& b, const std::vector<Part>& parts) {
-    for (auto& [id, t] : tracked_) TrackStep(b, parts, &t);
-    step_open_ = true;
-  }
-
-  void BeginLoop(const LoopSchedule& s, const ArrayBase& space, const SiteBinding& binding,
-                 SiteState* state) {
-    awaited_ = true;
-    site_ = state;
-    servers_->AdoptSerialRelaxedChanges();
-    tracked_.clear();
-    if (!s.writes_unknown && binding.complete(s)) {
-      tracked_ = ExactTracking(s, binding, space);
-    } else {
-      for (auto& [id, a] : ctx_.arrays()) {
-        if (a->relaxed()) continue;
-        if (std::optional<Tracked> t = TrackingFor(s, space, a)) tracked_.emplace(id, std::move(*t));
-      }
-    }
-    // A partitioned sparse array here is the space, each element held by the one worker that
-    // runs it: its writes stay where they are.
-    std::erase_if(tracked_, [](const auto& e) { return e.second.array->record_partition() != nullptr; });
-    // Positions the last run of this site mostly changed (a body that rewrites its element, as
-    // samplers do) go whole: each is written only by the worker that runs it, so its whole value
-    // is what the peers must have, and the snapshot and comparison would be wasted work. Not for
-    // data-parallel loops, whose patches are additive differences.
-    if (s.strategy != LoopStrategy::kDataParallel) {
-      for (auto& [id, t] : tracked_) {
-        if (t.scope == Tracked::Scope::kPositions && t.transfer == Tracked::Transfer::kDiff &&
-            state->dense_writes.count(id)) {
-          t.transfer = Tracked::Transfer::kRotate;
-        }
-      }
-    }
-  }
-
-  void EndLoop() {
-    site_ = nullptr;
-    tracked_.clear();
-    awaited_ = false;
-  }
-
-  // The arrays the running loop may write, by id.
-  std::vector<ArrayBase*> TrackedArrays() const {
-    std::vector<ArrayBase*> out;
-    for (const auto& [id, t] : tracked_) out.push_back(t.array);
-    return out;
-  }
-
-  // The running loop's partitioned arrays are tracked by their role: a local one is written only
-  // by its holder and sent nowhere; a rotating one travels only through PartitionedArrays::Rotate.
-  void TrackPartitioned() {
-    using Role = PartitionedArrays::Role;
-    for (const auto& [id, role] : partitioned_->roles()) {
-      auto t = tracked_.find(id);
-      if (role == Role::kLocal) {
-        if (t != tracked_.end()) tracked_.erase(t);
-      } else if (role == Role::kRotating && t != tracked_.end()) {
-        t->second.transfer = Tracked::Transfer::kPartitioned;
-      } else if (role == Role::kRotating) {
-        Tracked fresh;  // read-only here, but its blocks still rotate (Apply must accept them)
-        fresh.array = ctx_.arrays().at(id);
-        fresh.layout = fresh.array->layout_version();
-        fresh.scope = Tracked::Scope::kRows;
-        fresh.transfer = Tracked::Transfer::kPartitioned;
-        tracked_.emplace(id, std::move(fresh));
-      }
-    }
-    extra_patches_.assign(static_cast<size_t>(mesh_->size()), {});
-  }
-
-  // Sends what this worker changed in `step` to every peer (replicated steps: nothing, every
-  // worker made the same changes), then syncs the relaxed arrays, which makes the step a clock.
+  // Sends what this worker changed in `step` to its peers (StepExchange::Publish), then syncs
+  // the relaxed arrays, which makes the step a clock.
   void Publish(int64_t step, bool additive, bool replicated) {
-    ++stats_.steps;
-    // Scheduled loops wait for every peer's message of every step, so replicated steps of them
-    // still send one, empty.
-    if ((!replicated || awaited_) && mesh_->size() > 1) {
-      std::vector<PatchData> patches;
-      for (auto& [id, t] : tracked_) {
-        if (replicated || !step_open_) break;
-        if (t.transfer == Tracked::Transfer::kDeferred ||
-            t.transfer == Tracked::Transfer::kPartitioned) {
-          continue;
-        }
-        PatchData p = t.transfer == Tracked::Transfer::kRotate ? WholePatch(t) : DiffPatch(t, additive);
-        if (site_ != nullptr && t.scope == Tracked::Scope::kPositions &&
-            t.transfer == Tracked::Transfer::kDiff && !additive) {
-          int64_t tracked = 0;
-          for (const auto& [lo, hi] : t.regions) tracked += hi - lo;
-          const auto changed = static_cast<int64_t>(p.value_bytes() / p.element_bytes);
-          if (tracked > 0 && 2 * changed >= tracked) site_->dense_writes.insert(id);
-        }
-        if (!p.runs.empty()) patches.push_back(std::move(p));
-      }
-      SendToPeers(step, patches, &extra_patches_);
-    }
-    step_open_ = false;
+    steps_->Publish(step, additive, replicated);
     servers_->Sync(replicated, /*clock=*/true);
-  }
-
-  // One PeerMessage of `step` to every peer, carrying `patches` and, when given, the patches
-  // for that peer alone ((*extra)[peer], cleared afterwards).
-  void SendToPeers(int64_t step, const std::vector<PatchData>& patches,
-                   std::vector<std::vector<PatchData>>* extra = nullptr) {
-    if (mesh_->size() <= 1) return;
-    bool per_peer = false;
-    if (extra != nullptr) {
-      for (const auto& e : *extra) per_peer |= !e.empty();
-    }
-    const auto rank = static_cast<uint32_t>(options_.rank);
-    auto encode = [&](const std::vector<PatchData>* own) {
-      return EncodePatches(rank, tag_, step, patches, own, frame_pool_.get());
-    };
-    for (const PatchData& p : patches) {
-      stats_.patch_bytes_sent += p.value_bytes() * static_cast<uint64_t>(mesh_->size() - 1);
-    }
-    if (per_peer) {
-      for (const auto& own : *extra) {
-        for (const PatchData& p : own) stats_.block_bytes_sent += p.value_bytes();
-      }
-    }
-    if (!per_peer) {
-      zmq::message_t frame = encode(nullptr);
-      for (int r = 0; r < mesh_->size(); ++r) {
-        if (r == options_.rank) continue;
-        CheckOk(mesh_->SendCopy(r, frame), "sending a step's changes");
-      }
-      return;
-    }
-    for (int r = 0; r < mesh_->size(); ++r) {
-      if (r == options_.rank) continue;
-      CheckOk(mesh_->SendFrame(r, encode(&(*extra)[static_cast<size_t>(r)])),
-              "sending a step's changes");
-    }
-    for (auto& e : *extra) e.clear();
-  }
-
-  // After a 2d loop's last step: the rows of this worker's space blocks of every kDeferred array,
-  // whole, as one more step (`step`) that every peer waits for. Returns whether there was one.
-  bool PublishDeferred(const Blocks& b, int64_t step) {
-    bool any = false;
-    std::vector<PatchData> patches;
-    for (auto& [id, t] : tracked_) {
-      if (t.transfer != Tracked::Transfer::kDeferred) continue;
-      any = true;
-      ArrayBase* a = t.array;
-      const int64_t rows = a->extent(0);
-      const int64_t stride = a->value_count() / rows;
-      const int d = t.row_dims[0].key_dim;
-      const int T = options_.threads;
-      const int P = options_.num_workers * T;
-      const int64_t per_space = b.num_blocks() / P;  // blocks are numbered space-major
-      t.regions.clear();
-      for (int q = options_.rank * T; q < options_.rank * T + T; ++q) {
-        for (int64_t blk = q * per_space; blk < (q + 1) * per_space; ++blk) {
-          const int64_t lo = std::max<int64_t>(0, b.key_lo[blk * b.rank + d]);
-          const int64_t hi = std::min<int64_t>(rows, b.key_hi[blk * b.rank + d] + 1);
-          if (lo < hi) t.regions.push_back({lo * stride, hi * stride});
-        }
-      }
-      MergeRanges(&t.regions);
-      PatchData p = WholePatch(t);
-      if (!p.runs.empty()) patches.push_back(std::move(p));
-    }
-    if (!any) return false;
-    ++stats_.steps;
-    SendToPeers(step, patches);
-    return true;
-  }
-
-  // Applies every peer's patches of steps up to `step`, in step order (each patch says whether
-  // it adds or overwrites).
-  void AwaitThrough(int64_t step) {
-    for (int64_t s = applied_step_ + 1; s <= step; ++s) {
-      for (int r = 0; r < mesh_->size(); ++r) {
-        if (r == options_.rank) continue;
-        Result<std::unique_ptr<IncomingMessage>> msg = mesh_->Receive(r, tag_, s);
-        CheckOk(msg.status(), "waiting for a peer's changes");
-        Apply(r, **msg);
-      }
-      applied_step_ = s;
-    }
-  }
-
-  void Apply(int from, const IncomingMessage& msg) {
-    try {
-      for (auto patch : msg.envelope().getBody().getPeer().getPatches()) {
-        auto it = tracked_.find(patch.getArray());
-        if (it == tracked_.end()) {
-          Fatal(
-              fmt::format("worker {} changed array #{}, which this worker does not have or does "
-                          "not expect the loop to write; code outside parallel_for must create "
-                          "the same arrays on every worker",
-                          from, patch.getArray()));
-        }
-        Tracked& t = it->second;
-        ArrayBase* a = t.array;
-        const size_t e = a->element_bytes();
-        if (patch.getLayoutVersion() != t.layout || patch.getElementBytes() != e) {
-          Fatal(
-              fmt::format("array #{} differs between workers {} and {} (layout {} vs {}); code "
-                          "outside parallel_for must compute the same on every worker",
-                          a->id(), from, options_.rank, patch.getLayoutVersion(), t.layout));
-        }
-        auto runs = patch.getRuns();
-        auto values = patch.getValues();
-        if (runs.size() % 2 != 0) Fatal("malformed patch (odd run list)");
-        const uint64_t n = static_cast<uint64_t>(a->value_count());
-        char* cur = static_cast<char*>(a->value_data());
-        size_t at = 0;
-        for (unsigned i = 0; i < runs.size(); i += 2) {
-          const uint64_t begin = runs[i], count = runs[i + 1];
-          if (begin > n || count > n - begin || at + count * e > values.size()) {
-            Fatal(fmt::format("malformed patch for array #{} from worker {}", a->id(), from));
-          }
-          const char* src = reinterpret_cast<const char*>(values.begin()) + at;
-          if (patch.getAdditive()) {
-            a->AddValues(cur + begin * e, src, static_cast<int64_t>(count));
-          } else {
-            std::memcpy(cur + begin * e, src, count * e);
-          }
-          at += count * e;
-        }
-      }
-    } catch (const kj::Exception& e) {
-      Fatal(fmt::format("malformed patch from worker {}: {}", from, e.getDescription().cStr()));
-    }
   }
 
   // Sums the accumulators' loop contributions (executor slots 1..) over the workers. What
@@ -733,17 +504,10 @@ class DistributedExecutor::Impl {
   zmq::context_t zmq_;
   std::unique_ptr<Client> client_;
   std::unique_ptr<PeerMesh> mesh_;
-  uint64_t tag_ = 0;           // exchanges so far; identical on every worker
-  int64_t applied_step_ = -1;  // peers' steps of the current loop applied here
-  bool awaited_ = false;       // inside a scheduled loop, whose every step peers wait for
-  bool step_open_ = false;     // BeginStep took the snapshots the next Publish compares with
-  SiteState* site_ = nullptr;  // the running loop's site
-  std::map<int64_t, Tracked> tracked_;
+  uint64_t tag_ = 0;  // exchanges so far; identical on every worker
   std::unique_ptr<PartitionedArrays> partitioned_;
   std::unique_ptr<PartitionedRecords> records_;
-  std::vector<std::vector<PatchData>> extra_patches_;  // per peer, for the next Publish
-  // Buffers of the frames sent to peers, reused from step to step (frames in flight hold it).
-  std::shared_ptr<FramePool> frame_pool_ = FramePool::Create(kIdleFrameBytes);
+  std::unique_ptr<StepExchange> steps_;
   std::unique_ptr<ServerArrays> servers_;
   std::map<const EmbeddedSchedule*, SiteState> sites_;
   BlockCache blocks_;  // shared by sites that cut an array alike
@@ -751,9 +515,6 @@ class DistributedExecutor::Impl {
   // What the final log line reports.
   struct Stats {
     uint64_t loops = 0;
-    uint64_t steps = 0;
-    uint64_t patch_bytes_sent = 0;  // element payload of patches sent to every peer
-    uint64_t block_bytes_sent = 0;  // element payload sent to one peer (rotating blocks)
   } stats_;
 };
 

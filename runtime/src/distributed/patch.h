@@ -3,11 +3,10 @@
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_PATCH_H_
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_PATCH_H_
 
-#include <zmq.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include <zmq.hpp>
 
 #include "tessera/transport/message.h"
 
