@@ -14,22 +14,13 @@
 #include "distributed/peer_mesh.h"
 
 namespace tessera::internal {
-namespace {
-
-// Idle frame buffers a worker keeps for its next steps' messages to peers: a few rotating blocks
-// or patches. More would count against the memory a worker holds between loops.
-constexpr size_t kIdleFrameBytes = size_t{16} << 20;
-
-}  // namespace
-
 StepExchange::StepExchange(const Options& options, Context& ctx, PeerMesh& mesh,
                            PartitionedArrays& partitioned)
     : options_(options),
       ctx_(ctx),
       mesh_(mesh),
       partitioned_(partitioned),
-      per_peer_(static_cast<size_t>(mesh.size())),
-      frame_pool_(FramePool::Create(kIdleFrameBytes)) {}
+      per_peer_(static_cast<size_t>(mesh.size())) {}
 
 // Before a step: each tracked array's regions and snapshot for `parts` (write_tracking.h).
 void StepExchange::BeginStep(const Blocks& b, const std::vector<Part>& parts) {
@@ -149,8 +140,10 @@ void StepExchange::SendToPeers(int64_t step, const std::vector<PatchData>& patch
     patch_bytes_sent_ += p.value_bytes() * static_cast<uint64_t>(mesh_.size() - 1);
   }
   const auto rank = static_cast<uint32_t>(options_.rank);
+  // Not from a FramePool: idle pooled buffers of rotating blocks raised MF's peak per worker at
+  // -w 4 by 4-12 MB (bench/README.md); a one-segment frame already saves the copies.
   auto encode = [&](const std::vector<PatchData>* own) {
-    return EncodePatches(rank, tag_, step, patches, own, frame_pool_.get());
+    return EncodePatches(rank, tag_, step, patches, own);
   };
   if (!per_peer) {
     zmq::message_t frame = encode(nullptr);

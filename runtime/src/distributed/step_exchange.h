@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <set>
 #include <vector>
 
@@ -85,8 +84,6 @@ class StepExchange {
   std::set<int64_t>* dense_writes_ = nullptr;  // the running site's
   std::map<int64_t, Tracked> tracked_;
   std::vector<std::vector<PatchData>> per_peer_;
-  // Buffers of the frames sent to peers, reused from step to step (frames in flight hold it).
-  std::shared_ptr<FramePool> frame_pool_;
   uint64_t steps_ = 0;
   uint64_t patch_bytes_sent_ = 0;
   uint64_t block_bytes_sent_ = 0;
