@@ -11,9 +11,72 @@ namespace tessera::internal {
 
 std::vector<int64_t> KeyComponents(const ArrayBase& space, int dim) {
   std::vector<int64_t> c(static_cast<size_t>(space.size()));
-  space.key_components(dim, c.data());
+  space.key_components(dim, 0, space.size(), c.data());
   return c;
 }
+
+namespace {
+
+// Positions whose keys are read at a time when blocks are made: walking a space of n elements
+// holds this many keys per dim, not n (8 bytes each).
+constexpr int64_t kKeyChunk = int64_t{1} << 15;
+
+// The cuts along `dim` into `parts` ranges of about equal count (EqualCountCuts), counting the
+// keys chunk by chunk when they are indices below the extent (always, for DistArrays).
+std::vector<int64_t> DimCuts(const ArrayBase& space, int dim, int parts) {
+  const int64_t n = space.size(), extent = space.extent(dim);
+  if (n == 0) return {};
+  if (extent <= 0 || extent > 4 * n + 1024) {
+    return EqualCountCuts(KeyComponents(space, dim), extent, parts);
+  }
+  std::vector<uint64_t> count(static_cast<size_t>(extent), 0);
+  std::vector<int64_t> keys(static_cast<size_t>(std::min(n, kKeyChunk)));
+  for (int64_t first = 0; first < n; first += kKeyChunk) {
+    const int64_t m = std::min(kKeyChunk, n - first);
+    space.key_components(dim, first, m, keys.data());
+    for (int64_t i = 0; i < m; ++i) {
+      if (keys[i] < 0 || keys[i] >= extent) {
+        return EqualCountCuts(KeyComponents(space, dim), extent, parts);
+      }
+      ++count[static_cast<size_t>(keys[i])];
+    }
+  }
+  return CutsFromCounts(count, parts);
+}
+
+// Counting sort of the positions by block, positions increasing inside each block, where
+// block_ids(first, m, out) gives the blocks of positions [first, first + m). Two passes over the
+// keys, a chunk at a time: a space costs its 8-byte positions and nothing else, and nothing at
+// all when every block is a range of consecutive positions (b->identity).
+template <typename BlockIds>
+void FillBlocksByChunks(int64_t n, int num_blocks, BlockIds&& block_ids, Blocks* b) {
+  b->offsets.assign(static_cast<size_t>(num_blocks) + 1, 0);
+  std::vector<int> ids(static_cast<size_t>(std::min(n, kKeyChunk)));
+  bool ordered = true;  // block ids never decrease along the positions
+  int last = 0;
+  for (int64_t first = 0; first < n; first += kKeyChunk) {
+    const int64_t m = std::min(kKeyChunk, n - first);
+    block_ids(first, m, ids.data());
+    for (int64_t i = 0; i < m; ++i) {
+      ++b->offsets[ids[i] + 1];
+      ordered = ordered && ids[i] >= last;
+      last = ids[i];
+    }
+  }
+  for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
+  b->positions.clear();
+  b->identity = ordered;
+  if (ordered) return;
+  std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
+  b->positions.resize(static_cast<size_t>(n));
+  for (int64_t first = 0; first < n; first += kKeyChunk) {
+    const int64_t m = std::min(kKeyChunk, n - first);
+    block_ids(first, m, ids.data());
+    for (int64_t i = 0; i < m; ++i) b->positions[fill[ids[i]]++] = first + i;
+  }
+}
+
+}  // namespace
 
 // Keys are indices below `extent`, so a histogram finds the cuts in linear time; the sort is for
 // keys outside it (never for DistArrays).
@@ -58,24 +121,6 @@ int BlockOf(const std::vector<int64_t>& cuts, int64_t v) {
   return static_cast<int>(std::upper_bound(cuts.begin(), cuts.end(), v) - cuts.begin());
 }
 
-void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b) {
-  b->offsets.assign(static_cast<size_t>(num_blocks) + 1, 0);
-  for (int id : block_of) ++b->offsets[id + 1];
-  for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
-  std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
-  b->positions.resize(block_of.size());
-  bool identity = true;
-  for (size_t p = 0; p < block_of.size(); ++p) {
-    const int64_t at = fill[block_of[p]]++;
-    b->positions[at] = static_cast<int64_t>(p);
-    identity = identity && at == static_cast<int64_t>(p);
-  }
-  if (identity) {
-    std::vector<int64_t>().swap(b->positions);
-    b->identity = true;
-  }
-}
-
 void MarkContiguous(Blocks* b) {
   b->contiguous.assign(static_cast<size_t>(b->num_blocks()), 1);
   if (b->identity) return;
@@ -99,29 +144,37 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
     case LoopStrategy::kIndependent:
     case LoopStrategy::k1D:
     case LoopStrategy::kDataParallel: {
-      const std::vector<int64_t> keys = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> cuts =
-          grid.space_cuts != nullptr ? *grid.space_cuts
-                                     : EqualCountCuts(keys, space.extent(s.space_dim), grid.space_parts);
-      std::vector<int> block_of(n);
-      for (size_t p = 0; p < n; ++p) block_of[p] = BlockOf(cuts, keys[p]);
-      FillBlocks(block_of, grid.space_parts, &b);
+      const std::vector<int64_t> cuts = grid.space_cuts != nullptr
+                                            ? *grid.space_cuts
+                                            : DimCuts(space, s.space_dim, grid.space_parts);
+      std::vector<int64_t> keys(std::min<size_t>(n, kKeyChunk));
+      FillBlocksByChunks(
+          space.size(), grid.space_parts,
+          [&](int64_t first, int64_t m, int* ids) {
+            space.key_components(s.space_dim, first, m, keys.data());
+            for (int64_t i = 0; i < m; ++i) ids[i] = BlockOf(cuts, keys[i]);
+          },
+          &b);
       break;
     }
     case LoopStrategy::k2D: {
-      const std::vector<int64_t> sk = KeyComponents(space, s.space_dim);
-      const std::vector<int64_t> tk = KeyComponents(space, s.time_dim);
-      const std::vector<int64_t> scuts =
-          grid.space_cuts != nullptr ? *grid.space_cuts
-                                     : EqualCountCuts(sk, space.extent(s.space_dim), grid.space_parts);
-      const std::vector<int64_t> tcuts =
-          grid.time_cuts != nullptr ? *grid.time_cuts
-                                    : EqualCountCuts(tk, space.extent(s.time_dim), grid.time_parts);
-      std::vector<int> block_of(n);
-      for (size_t p = 0; p < n; ++p) {
-        block_of[p] = BlockOf(scuts, sk[p]) * grid.time_parts + BlockOf(tcuts, tk[p]);
-      }
-      FillBlocks(block_of, grid.space_parts * grid.time_parts, &b);
+      const std::vector<int64_t> scuts = grid.space_cuts != nullptr
+                                             ? *grid.space_cuts
+                                             : DimCuts(space, s.space_dim, grid.space_parts);
+      const std::vector<int64_t> tcuts = grid.time_cuts != nullptr
+                                             ? *grid.time_cuts
+                                             : DimCuts(space, s.time_dim, grid.time_parts);
+      std::vector<int64_t> sk(std::min<size_t>(n, kKeyChunk)), tk(sk.size());
+      FillBlocksByChunks(
+          space.size(), grid.space_parts * grid.time_parts,
+          [&](int64_t first, int64_t m, int* ids) {
+            space.key_components(s.space_dim, first, m, sk.data());
+            space.key_components(s.time_dim, first, m, tk.data());
+            for (int64_t i = 0; i < m; ++i) {
+              ids[i] = BlockOf(scuts, sk[i]) * grid.time_parts + BlockOf(tcuts, tk[i]);
+            }
+          },
+          &b);
       break;
     }
     case LoopStrategy::kUnimodular: {
@@ -198,17 +251,35 @@ void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {
   b->rank = rank;
   b->key_lo.assign(static_cast<size_t>(blocks * rank), INT64_MAX);
   b->key_hi.assign(static_cast<size_t>(blocks * rank), INT64_MIN);
-  for (int d = 0; d < rank; ++d) {
-    const std::vector<int64_t> keys = KeyComponents(space, d);
+  // Chunk by chunk of storage positions, each position's block found by walking the blocks in
+  // order (identity) or from an inverse of the positions (4 bytes per position, not 8 per dim).
+  const int64_t n = space.size();
+  std::vector<int> block_of;
+  if (!b->identity) {
+    block_of.resize(static_cast<size_t>(n));
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
       for (int64_t i = b->offsets[blk]; i < b->offsets[blk + 1]; ++i) {
-        const int64_t k = keys[b->position(i)];
-        lo = std::min(lo, k);
-        hi = std::max(hi, k);
+        block_of[static_cast<size_t>(b->positions[i])] = static_cast<int>(blk);
       }
-      b->key_lo[blk * rank + d] = lo;
-      b->key_hi[blk * rank + d] = hi;
+    }
+  }
+  std::vector<int64_t> keys(static_cast<size_t>(std::min(n, kKeyChunk)));
+  for (int d = 0; d < rank; ++d) {
+    int64_t blk = 0;  // identity: the block of the chunk's next position
+    for (int64_t first = 0; first < n; first += kKeyChunk) {
+      const int64_t m = std::min(kKeyChunk, n - first);
+      space.key_components(d, first, m, keys.data());
+      for (int64_t i = 0; i < m; ++i) {
+        int64_t at;
+        if (b->identity) {
+          while (b->offsets[blk + 1] <= first + i) ++blk;
+          at = blk * rank + d;
+        } else {
+          at = block_of[static_cast<size_t>(first + i)] * rank + d;
+        }
+        b->key_lo[at] = std::min(b->key_lo[at], keys[i]);
+        b->key_hi[at] = std::max(b->key_hi[at], keys[i]);
+      }
     }
   }
 }

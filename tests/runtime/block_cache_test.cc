@@ -1,6 +1,10 @@
 // BlockCache: sites that cut an array alike share one set of blocks, made once; another cut, salt
-// or a change of the array's layout makes another.
+// or a change of the array's layout makes another. MakeBlocks: chunked key reads cut as a sort.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "internal/loop_blocks.h"
 #include "tessera/tessera.h"
@@ -52,6 +56,57 @@ TEST(BlockCacheTest, SitesThatCutAnArrayAlikeShareItsBlocks) {
   EXPECT_EQ(made, 5);
   EXPECT_TRUE(fresh.Matches(space));
   EXPECT_EQ(fresh.offsets.back(), a.nnz());
+}
+
+// MakeBlocks reads keys a chunk at a time: on a space several chunks long, its blocks and key
+// bounds are those of a plain counting sort over every key, for 1d and 2d cuts, for a shuffled
+// space (positions listed) and a sorted one (blocks are ranges, no positions kept).
+TEST(MakeBlocksTest, ChunkedCutsMatchACountingSortOfEveryKey) {
+  constexpr int64_t kRows = 400, kCols = 300;
+  for (bool sorted : {false, true}) {
+    Context ctx;
+    auto a = DistArray<float, 2>::sparse(ctx, {kRows, kCols});
+    for (int64_t u = 0; u < kRows; ++u) {
+      for (int64_t i = (u * 7) % 3; i < kCols; i += 1 + (u % 2)) a.insert(Key<2>{{u, i}}, 1.0f);
+    }
+    if (!sorted) a.shuffle(5);
+    const ArrayBase& space = a.base();
+    ASSERT_GT(space.size(), 2 * 32768);  // several chunks
+    for (const LoopSchedule& s : {Along(LoopStrategy::k1D, 0), Along(LoopStrategy::k2D, 0, 1)}) {
+      const BlockGrid grid{.space_parts = 3, .time_parts = 5};
+      Blocks b = MakeBlocks(s, space, grid);
+      ComputeKeyBounds(space, &b);
+      const std::vector<int64_t> sk = KeyComponents(space, 0), tk = KeyComponents(space, 1);
+      const std::vector<int64_t> scuts = EqualCountCuts(sk, kRows, grid.space_parts);
+      const std::vector<int64_t> tcuts = EqualCountCuts(tk, kCols, grid.time_parts);
+      const bool two_d = s.strategy == LoopStrategy::k2D;
+      const int blocks = grid.space_parts * (two_d ? grid.time_parts : 1);
+      std::vector<std::vector<int64_t>> want(blocks);
+      for (int64_t p = 0; p < space.size(); ++p) {
+        const int blk = two_d ? BlockOf(scuts, sk[p]) * grid.time_parts + BlockOf(tcuts, tk[p])
+                              : BlockOf(scuts, sk[p]);
+        want[blk].push_back(p);
+      }
+      ASSERT_EQ(b.num_blocks(), blocks);
+      EXPECT_EQ(b.identity, sorted && !two_d);
+      for (int blk = 0; blk < blocks; ++blk) {
+        ASSERT_EQ(b.block_size(blk), static_cast<int64_t>(want[blk].size())) << blk;
+        int64_t lo[2] = {INT64_MAX, INT64_MAX}, hi[2] = {INT64_MIN, INT64_MIN};
+        for (size_t i = 0; i < want[blk].size(); ++i) {
+          const int64_t p = want[blk][i];
+          ASSERT_EQ(b.position(b.offsets[blk] + static_cast<int64_t>(i)), p) << blk;
+          lo[0] = std::min(lo[0], sk[p]);
+          hi[0] = std::max(hi[0], sk[p]);
+          lo[1] = std::min(lo[1], tk[p]);
+          hi[1] = std::max(hi[1], tk[p]);
+        }
+        for (int d = 0; d < 2; ++d) {
+          EXPECT_EQ(b.key_lo[blk * 2 + d], lo[d]) << blk << " dim " << d;
+          EXPECT_EQ(b.key_hi[blk * 2 + d], hi[d]) << blk << " dim " << d;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -83,8 +83,9 @@ class ArrayBase {
   virtual int64_t extent(int dim) const = 0;
   // Component `dim` of the key at `position`. REQUIRES: 0 <= position < size().
   virtual int64_t key_component(int64_t position, int dim) const = 0;
-  // key_component(p, dim) for every position p, into out[0, size()).
-  virtual void key_components(int dim, int64_t* out) const = 0;
+  // key_component(p, dim) for positions p in [first, first + count), into out[0, count).
+  // REQUIRES: 0 <= first, first + count <= size().
+  virtual void key_components(int dim, int64_t first, int64_t count, int64_t* out) const = 0;
   // Creation number within its Context; identical on every worker of an SPMD job because every
   // worker creates its arrays in the same order.
   virtual int64_t id() const = 0;

@@ -58,10 +58,6 @@ std::vector<int64_t> CutsFromCounts(const std::vector<uint64_t>& count, int part
 // The block of key value `v` under `cuts`.
 int BlockOf(const std::vector<int64_t>& cuts, int64_t v);
 
-// Counting sort of positions by block id (block_of[p] for position p), positions increasing
-// inside each block.
-void FillBlocks(const std::vector<int>& block_of, int num_blocks, Blocks* b);
-
 // Sets b->contiguous.
 void MarkContiguous(Blocks* b);
 

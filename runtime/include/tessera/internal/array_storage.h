@@ -127,14 +127,13 @@ class ArrayStorage final : public ArrayBase {
     if (sparse_) return keys_[position].idx[dim];
     return (position / strides_[dim]) % std::max<int64_t>(shape_[dim], 1);
   }
-  void key_components(int dim, int64_t* out) const override {
-    const int64_t n = size();
+  void key_components(int dim, int64_t first, int64_t count, int64_t* out) const override {
     if (sparse_) {
-      for (int64_t p = 0; p < n; ++p) out[p] = keys_[p].idx[dim];
+      for (int64_t i = 0; i < count; ++i) out[i] = keys_[first + i].idx[dim];
       return;
     }
     const int64_t stride = strides_[dim], extent = std::max<int64_t>(shape_[dim], 1);
-    for (int64_t p = 0; p < n; ++p) out[p] = (p / stride) % extent;
+    for (int64_t i = 0; i < count; ++i) out[i] = ((first + i) / stride) % extent;
   }
   int64_t id() const override { return id_; }
   uint64_t layout_version() const override { return layout_version_; }
