@@ -46,12 +46,24 @@ int main(int argc, char** argv) {
   // Only loops touch item_factor: it stays partitioned, rotating in the 2d loop; the test loop
   // reads it by key[1] only, so it rotates there too instead of being made whole.
   auto item_factor = DistArray<double, 1>::random(ctx, {items}, 11, -1.0, 1.0);
+  // A table of rows by item that only loops touch (as LDA's word-topic counts): rotating here.
+  auto item_table = DistArray<double, 2>::dense(ctx, {items, 3});
   tessera::parallel_for(ratings, [&](const Key<2>& k, double& r) {
     const double e = r - user_state(k[0]) * item_state(k[1]);
     user_state(k[0]) += 0.01 * e + 0.001;
     item_state(k[1]) += 0.02 * e - 0.001;
     item_factor(k[1]) += 0.001 * e * item_factor(k[1]);
+    item_table(k[1], k[0] % 3) += r;
     r += 0.5;  // the space written: each element stays with the one worker that runs it
+  });
+  // item_factor as an iteration space of its own: its rows go from the rotation's holders to the
+  // workers of this loop's blocks.
+  tessera::Accumulator<double> factor_sum(ctx);
+  tessera::parallel_for(item_factor, [&](const Key<1>& k, double& f) {
+    factor_sum += f * static_cast<double>(k[0] + 1);
+  });
+  tessera::parallel_for(item_table, [&](const Key<2>& k, double& t) {
+    factor_sum += t * static_cast<double>(k[0] + 1) * static_cast<double>(k[1] + 2);
   });
   tessera::Accumulator<double> test_sum(ctx), test_items(ctx);
   tessera::parallel_for(test, [&](const Key<2>& k, double& r) {
@@ -65,8 +77,8 @@ int main(int argc, char** argv) {
     std::perror(name.c_str());
     return 2;
   }
-  std::fprintf(out, "nnz %" PRId64 " %" PRId64 " test_sum %.17g test_items %.17g\n", ratings.nnz(),
-               test.nnz(), test_sum.value(), test_items.value());
+  std::fprintf(out, "nnz %" PRId64 " %" PRId64 " test_sum %.17g test_items %.17g factor_sum %.17g\n",
+               ratings.nnz(), test.nnz(), test_sum.value(), test_items.value(), factor_sum.value());
   for (int64_t u = 0; u < users; ++u) {
     std::fprintf(out, "user %" PRId64 " %.17g %.17g\n", u, by_user(u), user_state(u));
   }

@@ -105,8 +105,8 @@ TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopi
     EXPECT_EQ(Count(log, "whose blocks of them rotate, so that no worker needs them whole"), workers)
         << log;
     EXPECT_EQ(Count(log, " 0 loops that needed them whole"), workers) << log;
-    // The dense arrays kept partitioned (item_factor, the only one serial code never touches):
-    // each worker holds a proper part of its rows, and together every row exactly once.
+    // The dense arrays kept partitioned (item_factor and item_table, the only ones serial code
+    // never touches): each worker holds a proper part of their rows, together every row once.
     const std::regex rows(R"(partitioned array #(\d+): this worker holds (\d+) of its (\d+) rows)");
     std::map<int64_t, std::pair<int64_t, int64_t>> held_rows;  // array -> (sum, rows)
     std::map<int64_t, int> holders;
@@ -118,7 +118,7 @@ TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopi
       held_rows[id].second = of;
       ++holders[id];
     }
-    EXPECT_EQ(held_rows.size(), 1u) << log;
+    EXPECT_EQ(held_rows.size(), 2u) << log;
     for (const auto& [id, sum_rows] : held_rows) {
       EXPECT_EQ(holders[id], workers) << "array #" << id;
       EXPECT_EQ(sum_rows.first, sum_rows.second) << "array #" << id << " rows held once\n" << log;
