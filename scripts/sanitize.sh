@@ -23,9 +23,10 @@ status=0
 for san in ${SANITIZERS:-address,undefined thread}; do
   dir="build-san-${san//,/-}"
   echo "== $san: building the whole tree in $dir"
-  # RelWithDebInfo: the suite's multi-process jobs run in minutes, not hours, and reports still
-  # name the lines.
+  # -O1 -g1 (the sanitizers' recommended level): the suite's multi-process jobs run in minutes,
+  # not hours, reports still name the lines, and the build takes about half the time of -O2 -g.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE="$san" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DTESSERA_BUILD_BENCH=OFF "${launcher[@]}"
   # shellcheck disable=SC2086
   cmake --build "$dir" -j "$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
