@@ -1,7 +1,5 @@
 // lda's --vocab reader: word n is line n, line endings of either kind dropped, the same words as
 // the corpus tool's --vocab-in reads, and a model's vocab.txt reads back to the same words.
-#include "lda/vocabulary.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "corpus/text_corpus.h"
+#include "lda/vocabulary.h"
 
 namespace lda {
 namespace {
@@ -30,7 +29,8 @@ class LdaVocabularyTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& bytes) const {
     const std::string p = (dir_ / name).string();
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
   fs::path dir_;
