@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the message handlers (fuzz/: the coordinator's, a server shard's, a client's handling of
-# server replies, a worker's peer-mesh inbox), the file parsers and a checkpoint's data files
-# with libFuzzer under ASan + UBSan, every library instrumented for coverage:
+# server replies, a worker's peer-mesh inbox), the file parsers, a checkpoint's data files and
+# lda's --vocab reader with libFuzzer under ASan + UBSan, every library instrumented for coverage:
 # builds them with clang-16 in build-fuzz/, then runs each for FUZZ_SECONDS over its seed corpus
 # (fuzz/corpus/<target>/; new inputs go to build-fuzz/corpus/<target>/). Exit 0 means no crash,
 # no sanitizer report, no allocation over 2 GiB or resident set over 2 GiB (libFuzzer's
@@ -22,7 +22,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSERA_SANITIZE=address,undefined -DTESSERA_FUZZ=ON -DTESSERA_BUILD_TESTS=OFF \
   -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_COMPILER=OFF -DTESSERA_INSTALL=OFF \
   -DTESSERA_SKIP_MODULES="apps;launcher;scripts"
-read -r -a TARGETS <<<"${FUZZ_TARGETS:-coordinator_fuzz server_fuzz client_fuzz peer_mesh_fuzz files_fuzz checkpoint_fuzz}"
+read -r -a TARGETS <<<"${FUZZ_TARGETS:-coordinator_fuzz server_fuzz client_fuzz peer_mesh_fuzz files_fuzz checkpoint_fuzz lda_vocab_fuzz}"
 cmake --build "$dir" -j "${JOBS:-2}" --target "${TARGETS[@]}"
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"
 # LeakSanitizer off: each target keeps its node alive for the whole run on purpose.

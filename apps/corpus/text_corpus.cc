@@ -212,7 +212,9 @@ tessera::Result<std::vector<std::string>> ReadWordList(const std::string& path) 
   }
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Every trailing '\r', not one: a word then never ends in '\r', so written one per line and
+    // read back it is the same word.
+    while (!line.empty() && line.back() == '\r') line.pop_back();
     lines.push_back(std::move(line));
   }
   if (in.bad()) return tessera::Status::DataLoss(fmt::format("reading '{}' failed", path));

@@ -51,8 +51,8 @@ struct Corpus {
 // InvalidArgument (no documents, or no word left after the filters).
 tessera::Result<Corpus> Build(const std::string& path, const Options& options);
 
-// The lines of a word list (a vocabulary, word n on line n, or stop words), a trailing '\r'
-// dropped from each. Errors: NotFound (cannot open), DataLoss (read error).
+// The lines of a word list (a vocabulary, word n on line n, or stop words), the trailing '\r's
+// (CRLF line endings) dropped from each. Errors: NotFound (cannot open), DataLoss (read error).
 tessera::Result<std::vector<std::string>> ReadWordList(const std::string& path);
 
 // Writes the UCI docword file (D, W, NNZ header lines, then "docID wordID count") and the vocab

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "lda/lda_model.h"
+#include "lda/vocabulary.h"
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
 #include "tessera/version.h"
@@ -117,22 +118,6 @@ bool AllWorkersOk(tessera::Context& ctx, bool ok) {
   return failed.ok() && *failed == 0;
 }
 
-// The vocabulary, one word per line (wordID n on line n).
-tessera::Result<std::vector<std::string>> ReadVocabulary(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return tessera::Status::InvalidArgument(fmt::format("--vocab '{}' is a directory", path));
-  }
-  std::ifstream in(path);
-  if (!in) {
-    return tessera::Status::NotFound(
-        fmt::format("cannot open the vocabulary --vocab '{}': {}", path, std::strerror(errno)));
-  }
-  std::vector<std::string> vocab;
-  for (std::string w; std::getline(in, w);) vocab.push_back(w);
-  return vocab;
-}
-
 // A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.
 int64_t Pack(int32_t topic, int32_t proposal) { return lda::PackTopic(topic, proposal); }
 int32_t Topic(int64_t v) { return lda::TopicOf(v); }
@@ -191,7 +176,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     }
   }
   if (report && !opt.vocab_path.empty()) {
-    auto read_vocab = ReadVocabulary(opt.vocab_path);
+    auto read_vocab = lda::ReadVocabulary(opt.vocab_path);
     if (read_vocab.ok()) {
       vocab = std::move(read_vocab).value();
     } else {

@@ -87,7 +87,7 @@ TEST_F(AppsBadInputTest, CountOfTwoBillion) {
 
 TEST_F(AppsBadInputTest, VocabularyMissingShortOrADirectory) {
   ExpectRejected(Lda({"--docword", Path("ok.txt"), "--vocab", Path("nope.txt")}),
-                 "cannot open the vocabulary --vocab '" + Path("nope.txt") + "'", "iter");
+                 "the vocabulary --vocab: cannot open '" + Path("nope.txt") + "'", "iter");
   Write("short_vocab.txt", "alpha\nbeta\n");
   ExpectRejected(Lda({"--docword", Path("ok.txt"), "--vocab", Path("short_vocab.txt")}),
                  "--vocab '" + Path("short_vocab.txt") + "' has 2 lines, but " + Path("ok.txt") +
@@ -121,7 +121,7 @@ TEST_F(AppsBadInputTest, ChecksOnWorkerZeroStopTheWholeJob) {
   RunResult vocab = Launched(TESSERA_LDA_BINARY, {"--docword", Path("ok.txt"), "--iterations", "2",
                                                   "--topics", "4", "--vocab", Path("nope.txt")});
   EXPECT_EQ(vocab.exit_code, 1) << vocab.err;
-  EXPECT_TRUE(Contains(vocab.err, "[worker 0] lda: NotFound: cannot open the vocabulary"))
+  EXPECT_TRUE(Contains(vocab.err, "[worker 0] lda: NotFound: the vocabulary --vocab: cannot open"))
       << vocab.err;
   EXPECT_TRUE(Contains(vocab.err, "[worker 1] lda: another worker failed; stopping")) << vocab.err;
   EXPECT_LT(vocab.elapsed, seconds(20));

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,16 @@ class JobUnderAttackTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    // A test that stopped early (a failed assertion) stops the job it started, so that its output
+    // reader ends and the test fails instead of terminating on a joinable thread.
+    if (job_ > 0) {
+      kill(job_, SIGTERM);
+      waitpid(job_, nullptr, 0);
+    }
+    if (reader_.joinable()) reader_.join();
+    std::filesystem::remove_all(dir_);
+  }
 
   // Starts `args` with stdout and stderr into a pipe read by a thread of this test.
   pid_t Start(const std::vector<std::string>& args) {
@@ -113,6 +123,7 @@ class JobUnderAttackTest : public ::testing::Test {
       _exit(127);
     }
     close(fds[1]);
+    job_ = pid;
     reader_ = std::thread([this, fd = fds[0]] {
       FILE* in = fdopen(fd, "r");
       char* line = nullptr;
@@ -147,6 +158,7 @@ class JobUnderAttackTest : public ::testing::Test {
   }
 
   std::string dir_;
+  pid_t job_ = -1;  // the job Start() started, until the test has waited for it
   std::thread reader_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -216,6 +228,7 @@ TEST_F(JobUnderAttackTest, StrangersOnEveryPortChangeNothing) {
   }
   int status = 0;
   waitpid(job, &status, 0);
+  job_ = -1;
   done = true;
   hammer.join();
   reader_.join();
