@@ -381,21 +381,23 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
     stats.tokens_per_cpu_s = static_cast<double>(num_tokens) / *cpu_seconds;
     stats.tokens_per_s = static_cast<double>(num_tokens) / stats.iteration_s;
     if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
-      // Collapsed log p(w, z) (as for mh) from the count tables, row by row in loops: a
-      // document's terms at its row's first topic, the topic totals' once, by document 0.
+      // Collapsed log p(w, z) (as for mh) from the count tables, row by row in loops over the
+      // documents and the words (the tables are read by the loop's key, so they stay split); the
+      // topic totals' term once, by document 0.
       tessera::Accumulator<double> ll(ctx, ll_const);
-      tessera::parallel_for(doc_topic, [&](const Key<2>& key, int32_t& n) {
-        double sum = lg_alpha[n];
-        if (key[1] == 0) {
-          sum += lg_kalpha - std::lgamma(K * opt.alpha +
-                                         static_cast<double>(doc_begin[key[0] + 1] - doc_begin[key[0]]));
-          if (key[0] == 0) {
-            for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
-          }
+      tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t& n) {
+        double sum = lg_kalpha - std::lgamma(K * opt.alpha + static_cast<double>(n));
+        for (int k = 0; k < K; ++k) sum += lg_alpha[doc_topic(key[0], k)];
+        if (key[0] == 0) {
+          for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
         }
         ll += sum;
       });
-      tessera::parallel_for(word_topic, [&](const Key<2>&, int32_t& n) { ll += lg_beta[n]; });
+      tessera::parallel_for(word_length, [&](const Key<1>& key, int64_t&) {
+        double sum = 0;
+        for (int k = 0; k < K; ++k) sum += lg_beta[word_topic(key[0], k)];
+        ll += sum;
+      });
       stats.ll_per_token = ll.value() / static_cast<double>(num_tokens);
     }
     stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
@@ -408,11 +410,13 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
     auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
     auto doc_topic_out = DistArray<int32_t, 2>::dense(
         ctx, {opt.model.save_model.empty() ? 1 : D, K});
-    tessera::parallel_for(word_topic,
-                          [&](const Key<2>& key, int32_t& n) { word_topic_out(key[0], key[1]) = n; });
+    tessera::parallel_for(word_length, [&](const Key<1>& key, int64_t&) {
+      for (int k = 0; k < K; ++k) word_topic_out(key[0], k) = word_topic(key[0], k);
+    });
     if (!opt.model.save_model.empty()) {
-      tessera::parallel_for(doc_topic,
-                            [&](const Key<2>& key, int32_t& n) { doc_topic_out(key[0], key[1]) = n; });
+      tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t&) {
+        for (int k = 0; k < K; ++k) doc_topic_out(key[0], k) = doc_topic(key[0], k);
+      });
       tessera::Status saved;
       if (report) {
         saved = lda::SaveModel(opt.model.save_model,
