@@ -130,15 +130,11 @@ double PhysicalMemoryBytes() {
 
 // What the sampler will hold for this corpus, checked before anything that large is allocated:
 // a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
-tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, bool count_tables,
-                                const std::string& path) {
+tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, const std::string& path) {
   // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), its positions
-  // and word (TokenOrders). With count tables (--sampler gibbs): K counts per document and per
-  // word.
+  // and word (TokenOrders).
   const double tokens = static_cast<double>(corpus.num_tokens);
-  const double rows = static_cast<double>(corpus.num_docs) + static_cast<double>(corpus.vocab_size);
-  const double need =
-      tokens * 88 + (count_tables ? rows * K * 4 : 0) + static_cast<double>(corpus.num_docs) * 16;
+  const double need = tokens * 88 + static_cast<double>(corpus.num_docs) * 16;
   const double have = PhysicalMemoryBytes();
   if (have > 0 && need > have) {
     int64_t max_count = 0;
@@ -152,11 +148,283 @@ tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, bool count
     return tessera::Status::InvalidArgument(fmt::format(
         "{}: sampling this corpus needs about {:.1f} GiB, more than this machine's {:.1f} GiB: "
         "{} tokens (the sum of the counts; the largest, {}, is docID {} wordID {}) and {} "
-        "documents + {} words (D and W in the header) x {} topics",
+        "documents ({} topics)",
         path, need / (1 << 30), have / (1 << 30), corpus.num_tokens, max_count, where[0] + 1,
-        where[1] + 1, corpus.num_docs, corpus.vocab_size, K));
+        where[1] + 1, corpus.num_docs, K));
   }
   return tessera::Status::Ok();
+}
+
+// One iteration's numbers, as the progress line and the metrics record show them.
+struct IterationStats {
+  int iter = 0;
+  std::optional<double> ll_per_token;
+  double tokens_per_s = 0, tokens_per_cpu_s = 0, acceptance = 0, iteration_s = 0, elapsed_s = 0;
+};
+
+// Worker 0's progress line and metrics record of one iteration. False when some worker could not
+// write its metrics: every worker then stops.
+bool ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
+                     std::optional<tessera::MetricsLog>& metrics, const IterationStats& s) {
+  const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
+  if (report) {
+    const std::string ll_text = s.ll_per_token ? fmt::format("ll/token {:.5f}", *s.ll_per_token)
+                                               : std::string("ll/token -");
+    const std::string eta = tessera::FormatEta(s.elapsed_s, s.iter, opt.iterations);
+    const std::string workers =
+        distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
+    fmt::print("iter {:4d}  {}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}{}\n",
+               s.iter, ll_text, s.tokens_per_s, s.tokens_per_cpu_s, s.acceptance, s.elapsed_s,
+               workers, eta.empty() ? eta : "  " + eta);
+    std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
+  }
+  bool written = true;
+  if (metrics) {
+    tessera::MetricsRecord record;
+    record.set("app", "lda").set("iteration", s.iter);
+    if (s.ll_per_token) record.set("loglik_per_token", *s.ll_per_token);
+    record.set("tokens_per_s", s.tokens_per_s)
+        .set("moved_fraction", s.acceptance)
+        .set("tokens_per_cpu_s", s.tokens_per_cpu_s)
+        .set("iteration_s", s.iteration_s)
+        .set("elapsed_s", s.elapsed_s);
+    if (distributed) record.set("workers", ctx.job().num_workers);
+    if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
+    tessera::Status st = metrics->Write(record);
+    if (!st.ok()) {
+      fmt::print(stderr, "lda: --metrics: {}\n", st.ToString());
+      written = false;
+    }
+  }
+  return AllWorkersOk(ctx, written);
+}
+
+// Calls f(word, topic, count) for every non-zero count of a word in a topic, words in increasing
+// order.
+using CountVisitor = std::function<void(const std::function<void(int64_t, int32_t, int32_t)>&)>;
+
+// The largest topics first (`sizes`: tokens per topic), each with its most frequent words.
+void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
+                 const std::vector<int64_t>& sizes, const CountVisitor& for_each_count) {
+  const int K = static_cast<int>(sizes.size());
+  std::vector<int> order(K);
+  for (int k = 0; k < K; ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return sizes[a] > sizes[b]; });
+  const int shown = std::min(opt.show_topics, K);
+  std::vector<int> rank(K, -1);
+  for (int i = 0; i < shown; ++i) rank[order[i]] = i;
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> top(shown);  // (count, word) per topic
+  for_each_count([&](int64_t w, int32_t k, int32_t count) {
+    if (rank[k] >= 0) top[rank[k]].emplace_back(count, w);
+  });
+  for (int i = 0; i < shown; ++i) {
+    const int k = order[i];
+    std::vector<std::pair<int32_t, int64_t>>& words = top[i];
+    const size_t n = std::min<size_t>(opt.top_words, words.size());
+    std::partial_sort(words.begin(), words.begin() + n, words.end(), std::greater<>());
+    std::string line;
+    for (size_t j = 0; j < n; ++j) line += (j ? " " : "") + vocab[words[j].second];
+    fmt::print("topic {:4d} ({:6d} tokens): {}\n", k, sizes[k], line);
+  }
+}
+
+// --sampler gibbs: the exact O(K) sampler on count tables, a reference, over the tokens as
+// load_docword makes them. Only loops touch the tokens and the tables, so a distributed job keeps
+// the tokens and the document-topic counts partitioned by document and rotates the word-topic
+// counts between the workers (tessc's 2D schedule); the log-likelihood, the topics printed and
+// the saved model come from loops too.
+int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
+             std::optional<tessera::MetricsLog>& metrics, const std::vector<std::string>& vocab) {
+  tessera::DocwordOptions read;
+  read.max_docs = opt.max_docs;
+  read.tokens = true;
+  auto loaded = tessera::load_docword(ctx, opt.docword_path, read);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "lda: {}\n", loaded.status().ToString());
+    return 1;
+  }
+  // Element (doc, word, j) is token j of document doc; its value packs the topic (as for mh).
+  DistArray<int64_t, 3>& tokens = loaded->tokens;
+  const int64_t D = loaded->num_docs, V = loaded->vocab_size, num_tokens = loaded->num_tokens;
+  const int64_t max_len = std::max<int64_t>(1, loaded->max_doc_length);
+  const int K = opt.topics;
+  {
+    // The count tables, before they are allocated: a header's D of 2e9 ends with a message.
+    const double need = static_cast<double>(D + V) * K * 4;
+    const double have = PhysicalMemoryBytes();
+    if (have > 0 && need > have) {
+      fmt::print(stderr,
+                 "lda: {}: sampling this corpus needs about {:.1f} GiB, more than this machine's "
+                 "{:.1f} GiB: {} documents + {} words (D and W in the header) x {} topics\n",
+                 opt.docword_path, need / (1 << 30), have / (1 << 30), D, V, K);
+      return 1;
+    }
+  }
+  if (report && !opt.vocab_path.empty() && static_cast<int64_t>(vocab.size()) < V) {
+    fmt::print(stderr,
+               "lda: --vocab '{}' has {} lines, but {} has W = {} words (wordID n is the "
+               "word on line n)\n",
+               opt.vocab_path, vocab.size(), opt.docword_path, V);
+    if (!AllWorkersOk(ctx, false)) return 1;
+  } else if (!AllWorkersOk(ctx, true)) {
+    return 1;
+  }
+  if (report) {
+    fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
+               num_tokens, K, opt.alpha, opt.beta,
+               opt.data_parallel >= 0
+                   ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
+                   : std::string());
+  }
+  auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {K}, opt.staleness);
+  auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {D, K});
+  auto word_topic = DistArray<int32_t, 2>::dense(ctx, {V, K});
+  // Tokens per document and per word, small enough to be whole: where each document's token ids
+  // start (the ids seed the generators, as the mh sampler's positions do) and the table sizes.
+  auto doc_length = DistArray<int64_t, 1>::dense(ctx, {D});
+  auto word_length = DistArray<int64_t, 1>::dense(ctx, {V});
+
+  // Random initial topics, a function of the key so the result does not depend on visit order,
+  // and the count tables of those topics.
+  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+    uint64_t h = opt.seed ^ (static_cast<uint64_t>(key[0]) << 40) ^
+                 (static_cast<uint64_t>(key[1]) << 12) ^ static_cast<uint64_t>(key[2]);
+    const int32_t z =
+        static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
+    v = Pack(z, z);
+    totals.add(z, 1);
+  });
+  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+    doc_topic(key[0], Topic(v)) += 1;
+    word_topic(key[1], Topic(v)) += 1;
+    doc_length(key[0]) += 1;
+    word_length(key[1]) += 1;
+  });
+  const std::vector<int64_t> doc_begin = [&] {
+    std::vector<int64_t> begin(static_cast<size_t>(D) + 1, 0);
+    for (int64_t d = 0; d < D; ++d) begin[d + 1] = begin[d] + doc_length(d);
+    return begin;
+  }();
+  int64_t max_word = 1;
+  for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_length(w));
+
+  // Log-likelihood terms: lgamma(n + a) - lgamma(a) tables and the normalizers.
+  // (The priors as the mh sampler's tables take them, in float: the same log-likelihood.)
+  const auto lg_alpha = LgammaTable(static_cast<float>(opt.alpha), max_len + 1);
+  const auto lg_beta = LgammaTable(static_cast<float>(opt.beta), max_word + 1);
+  const double lg_kalpha = std::lgamma(K * opt.alpha), vbeta_d = static_cast<double>(V) * opt.beta;
+  const double ll_const = K * std::lgamma(vbeta_d);
+
+  auto token_rng = [&opt](int iter, int64_t id) {
+    return Rng(opt.seed ^ (static_cast<uint64_t>(iter) * 0xD1B54A32D192ED03ULL) ^
+               (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (int iter = 1; iter <= opt.iterations; ++iter) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t cpu0 = std::clock();
+    tessera::Accumulator<int64_t> accepted(ctx);
+    auto gibbs = [&](const Key<3>& key, int64_t& v) {
+      thread_local std::vector<double> cdf;  // scratch, one per executor thread
+      cdf.resize(K);
+      auto nd = doc_topic.row(key[0]);
+      auto nw = word_topic.row(key[1]);
+      Rng rng = token_rng(iter, doc_begin[key[0]] + key[2]);
+      const int32_t s = Topic(v);
+      nd[s] -= 1;
+      nw[s] -= 1;
+      totals.add(s, -1);
+      double sum = 0;
+      for (int k = 0; k < K; ++k) {
+        sum += (nd[k] + opt.alpha) * (nw[k] + opt.beta) / (static_cast<double>(totals(k)) + vbeta_d);
+        cdf[k] = sum;
+      }
+      const double u = static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * sum;
+      const int32_t t =
+          static_cast<int32_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+      const int32_t chosen = std::min(t, K - 1);
+      nd[chosen] += 1;
+      nw[chosen] += 1;
+      totals.add(chosen, 1);
+      accepted += chosen != s;
+      v = Pack(chosen, chosen);
+    };
+    if (opt.data_parallel >= 0) {
+      tessera::parallel_for(tokens, gibbs, tessera::DataParallel{.staleness = opt.data_parallel});
+    } else {
+      tessera::parallel_for(tokens, gibbs);
+    }
+    IterationStats stats;
+    stats.iter = iter;
+    stats.iteration_s = Seconds(std::chrono::steady_clock::now() - t0);
+    auto cpu_seconds =
+        tessera::SumOverWorkers(ctx, static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
+    if (!cpu_seconds.ok()) {
+      fmt::print(stderr, "lda: {}\n", cpu_seconds.status().ToString());
+      return 1;
+    }
+    stats.tokens_per_cpu_s = static_cast<double>(num_tokens) / *cpu_seconds;
+    stats.tokens_per_s = static_cast<double>(num_tokens) / stats.iteration_s;
+    if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
+      // Collapsed log p(w, z) (as for mh) from the count tables, row by row in loops over the
+      // documents and the words (the tables are read by the loop's key, so they stay split); the
+      // topic totals' term once, by document 0.
+      tessera::Accumulator<double> ll(ctx, ll_const);
+      tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t& n) {
+        double sum = lg_kalpha - std::lgamma(K * opt.alpha + static_cast<double>(n));
+        for (int k = 0; k < K; ++k) sum += lg_alpha[doc_topic(key[0], k)];
+        if (key[0] == 0) {
+          for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
+        }
+        ll += sum;
+      });
+      tessera::parallel_for(word_length, [&](const Key<1>& key, int64_t&) {
+        double sum = 0;
+        for (int k = 0; k < K; ++k) sum += lg_beta[word_topic(key[0], k)];
+        ll += sum;
+      });
+      stats.ll_per_token = ll.value() / static_cast<double>(num_tokens);
+    }
+    stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
+    stats.acceptance = static_cast<double>(accepted.value()) / static_cast<double>(num_tokens);
+    if (!ReportIteration(ctx, opt, report, metrics, stats)) return 1;
+  }
+  if (!opt.model.save_model.empty() || (report && !opt.vocab_path.empty())) {
+    // Copies of the count tables made by loops, whole on every worker (serial code reads them),
+    // while the tables themselves stay split.
+    auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
+    auto doc_topic_out = DistArray<int32_t, 2>::dense(
+        ctx, {opt.model.save_model.empty() ? 1 : D, K});
+    tessera::parallel_for(word_length, [&](const Key<1>& key, int64_t&) {
+      for (int k = 0; k < K; ++k) word_topic_out(key[0], k) = word_topic(key[0], k);
+    });
+    if (!opt.model.save_model.empty()) {
+      tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t&) {
+        for (int k = 0; k < K; ++k) doc_topic_out(key[0], k) = doc_topic(key[0], k);
+      });
+      tessera::Status saved;
+      if (report) {
+        saved = lda::SaveModel(opt.model.save_model,
+                               {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab},
+                               opt.model.model_top_words);
+        if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
+        if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
+      }
+      if (!AllWorkersOk(ctx, saved.ok())) return 1;
+    }
+    if (report && !opt.vocab_path.empty()) {
+      std::vector<int64_t> sizes(K);
+      for (int k = 0; k < K; ++k) sizes[k] = totals(k);
+      PrintTopics(opt, vocab, sizes, [&](const auto& f) {
+        for (int64_t w = 0; w < V; ++w) {
+          for (int k = 0; k < K; ++k) {
+            if (const int32_t n = word_topic_out(w, k); n > 0) f(w, k, n);
+          }
+        }
+      });
+    }
+  }
+  return 0;
 }
 
 int Run(tessera::Context& ctx, const LdaOptions& opt) {
@@ -191,6 +459,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     }
   }
   if (!AllWorkersOk(ctx, ready)) return 1;
+  if (opt.sampler == "gibbs") return RunGibbs(ctx, opt, report, metrics, vocab);
 
   tessera::DocwordOptions read;
   read.max_docs = opt.max_docs;
@@ -202,7 +471,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   tessera::Corpus& corpus = *loaded;
   const int64_t D = corpus.num_docs, V = corpus.vocab_size;
   const int K = opt.topics;
-  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.sampler == "gibbs", opt.docword_path);
+  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.docword_path);
       !s.ok()) {
     fmt::print(stderr, "lda: {}\n", s.ToString());
     return 1;
@@ -251,9 +520,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     tokens_w.append_unchecked({{k[1], k[0], k[2]}}, 0);
   }
   std::vector<int32_t>().swap(token_words);
-  const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
-  const std::string workers =
-      distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
   if (report) {
     fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
                num_tokens, K, opt.alpha, opt.beta,
@@ -274,16 +540,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     v = Pack(z, z);
     totals.add(z, 1);
   });
-
-  // The exact sampler's count tables (--sampler gibbs only; calloc'ed, untouched otherwise).
-  auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {opt.sampler == "gibbs" ? D : 1, K});
-  auto word_topic = DistArray<int32_t, 2>::dense(ctx, {opt.sampler == "gibbs" ? V : 1, K});
-  if (opt.sampler == "gibbs") {
-    tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
-      doc_topic(key[0], Topic(v)) += 1;
-      word_topic(key[1], Topic(v)) += 1;
-    });
-  }
 
   // Log-likelihood terms that do not change: document lengths and the normalizers.
   int64_t max_word = 1;
@@ -313,131 +569,98 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
     tessera::Accumulator<int64_t> accepted(ctx);
-    if (opt.sampler == "gibbs") {
-      // The textbook sampler: the exact conditional over all K topics. Slow; a reference.
-      auto gibbs = [&](const Key<3>& key, int64_t& v) {
-        thread_local std::vector<double> cdf;  // scratch, one per executor thread
-        cdf.resize(K);
-        auto nd = doc_topic.row(key[0]);
-        auto nw = word_topic.row(key[1]);
-        Rng rng = token_rng(iter, orders.doc_begin(key[0]) + key[2]);
-        const int32_t s = Topic(v);
-        nd[s] -= 1;
-        nw[s] -= 1;
-        totals.add(s, -1);
-        double sum = 0;
-        for (int k = 0; k < K; ++k) {
-          sum += (nd[k] + opt.alpha) * (nw[k] + opt.beta) / (static_cast<double>(totals(k)) + V * opt.beta);
-          cdf[k] = sum;
+    // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. A sweep
+    // writes its own order and reads the other one, which nothing writes while it runs, so its
+    // loop writes nothing but each token's own element and the relaxed totals, and tessc can
+    // partition it freely. At a row's first token the body gathers the row from the other order
+    // and decides every token's move: the word sweep accepts the pending document proposal
+    // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
+    // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
+    // row's counts as gathered and the totals as this row's earlier moves left them. Each
+    // token then takes its move (and adds it to the totals) and draws its next proposal from
+    // the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~ n_dk + alpha. Each proposal's own
+    // factor cancels in its acceptance ratio, so every step is O(1).
+    const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
+    int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
+    auto word_sweep = [&](const Key<3>& key, int64_t& v) {
+      thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
+      const int64_t w = key[0];
+      if (!row.Holds(w, sweep)) {
+        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+        row.Begin(w, sweep, K, n);
+        for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
+        for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
+        row.Count();
+        for (int64_t i = 0; i < row.size(); ++i) {
+          const int32_t s = row.topic(i), t = row.proposal(i);
+          if (t == s) continue;
+          const float a = static_cast<float>(row.count(t)) + beta;
+          const float b = static_cast<float>(row.count(s)) - 1.0f + beta;
+          const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
+          const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
+          if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
         }
-        const double u = static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * sum;
-        const int32_t t = static_cast<int32_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
-        const int32_t chosen = std::min(t, K - 1);
-        nd[chosen] += 1;
-        nw[chosen] += 1;
-        totals.add(chosen, 1);
-        accepted += chosen != s;
-        v = Pack(chosen, chosen);
-      };
-      if (opt.data_parallel >= 0) {
-        tessera::parallel_for(tokens, gibbs, tessera::DataParallel{.staleness = opt.data_parallel});
-      } else {
-        tessera::parallel_for(tokens, gibbs);
+        row.EndMoves();
       }
-    } else {
-      // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. A sweep
-      // writes its own order and reads the other one, which nothing writes while it runs, so its
-      // loop writes nothing but each token's own element and the relaxed totals, and tessc can
-      // partition it freely. At a row's first token the body gathers the row from the other order
-      // and decides every token's move: the word sweep accepts the pending document proposal
-      // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
-      // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
-      // row's counts as gathered and the totals as this row's earlier moves left them. Each
-      // token then takes its move (and adds it to the totals) and draws its next proposal from
-      // the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~ n_dk + alpha. Each proposal's own
-      // factor cancels in its acceptance ratio, so every step is O(1).
-      const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
-      int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
-      auto word_sweep = [&](const Key<3>& key, int64_t& v) {
-        thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
-        const int64_t w = key[0];
-        if (!row.Holds(w, sweep)) {
-          const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
-          row.Begin(w, sweep, K, n);
-          for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
-          for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
-          row.Count();
-          for (int64_t i = 0; i < row.size(); ++i) {
-            const int32_t s = row.topic(i), t = row.proposal(i);
-            if (t == s) continue;
-            const float a = static_cast<float>(row.count(t)) + beta;
-            const float b = static_cast<float>(row.count(s)) - 1.0f + beta;
-            const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
-            const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
-            if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
-          }
-          row.EndMoves();
+      const int64_t p = orders.doc_begin(key[1]) + key[2];
+      const int64_t i = row.IndexOf(p);
+      const int32_t before = row.gathered_topic(i), s = row.topic(i);
+      if (s != before) {
+        totals.add(before, -1);
+        totals.add(s, 1);
+        accepted += 1;
+      }
+      Rng rng = token_rng(sweep, p);
+      rng.Next();  // the acceptance's draw
+      v = Pack(s, row.Draw(beta, rng.Next()));
+    };
+    auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
+      thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
+      const int64_t d = key[0];
+      if (!row.Holds(d, sweep)) {
+        const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
+        row.Begin(d, sweep, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          row.set_id(i, begin + i);
+          row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
         }
-        const int64_t p = orders.doc_begin(key[1]) + key[2];
-        const int64_t i = row.IndexOf(p);
-        const int32_t before = row.gathered_topic(i), s = row.topic(i);
-        if (s != before) {
-          totals.add(before, -1);
-          totals.add(s, 1);
-          accepted += 1;
+        row.Count();
+        for (int64_t i = 0; i < row.size(); ++i) {
+          const int32_t s = row.topic(i), t = row.proposal(i);
+          if (t == s) continue;
+          const float a = static_cast<float>(row.count(t)) + alpha;
+          const float b = static_cast<float>(row.count(s)) - 1.0f + alpha;
+          const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
+          const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
+          if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
         }
-        Rng rng = token_rng(sweep, p);
-        rng.Next();  // the acceptance's draw
-        v = Pack(s, row.Draw(beta, rng.Next()));
-      };
-      auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
-        thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
-        const int64_t d = key[0];
-        if (!row.Holds(d, sweep)) {
-          const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
-          row.Begin(d, sweep, K, n);
-          for (int64_t i = 0; i < n; ++i) {
-            row.set_id(i, begin + i);
-            row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
-          }
-          row.Count();
-          for (int64_t i = 0; i < row.size(); ++i) {
-            const int32_t s = row.topic(i), t = row.proposal(i);
-            if (t == s) continue;
-            const float a = static_cast<float>(row.count(t)) + alpha;
-            const float b = static_cast<float>(row.count(s)) - 1.0f + alpha;
-            const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
-            const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
-            if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
-          }
-          row.EndMoves();
-        }
-        const int64_t p = orders.doc_begin(d) + key[2];
-        const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
-        if (s != before) {
-          totals.add(before, -1);
-          totals.add(s, 1);
-          accepted += 1;
-        }
-        Rng rng = token_rng(sweep, p);
-        rng.Next();  // the acceptance's draw
-        v = Pack(s, row.Draw(alpha, rng.Next()));
-      };
-      // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
-      // permission to run the loops data-parallel with reads up to S clocks stale.
-      for (int pair = 0; pair < opt.mh_steps / 2; ++pair) {
-        sweep = iter * opt.mh_steps + 2 * pair;
-        if (opt.data_parallel >= 0) {
-          tessera::parallel_for(tokens_w, word_sweep,
-                                tessera::DataParallel{.staleness = opt.data_parallel});
-          ++sweep;
-          tessera::parallel_for(tokens, doc_sweep,
-                                tessera::DataParallel{.staleness = opt.data_parallel});
-        } else {
-          tessera::parallel_for(tokens_w, word_sweep);
-          ++sweep;
-          tessera::parallel_for(tokens, doc_sweep);
-        }
+        row.EndMoves();
+      }
+      const int64_t p = orders.doc_begin(d) + key[2];
+      const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
+      if (s != before) {
+        totals.add(before, -1);
+        totals.add(s, 1);
+        accepted += 1;
+      }
+      Rng rng = token_rng(sweep, p);
+      rng.Next();  // the acceptance's draw
+      v = Pack(s, row.Draw(alpha, rng.Next()));
+    };
+    // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
+    // permission to run the loops data-parallel with reads up to S clocks stale.
+    for (int pair = 0; pair < opt.mh_steps / 2; ++pair) {
+      sweep = iter * opt.mh_steps + 2 * pair;
+      if (opt.data_parallel >= 0) {
+        tessera::parallel_for(tokens_w, word_sweep,
+                              tessera::DataParallel{.staleness = opt.data_parallel});
+        ++sweep;
+        tessera::parallel_for(tokens, doc_sweep,
+                              tessera::DataParallel{.staleness = opt.data_parallel});
+      } else {
+        tessera::parallel_for(tokens_w, word_sweep);
+        ++sweep;
+        tessera::parallel_for(tokens, doc_sweep);
       }
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
@@ -496,38 +719,16 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       });
       ll_per_token = ll.value() / static_cast<double>(num_tokens);
     }
-    const double elapsed = Seconds(std::chrono::steady_clock::now() - start);
-    const double acceptance =
-        static_cast<double>(accepted.value()) /
-        static_cast<double>(num_tokens * (opt.sampler == "gibbs" ? 1 : opt.mh_steps));
-    if (report) {
-      const std::string ll_text =
-          ll_per_token ? fmt::format("ll/token {:.5f}", *ll_per_token) : std::string("ll/token -");
-      const std::string eta = tessera::FormatEta(elapsed, iter, opt.iterations);
-      fmt::print("iter {:4d}  {}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}{}\n",
-                 iter, ll_text, tokens_per_s, tokens_per_cpu_s, acceptance, elapsed, workers,
-                 eta.empty() ? eta : "  " + eta);
-      std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
-    }
-    bool written = true;
-    if (metrics) {
-      tessera::MetricsRecord record;
-      record.set("app", "lda").set("iteration", iter);
-      if (ll_per_token) record.set("loglik_per_token", *ll_per_token);
-      record.set("tokens_per_s", tokens_per_s)
-          .set("moved_fraction", acceptance)
-          .set("tokens_per_cpu_s", tokens_per_cpu_s)
-          .set("iteration_s", sample_seconds)
-          .set("elapsed_s", elapsed);
-      if (distributed) record.set("workers", ctx.job().num_workers);
-      if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
-      tessera::Status s = metrics->Write(record);
-      if (!s.ok()) {
-        fmt::print(stderr, "lda: --metrics: {}\n", s.ToString());
-        written = false;
-      }
-    }
-    if (!AllWorkersOk(ctx, written)) return 1;
+    IterationStats stats;
+    stats.iter = iter;
+    stats.ll_per_token = ll_per_token;
+    stats.tokens_per_s = tokens_per_s;
+    stats.tokens_per_cpu_s = tokens_per_cpu_s;
+    stats.iteration_s = sample_seconds;
+    stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
+    stats.acceptance = static_cast<double>(accepted.value()) /
+                       static_cast<double>(num_tokens * opt.mh_steps);
+    if (!ReportIteration(ctx, opt, report, metrics, stats)) return 1;
   }
   if (!opt.model.save_model.empty()) {
     // The counts of the tokens' current topics, made by a loop (the MH sampler keeps no count
@@ -549,36 +750,21 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     if (!AllWorkersOk(ctx, saved.ok())) return 1;
   }
   if (report && !opt.vocab_path.empty()) {
-    // The largest topics first, each with its most frequent words.
-    std::vector<int> order(K);
-    for (int k = 0; k < K; ++k) order[k] = k;
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return totals(a) > totals(b); });
-    const int shown = std::min(opt.show_topics, K);
-    std::vector<int> rank(K, -1);
-    for (int i = 0; i < shown; ++i) rank[order[i]] = i;
-    std::vector<std::vector<std::pair<int32_t, int64_t>>> top(shown);  // (count, word) per topic
-    lda::RowTopics nw;
-    for (int64_t w = 0; w < V; ++w) {
-      const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
-      nw.Begin(w, 0, K, n);
-      for (int64_t i = 0; i < n; ++i) {
-        nw.set_id(i, orders.doc_position(begin + i));
-        nw.set_state(i, tokens.value_at(nw.id(i)));
+    std::vector<int64_t> sizes(K);
+    for (int k = 0; k < K; ++k) sizes[k] = totals(k);
+    PrintTopics(opt, vocab, sizes, [&](const auto& f) {
+      lda::RowTopics nw;
+      for (int64_t w = 0; w < V; ++w) {
+        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+        nw.Begin(w, 0, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          nw.set_id(i, orders.doc_position(begin + i));
+          nw.set_state(i, tokens.value_at(nw.id(i)));
+        }
+        nw.Count();
+        for (int32_t k : nw.nonzero()) f(w, k, nw.count(k));
       }
-      nw.Count();
-      for (int32_t k : nw.nonzero()) {
-        if (rank[k] >= 0) top[rank[k]].emplace_back(nw.count(k), w);
-      }
-    }
-    for (int i = 0; i < shown; ++i) {
-      const int k = order[i];
-      std::vector<std::pair<int32_t, int64_t>>& words = top[i];
-      const size_t n = std::min<size_t>(opt.top_words, words.size());
-      std::partial_sort(words.begin(), words.begin() + n, words.end(), std::greater<>());
-      std::string line;
-      for (size_t j = 0; j < n; ++j) line += (j ? " " : "") + vocab[words[j].second];
-      fmt::print("topic {:4d} ({:6d} tokens): {}\n", k, totals(k), line);
-    }
+    });
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #   env: APP=mf (or lda) WORKERS=2
 #        mf:  K=64 EPOCHS=2 TEST_FRACTION=0.1; INPUT a `user item rating` file (bench/apps/gen_lowrank.py)
 #        lda: TOPICS=100 ITERS=2; INPUT a docword corpus (bench/apps/lda_repeat_corpus.py)
+#        EXTRA_ARGS: more arguments for the app (e.g. "--sampler gibbs")
 #        RUN_FLAGS="--checkpoint-dir DIR --checkpoint-interval 0": more `tessera run` flags for the
 #        distributed runs (DIR is emptied before each)
 # A BUILD_DIR may name one environment variable for its runs, e.g. build:TESSERA_PARTITIONED_DATA=0
@@ -33,6 +34,8 @@ else
   echo "APP must be mf or lda" >&2
   exit 2
 fi
+# shellcheck disable=SC2206  # EXTRA_ARGS is split into words on purpose
+args+=(${EXTRA_ARGS:-})
 echo "| build | run | peak RSS per process (KB) | $quality_name | patch bytes sent per worker |"
 echo "|---|---|---|---|---|"
 for spec in "$@"; do

@@ -642,12 +642,15 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
         share.entries.push_back(e);
       });
     }
-    // Only loops touch `counts` (and every document is kept): each entry goes to one worker.
-    if (split->exchange && split->keeps_partitioned && split->keeps_partitioned(origin) &&
+    // Only loops touch `counts` (or `tokens`, when those are asked for) and every document is
+    // kept: each entry goes to one worker.
+    ArrayOrigin kept = origin;
+    if (options.tokens) kept.member = "tokens";
+    if (split->exchange && split->keeps_partitioned && split->keeps_partitioned(kept) &&
         (options.max_docs == 0 || options.max_docs >= header.docs)) {
       return internal::LoadDocwordPartitioned(
           ctx, path, {header.docs, header.vocab, header.nnz}, *split, std::move(share), origin,
-          [&](int64_t doc, int64_t word) {
+          options.tokens, [&](int64_t doc, int64_t word) {
             return SecondOccurrence(path, split->num_workers, range_of, doc, word);
           });
     }
@@ -687,7 +690,13 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
     return Status::DataLoss(fmt::format("{}: the header promises NNZ = {} entries, the file has {}",
                                         path, header.nnz, builder->entries()));
   }
-  return builder->Finish();
+  Corpus corpus = builder->Finish();
+  builder.reset();  // its duplicate index goes before the tokens are built
+  if (options.tokens) {
+    TESSERA_RETURN_IF_ERROR(internal::ExpandTokens(
+        ctx, &corpus, origin, nullptr, [](int64_t longest) -> Result<int64_t> { return longest; }));
+  }
+  return corpus;
 }
 
 }  // namespace internal

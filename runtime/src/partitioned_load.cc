@@ -287,7 +287,7 @@ template Result<TripleData<double>> LoadTriplesPartitioned<double>(Context&, con
 
 Result<Corpus> LoadDocwordPartitioned(
     Context& ctx, const std::string& path, const DocwordShape& shape, const LoadSplit& split,
-    DocwordShare share, ArrayOrigin origin,
+    DocwordShare share, ArrayOrigin origin, bool tokens_wanted,
     const std::function<std::string(int64_t doc, int64_t word)>& second_occurrence) {
   const auto start = std::chrono::steady_clock::now();
   // The docs this worker parsed with their entry counts, and its tokens. The message is a
@@ -299,7 +299,9 @@ Result<Corpus> LoadDocwordPartitioned(
     std::vector<std::pair<int64_t, uint64_t>> runs;  // entries are mostly grouped by doc
     for (const DocwordEntry& e : share.entries) {
       if (runs.empty() || runs.back().first != e.doc - 1) runs.emplace_back(e.doc - 1, 0);
-      ++runs.back().second;
+      // Tokens are cut into equal-token ranges, the ranges a loop over them cuts: no token
+      // moves at the first loop.
+      runs.back().second += tokens_wanted ? static_cast<uint64_t>(e.count) : 1;
       tokens += static_cast<uint64_t>(e.count);
     }
     std::sort(runs.begin(), runs.end());
@@ -404,14 +406,99 @@ Result<Corpus> LoadDocwordPartitioned(
     return Status::DataLoss(fmt::format("{}: the header promises NNZ = {} entries, the file has {}",
                                         path, shape.nnz, entries_total));
   }
+  const size_t held_entries = counts.size();
+  if (tokens_wanted) {
+    RecordPartition mine_part;
+    mine_part.dim = 0;
+    mine_part.lo = plan.bounds[rank];
+    mine_part.hi = plan.bounds[rank + 1];
+    mine_part.global_size = static_cast<int64_t>(tokens_total);
+    TESSERA_RETURN_IF_ERROR(ExpandTokens(
+        ctx, &corpus, origin, &mine_part, [&split](int64_t longest) -> Result<int64_t> {
+          Result<std::vector<WorkerIds>> all = GatherIds(
+              split, EncodeIds(Status::Ok(), false, {}, {}, static_cast<uint64_t>(longest), 0));
+          if (!all.ok()) return all.status();
+          uint64_t most = 0;
+          for (const WorkerIds& w : *all) most = std::max(most, w.train);
+          return static_cast<int64_t>(most);
+        }));
+  }
   malloc_trim(0);  // as after load_triples' exchange
   ctx.logger().info(
-      "loaded {}: {} of {} entries held by this worker, docs [{}, {}) (partitioned; parse {:.3f} "
-      "s, exchange {:.3f} s)",
-      path, counts.size(), entries_total, plan.bounds[rank], plan.bounds[rank + 1], parse_seconds,
+      "loaded {}: {} of {} entries held by this worker{}, docs [{}, {}) (partitioned; parse "
+      "{:.3f} s, exchange {:.3f} s)",
+      path, held_entries, entries_total,
+      tokens_wanted ? fmt::format(" as {} of {} tokens", corpus.tokens.base().size(), tokens_total)
+                    : std::string(),
+      plan.bounds[rank], plan.bounds[rank + 1], parse_seconds,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
           parse_seconds);
   return corpus;
+}
+
+Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
+                    const RecordPartition* partition,
+                    const std::function<Result<int64_t>(int64_t)>& global_max) {
+  // This worker's entries in key order (its share's order is then the serial one), copied out
+  // compactly so that the entries' memory goes before the tokens are built. The storage is read
+  // directly: element access would gather a partitioned array whole.
+  corpus->counts.sort_keys();
+  struct Entry {
+    int64_t doc;
+    int32_t word;
+    int32_t count;
+  };
+  std::vector<Entry> entries;
+  int64_t held_tokens = 0, longest = 0;
+  {
+    const auto& held =
+        static_cast<const ArrayStorage<int32_t, 2>&>(corpus->counts.base());
+    entries.reserve(held.keys_.size());
+    int64_t length = 0;
+    for (size_t p = 0; p < held.keys_.size(); ++p) {
+      const Key<2>& k = held.keys_[p];
+      if (p > 0 && held.keys_[p - 1].idx[0] != k.idx[0]) length = 0;
+      entries.push_back({k.idx[0], static_cast<int32_t>(k.idx[1]), held.values_[p]});
+      length += held.values_[p];
+      held_tokens += held.values_[p];
+      longest = std::max(longest, length);
+    }
+  }
+  ArrayOrigin counts_origin = origin;
+  counts_origin.member = "counts";
+  corpus->counts = DistArray<int32_t, 2>::WithOrigin(
+      ctx, {corpus->num_docs, corpus->vocab_size}, /*sparse=*/true, counts_origin);
+  Result<int64_t> most = global_max(longest);
+  if (!most.ok()) return most.status();
+  corpus->max_doc_length = *most;
+  const int64_t extent = std::max<int64_t>(1, *most);
+  ArrayOrigin tokens_origin = origin;
+  tokens_origin.member = "tokens";
+  corpus->tokens = DistArray<int64_t, 3>::WithOrigin(
+      ctx, {corpus->num_docs, corpus->vocab_size, extent}, /*sparse=*/true, tokens_origin);
+  corpus->tokens.reserve(held_tokens);
+  std::vector<RecordOrder> order;
+  if (partition != nullptr) order.reserve(static_cast<size_t>(held_tokens));
+  int64_t j = 0;
+  for (size_t p = 0; p < entries.size(); ++p) {
+    const Entry& e = entries[p];
+    if (p > 0 && entries[p - 1].doc != e.doc) j = 0;
+    for (int32_t c = 0; c < e.count; ++c, ++j) {
+      corpus->tokens.append_unchecked({{e.doc, e.word, j}}, 0);
+      // Places in the serial (key) order: (doc, word * extent + j) orders as the keys do.
+      if (partition != nullptr)
+        order.push_back({static_cast<uint64_t>(e.doc), static_cast<uint64_t>(e.word * extent + j)});
+    }
+  }
+  if (partition != nullptr) {
+    // The share is in serial order already: it becomes this worker's partition as it stands,
+    // without a copy through a record batch (ImportRecords would hold both).
+    auto& storage =
+        static_cast<ArrayStorage<int64_t, 3>&>(const_cast<ArrayBase&>(corpus->tokens.base()));
+    storage.order_ = std::move(order);
+    storage.partition_ = *partition;
+  }
+  return Status::Ok();
 }
 
 }  // namespace tessera::internal

@@ -1,10 +1,12 @@
 // A program whose docword counts only loops touch, so that a distributed job loads them
 // partitioned by document (docs/runtime.md, "Partitioned data"). Its loops read the entries by
 // document (the layout of the load) and, with `byword`, also by word (the entries move) and
-// whole (a copy into a dense array). The digest it writes to OUT.<rank> must be the same on
-// every worker, in a serial run and with every record on every worker (partitioned_docword_test.cc).
+// whole (a copy into a dense array). With `tokens` it loads the corpus as tokens
+// (DocwordOptions::tokens) and runs them by document. The digest it writes to OUT.<rank> must be
+// the same on every worker, in a serial run and with every record on every worker
+// (partitioned_docword_test.cc).
 //
-//   partitioned_docword OUT DOCWORD (bydoc|byword)
+//   partitioned_docword OUT DOCWORD (bydoc|byword|tokens)
 #include <tessera/tessera.h>
 
 #include <cinttypes>
@@ -28,6 +30,48 @@ double EntryHash(int64_t doc, int64_t word, int32_t count) {
   return static_cast<double>(h % 1000003u);
 }
 
+// The same for a token (doc, word, j).
+double TokenHash(int64_t doc, int64_t word, int64_t j) {
+  return EntryHash(doc, word, static_cast<int32_t>(j + 1));
+}
+
+// `tokens` mode: the corpus as tokens, touched only by a loop by document (and its shape).
+int RunTokens(tessera::Context& ctx, const std::string& out_prefix, const std::string& path) {
+  tessera::DocwordOptions read;
+  read.tokens = true;
+  auto loaded = tessera::load_docword(ctx, path, read);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());
+    return 1;
+  }
+  DistArray<int64_t, 3>& tokens = loaded->tokens;
+  const int64_t docs = tokens.extent(0), words = tokens.extent(1);
+  auto by_doc = DistArray<int64_t, 1>::dense(ctx, {docs});
+  tessera::Accumulator<double> checksum(ctx), count(ctx);
+  tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) {
+    // Order-sensitive: key order within a document, j counting its tokens from 0.
+    by_doc(k[0]) = (by_doc(k[0]) * 3 + (k[1] + 1) * (k[2] + 1)) % 1000000007;
+    checksum += TokenHash(k[0], k[1], k[2]);
+    count += 1;
+    v = k[2];  // writes stay on the token's holder
+  });
+  tessera::Accumulator<double> written(ctx);
+  tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) { written += v == k[2] ? 1 : 0; });
+  const std::string name = out_prefix + "." + std::to_string(ctx.job().rank);
+  std::FILE* out = std::fopen(name.c_str(), "w");
+  if (out == nullptr) {
+    std::perror(name.c_str());
+    return 2;
+  }
+  std::fprintf(out, "docs %" PRId64 " words %" PRId64 " longest %" PRId64 " tokens %" PRId64
+               " counted %.17g written %.17g checksum %.17g\n",
+               docs, words, loaded->max_doc_length, loaded->num_tokens, count.value(),
+               written.value(), checksum.value());
+  for (int64_t d = 0; d < docs; ++d) std::fprintf(out, "doc %" PRId64 " %" PRId64 "\n", d, by_doc(d));
+  std::fclose(out);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,6 +80,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   tessera::Context ctx(argc, argv);
+  if (std::string(argv[3]) == "tokens") return RunTokens(ctx, argv[1], argv[2]);
   auto loaded = tessera::load_docword(ctx, argv[2]);
   if (!loaded.ok()) {
     std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -179,6 +180,68 @@ TEST_F(PartitionedDocwordTest, EachWorkerHoldsItsDocumentsAndNoEntryIsLostOrDoub
       }
       EXPECT_EQ(gathers, 0) << split_log;
     }
+  }
+}
+
+// DocwordOptions::tokens: one element per token, each on the worker of its document's
+// equal-token range; the loops by document run where the tokens were loaded (no relayout).
+TEST_F(PartitionedDocwordTest, TokensAreHeldByTheirDocumentsWorkerOnly) {
+  // What the file holds as tokens: (doc, word, j) with j counting each document's tokens in word
+  // order.
+  std::map<std::pair<int, int>, int> sorted;
+  for (const Entry& e : entries_) sorted[{e.doc, e.word}] = e.count;
+  double checksum = 0;
+  int64_t total = 0, longest = 0, j = 0;
+  int doc = -1;
+  for (const auto& [dw, count] : sorted) {
+    if (dw.first != doc) j = 0;
+    doc = dw.first;
+    for (int c = 0; c < count; ++c, ++j)
+      checksum += EntryHash(dw.first - 1, dw.second - 1, static_cast<int32_t>(j + 1));
+    total += count;
+    longest = std::max(longest, j);
+  }
+  std::string log, serial;
+  ASSERT_EQ(Run(0, 1, path_, "tokens", false, &log, &serial), 0) << log;
+  char head[300];
+  std::snprintf(head, sizeof(head),
+                "longest %" PRId64 " tokens %" PRId64 " counted %" PRId64 " written %" PRId64
+                " checksum %.17g\n",
+                longest, total, total, total, checksum);
+  ASSERT_NE(serial.find(head), std::string::npos) << serial.substr(0, 300) << "\nwant " << head;
+
+  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {3, 1}}) {
+    SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
+    std::string whole_log, whole, split_log, split;
+    ASSERT_EQ(Run(workers, threads, path_, "tokens", false, &whole_log, &whole), 0) << whole_log;
+    EXPECT_EQ(whole, serial);
+    ASSERT_EQ(Run(workers, threads, path_, "tokens", true, &split_log, &split), 0) << split_log;
+    EXPECT_EQ(split, serial);
+    const std::regex held(
+        R"(\[worker (\d+)\].*held by this worker as (\d+) of (\d+) tokens, docs \[(\d+), (\d+)\))");
+    std::map<int, std::pair<int64_t, int64_t>> ranges;
+    int64_t sum = 0;
+    for (auto it = std::sregex_iterator(split_log.begin(), split_log.end(), held);
+         it != std::sregex_iterator(); ++it) {
+      const int64_t mine = std::stoll((*it)[2]);
+      EXPECT_EQ(std::stoll((*it)[3]), total);
+      EXPECT_GT(mine, 0) << split_log;
+      // Equal-token ranges: no worker holds much more than its share (a document is not split).
+      EXPECT_LT(mine, total / workers + 200) << split_log;
+      sum += mine;
+      ranges[std::stoi((*it)[1])] = {std::stoll((*it)[4]), std::stoll((*it)[5])};
+    }
+    EXPECT_EQ(sum, total) << split_log;
+    ASSERT_EQ(ranges.size(), static_cast<size_t>(workers)) << split_log;
+    int64_t next = 0;
+    for (const auto& [rank, range] : ranges) {
+      EXPECT_EQ(range.first, next) << "worker " << rank;
+      next = range.second;
+    }
+    EXPECT_EQ(next, kDocs);
+    const auto [relayouts, gathers] = Moves(split_log);
+    EXPECT_EQ(relayouts, 0) << split_log;
+    EXPECT_EQ(gathers, 0) << split_log;
   }
 }
 

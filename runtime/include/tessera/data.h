@@ -158,21 +158,31 @@ struct DocwordOptions {
   // The share of the file's entry lines to read (the header is always read). Default: all
   // (split between the workers of a distributed job; see the top of this file).
   ReadRange range;
+  // Return the corpus as tokens (Corpus::tokens) instead of entries: `counts` is then left
+  // without elements. A distributed job keeps `tokens` partitioned by document when only loops
+  // touch it, as it keeps `counts` (docs/runtime.md, "Partitioned data").
+  bool tokens = false;
 };
 
 // A UCI bag-of-words corpus ("docword" format: D, W, NNZ header lines, then "docID wordID count"
 // lines with 1-based ids).
 struct Corpus {
   DistArray<int32_t, 2> counts;  // sparse, shape {num_docs, vocab_size}, key (doc, word) 0-based
+  // With DocwordOptions::tokens: one element per token, key (doc, word, j) with j the token's
+  // index in its document (the document's entries by word, each repeated `count` times), value
+  // 0 (the caller's per-token state), stored in key order; shape {num_docs, vocab_size,
+  // max(1, max_doc_length)}.
+  DistArray<int64_t, 3> tokens;
   int64_t num_docs = 0;          // D from the header (or max_docs when smaller)
   int64_t vocab_size = 0;        // W from the header
   int64_t num_tokens = 0;        // sum of the counts read
+  int64_t max_doc_length = 0;    // with DocwordOptions::tokens: the longest document's tokens
 };
 
 // Errors: NotFound, InvalidArgument (malformed header or line, id out of the header's range,
 // count < 1, duplicate (doc, word)), DataLoss (fewer or more entry lines than the header's NNZ when
 // the whole file is read).
-// `loc`: the origin of `counts`, as for load_triples.
+// `loc`: the origin of `counts` and `tokens`, as for load_triples.
 Result<Corpus> load_docword(Context& ctx, const std::string& path, const DocwordOptions& options = {},
                             std::source_location loc = std::source_location::current());
 

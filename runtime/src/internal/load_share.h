@@ -100,10 +100,21 @@ struct DocwordShape {
 // its range, in file order, and the same shape, num_tokens and errors as a whole-file read.
 // `second_occurrence(doc, word)` (1-based) names where the second entry of a duplicate is in the
 // file, as the whole-file read names it; every worker calls it alike.
+// With `tokens` (DocwordOptions::tokens) the ranges are equal-token ranges and the corpus comes
+// back as ExpandTokens makes it, each worker holding the tokens of its range.
 Result<Corpus> LoadDocwordPartitioned(
     Context& ctx, const std::string& path, const DocwordShape& shape, const LoadSplit& split,
-    DocwordShare share, ArrayOrigin origin,
+    DocwordShare share, ArrayOrigin origin, bool tokens,
     const std::function<std::string(int64_t doc, int64_t word)>& second_occurrence);
+
+// DocwordOptions::tokens: replaces the elements of corpus->counts (created at `origin`) by
+// corpus->tokens, one element per token (data.h), and sets corpus->max_doc_length. `partition`:
+// this worker's document range when the counts are partitioned (the tokens then are too), else
+// null; `global_max` turns this worker's longest document into every worker's (identity when
+// not partitioned; its error is returned). The entries' memory goes before the tokens are built.
+Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
+                    const RecordPartition* partition,
+                    const std::function<Result<int64_t>(int64_t)>& global_max);
 
 // The loaders behind load_triples and load_docword: `split` null reads `options.range` alone
 // (serial); otherwise this worker reads WorkerRange of each file and the shares are merged
