@@ -495,8 +495,7 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
     // without a copy through a record batch (ImportRecords would hold both).
     auto& storage =
         static_cast<ArrayStorage<int64_t, 3>&>(const_cast<ArrayBase&>(corpus->tokens.base()));
-    storage.order_ = std::move(order);
-    storage.partition_ = *partition;
+    storage.AdoptPartition(std::move(order), *partition);
   }
   return Status::Ok();
 }

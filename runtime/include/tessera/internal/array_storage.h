@@ -268,6 +268,18 @@ class ArrayStorage final : public ArrayBase {
     TESSERA_CHECK_MSG(partition_.has_value(), "order_data of an array that is not partitioned");
     return order_.data();
   }
+  // Makes the stored elements this worker's share of a partitioned array as they stand, without
+  // a copy through record batches: order[p] is position p's place in the serial order.
+  // REQUIRES: sparse; order has one place per stored element, increasing.
+  void AdoptPartition(std::vector<RecordOrder> order, const RecordPartition& partition) {
+    TESSERA_CHECK_MSG(sparse_, "AdoptPartition of a dense array");
+    TESSERA_CHECK_MSG(order.size() == keys_.size(), "AdoptPartition: one place per element");
+    TESSERA_CHECK_MSG(std::is_sorted(order.begin(), order.end()),
+                      "AdoptPartition: places out of serial order");
+    order_ = std::move(order);
+    partition_ = partition;
+    Relaid();
+  }
   // Partitioned: gives every held element a new place in the serial order (order[p] for
   // position p) and sorts the held elements by it, in place.
   void Reorder(std::vector<RecordOrder> order) {
