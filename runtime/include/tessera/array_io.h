@@ -58,6 +58,8 @@ constexpr ArrayElementType ElementTypeOf() {
   return ArrayElementType::kFloat64;
 }
 
+enum class ArrayFileKind { kBinary, kText };
+
 // A type-erased view of an array to write.
 struct ArrayWriteView {
   ArrayElementType type;
@@ -78,6 +80,10 @@ struct ArrayFileContents {
   std::string values;         // count elements' bytes
 };
 
+// save_array and save_array_text: collective where the job keeps `array` partitioned
+// (Context::SavePartitioned), otherwise written here from `view()`.
+Status SaveArray(Context& ctx, const ArrayBase& array, const std::string& path, ArrayFileKind kind,
+                 const std::function<ArrayWriteView()>& view);
 Status WriteArrayFile(const std::string& path, const ArrayWriteView& view);
 Status WriteArrayText(const std::string& path, const ArrayWriteView& view);
 // Checks the file against the expected element type and rank.
@@ -111,13 +117,15 @@ ArrayWriteView ViewOf(const DistArray<T, N>& array) {
 // REQUIRES: `array` is valid.
 template <typename T, int N>
 Status save_array(const DistArray<T, N>& array, const std::string& path) {
-  return internal::WriteArrayFile(path, internal::ViewOf(array));
+  return internal::SaveArray(array.context(), array.base(), path, internal::ArrayFileKind::kBinary,
+                             [&array] { return internal::ViewOf(array); });
 }
 
 // Writes `array` to `path` as text (see the top of this file). Errors as for save_array.
 template <typename T, int N>
 Status save_array_text(const DistArray<T, N>& array, const std::string& path) {
-  return internal::WriteArrayText(path, internal::ViewOf(array));
+  return internal::SaveArray(array.context(), array.base(), path, internal::ArrayFileKind::kText,
+                             [&array] { return internal::ViewOf(array); });
 }
 
 // Reads an array that save_array wrote, as a new array of `ctx` (dense or sparse as saved; a
