@@ -154,9 +154,8 @@ TEST_F(ArraySaveTest, WorkerZerosErrorIsEveryWorkersAndTheDisagreementIsNamed) {
   o.path = dir_ + "/missing/dir/A.tarr";
   std::vector<std::future<Status>> pending;
   for (int r = 0; r < kWorkers; ++r) {
-    pending.push_back(std::async(std::launch::async, [&, r] {
-      return SaveRows(*meshes[r], 1, arrays[r].base(), rows, o);
-    }));
+    pending.push_back(std::async(
+        std::launch::async, [&, r] { return SaveRows(*meshes[r], 1, arrays[r].base(), rows, o); }));
   }
   for (int r = 0; r < kWorkers; ++r) {
     Status s = pending[static_cast<size_t>(r)].get();
@@ -175,7 +174,8 @@ TEST_F(ArraySaveTest, WorkerZerosErrorIsEveryWorkersAndTheDisagreementIsNamed) {
   for (int r = 0; r < kWorkers; ++r) {
     Status s = pending[static_cast<size_t>(r)].get();
     EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
-    EXPECT_NE(s.message().find("the workers disagree on the save"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("the workers disagree on the save"), std::string::npos)
+        << s.message();
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/A0.tarr"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/A0.tarr.tmp"));

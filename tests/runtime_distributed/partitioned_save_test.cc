@@ -54,8 +54,8 @@ class PartitionedSaveTest : public tessera::testing::JobTest {
     const std::string save = save_dir.empty() ? out : save_dir;
     std::vector<std::string> args;
     if (workers > 0) {
-      args = {TESSERA_LAUNCHER_BINARY, "run", "-w", std::to_string(workers), "-s", "1",
-              "--log-level", "info", "--"};
+      args = {TESSERA_LAUNCHER_BINARY, "run",  "-w", std::to_string(workers), "-s", "1",
+              "--log-level",           "info", "--"};
     }
     for (const std::string& a :
          {std::string(PARTITIONED_SAVE_BINARY), out, save, dir_ + "/train.txt", mode}) {
@@ -91,16 +91,16 @@ TEST_F(PartitionedSaveTest, EveryWorkerSavesAndWorkerZeroWritesTheSerialFilesByt
       ASSERT_FALSE(saved.empty()) << array << "." << ext << " of " << name;
       for (int r = 0; r < workers; ++r) {
         EXPECT_EQ(saved, Read(at + array + ".whole." + std::to_string(r) + "." + ext))
-            << array << "." << ext << " saved partitioned by " << name
-            << " differs from worker " << r << "'s whole copy";
+            << array << "." << ext << " saved partitioned by " << name << " differs from worker "
+            << r << "'s whole copy";
       }
     }
     // The saves kept the dense arrays partitioned: no worker holds all rows of them all, and
     // no loop or save made them whole.
     const std::regex held(R"(this worker holds (\d+) of its (\d+) rows)");
     int partial = 0, arrays = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), held);
-         it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), held); it != std::sregex_iterator();
+         ++it) {
       ++arrays;
       partial += std::stoll((*it)[1]) < std::stoll((*it)[2]);
     }

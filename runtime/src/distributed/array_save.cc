@@ -48,9 +48,10 @@ std::string Describe(const ArrayBase& a, const std::vector<SavedRows>& rows,
     mix(static_cast<uint64_t>(r.hi));
     mix(r.holders);
   }
-  return fmt::format("{} array #{} {} of {}-byte elements, {} to '{}', chunks {} window {} plan {:x}",
-                     kPrologueMagic, a.id(), shape, a.element_bytes(),
-                     o.text ? "as text" : "binary", o.path, o.chunk_bytes, o.window, plan);
+  return fmt::format(
+      "{} array #{} {} of {}-byte elements, {} to '{}', chunks {} window {} plan {:x}",
+      kPrologueMagic, a.id(), shape, a.element_bytes(), o.text ? "as text" : "binary", o.path,
+      o.chunk_bytes, o.window, plan);
 }
 
 // The prologue: the description, then (rank 0) whether the file could be created.
@@ -73,8 +74,7 @@ std::string NotCollective(const std::string& path, const std::string& what) {
 }
 
 // One message of a chunk or credit: tag, step and the bytes.
-Status SendPayload(PeerMesh& mesh, int to, uint64_t tag, int64_t step, const char* data,
-                   size_t n) {
+Status SendPayload(PeerMesh& mesh, int to, uint64_t tag, int64_t step, const char* data, size_t n) {
   OutgoingMessage msg(static_cast<uint32_t>(mesh.rank()), 0,
                       static_cast<unsigned>(n / sizeof(capnp::word) + 16));
   auto peer = msg.envelope().getBody().initPeer();
@@ -99,9 +99,9 @@ Result<std::string> ReceivePayload(PeerMesh& mesh, int from, uint64_t tag, int64
 struct Chunk {
   int64_t lo = 0;
   int64_t hi = 0;
-  int source = 0;      // the worker that sends it (0: rank 0 has it or computes it)
+  int source = 0;         // the worker that sends it (0: rank 0 has it or computes it)
   bool computed = false;  // nobody holds it: computed from the factory's recipe
-  int64_t index = 0;   // its number among its source's chunks
+  int64_t index = 0;      // its number among its source's chunks
 };
 
 // The same on every worker: the rows in file order, in chunks, each from the lowest-ranked
@@ -161,13 +161,14 @@ Status WriteAsRankZero(PeerMesh& mesh, uint64_t tag, const ArrayBase& a,
     Result<std::string> rows = ReceivePayload(mesh, c.source, tag, 1 + c.index);
     if (!rows.ok()) {
       return Status(rows.status().code(),
-                    NotCollective(o.path, fmt::format("worker {} sent no rows: {}", c.source, rows.status().message())));
+                    NotCollective(o.path, fmt::format("worker {} sent no rows: {}", c.source,
+                                                      rows.status().message())));
     }
     if (rows->size() != static_cast<size_t>(n) * e) {
-      return Status::DataLoss(fmt::format("save_array('{}'): worker {} sent {} bytes of rows "
-                                          "[{}, {}); expected {}",
-                                          o.path, c.source, rows->size(), c.lo, c.hi,
-                                          static_cast<size_t>(n) * e));
+      return Status::DataLoss(
+          fmt::format("save_array('{}'): worker {} sent {} bytes of rows "
+                      "[{}, {}); expected {}",
+                      o.path, c.source, rows->size(), c.lo, c.hi, static_cast<size_t>(n) * e));
     }
     writer->Append(rows->data(), n);
     if (c.index + o.window < per_source[static_cast<size_t>(c.source)]) {
@@ -187,8 +188,9 @@ Status SendRows(PeerMesh& mesh, uint64_t tag, const ArrayBase& a, const std::vec
     if (c.index >= o.window) {
       Result<std::string> credit = ReceivePayload(mesh, 0, tag, 1 + c.index - o.window);
       if (!credit.ok()) {
-        return Status(credit.status().code(),
-                      NotCollective(o.path, "worker 0 stopped taking rows: " + credit.status().message()));
+        return Status(
+            credit.status().code(),
+            NotCollective(o.path, "worker 0 stopped taking rows: " + credit.status().message()));
       }
     }
     const size_t begin = static_cast<size_t>(c.lo * row_elems) * e;
@@ -211,8 +213,8 @@ Status SaveRows(PeerMesh& mesh, uint64_t tag, const ArrayBase& a,
   std::unique_ptr<ArrayStreamWriter> writer;
   Status created;
   if (me == 0) {
-    auto w = ArrayStreamWriter::Create(o.path, o.text ? ArrayFileKind::kText : ArrayFileKind::kBinary,
-                                       TypeOf(a), shape);
+    auto w = ArrayStreamWriter::Create(
+        o.path, o.text ? ArrayFileKind::kText : ArrayFileKind::kBinary, TypeOf(a), shape);
     if (w.ok()) {
       writer = std::move(w).value();
     } else {
@@ -222,16 +224,15 @@ Status SaveRows(PeerMesh& mesh, uint64_t tag, const ArrayBase& a,
   const std::string description = Describe(a, rows, o);
   Result<std::vector<std::string>> all = mesh.AllGather(tag, Prologue(description, created));
   if (!all.ok()) {
-    return Status(all.status().code(),
-                  NotCollective(o.path, all.status().message()));
+    return Status(all.status().code(), NotCollective(o.path, all.status().message()));
   }
   for (int r = 0; r < mesh.size(); ++r) {
     const std::string& p = (*all)[static_cast<size_t>(r)];
     const std::string theirs = p.substr(0, p.find('\0'));
     if (theirs == description) continue;
     if (theirs.rfind(kPrologueMagic, 0) != 0) {
-      return Status::FailedPrecondition(
-          NotCollective(o.path, fmt::format("worker {} reached another collective exchange at this point", r)));
+      return Status::FailedPrecondition(NotCollective(
+          o.path, fmt::format("worker {} reached another collective exchange at this point", r)));
     }
     return Status::FailedPrecondition(fmt::format(
         "save_array: the workers disagree on the save: worker {} has '{}', worker {} '{}'", me,
@@ -259,9 +260,10 @@ Status SaveRows(PeerMesh& mesh, uint64_t tag, const ArrayBase& a,
   TESSERA_RETURN_IF_ERROR(SendRows(mesh, tag, a, plan, o, row_elems));
   Result<std::string> result = ReceivePayload(mesh, 0, tag, kResultStep);
   if (!result.ok()) {
-    return Status(result.status().code(),
-                  fmt::format("save_array('{}'): no result from worker 0, which writes the file: {}",
-                              o.path, result.status().message()));
+    return Status(
+        result.status().code(),
+        fmt::format("save_array('{}'): no result from worker 0, which writes the file: {}", o.path,
+                    result.status().message()));
   }
   return ResultFrom(*result);
 }
@@ -285,10 +287,9 @@ ArrayWriteView SparseView(const ArrayBase& a) {
 
 }  // namespace
 
-std::optional<Status> SavePartitionedArray(PeerMesh& mesh, uint64_t* tag,
-                                           PartitionedArrays& arrays, PartitionedRecords& records,
-                                           const ArrayBase& array, const std::string& path,
-                                           bool text) {
+std::optional<Status> SavePartitionedArray(PeerMesh& mesh, uint64_t* tag, PartitionedArrays& arrays,
+                                           PartitionedRecords& records, const ArrayBase& array,
+                                           const std::string& path, bool text) {
   if (mesh.size() < 2) return std::nullopt;
   if (array.is_sparse()) {
     if (array.record_partition() == nullptr) return std::nullopt;

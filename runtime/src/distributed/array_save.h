@@ -62,10 +62,9 @@ class PartitionedRecords;
 // on every worker (PartitionedRecords::GatherWhole), then worker 0 writes it and every worker
 // returns its result; nullopt when the array is whole here. `tag` is the executor's exchange
 // counter (advanced as every worker advances it). Collective for partitioned arrays.
-std::optional<Status> SavePartitionedArray(PeerMesh& mesh, uint64_t* tag,
-                                           PartitionedArrays& arrays, PartitionedRecords& records,
-                                           const ArrayBase& array, const std::string& path,
-                                           bool text);
+std::optional<Status> SavePartitionedArray(PeerMesh& mesh, uint64_t* tag, PartitionedArrays& arrays,
+                                           PartitionedRecords& records, const ArrayBase& array,
+                                           const std::string& path, bool text);
 
 }  // namespace tessera::internal
 

@@ -19,7 +19,8 @@ namespace tessera::internal {
 
 class ArrayStreamWriter {
  public:
-  // Creates "<path>.tmp" and writes the header. Errors as for save_array (NotFound, InvalidArgument).
+  // Creates "<path>.tmp" and writes the header. Errors as for save_array (NotFound,
+  // InvalidArgument).
   static Result<std::unique_ptr<ArrayStreamWriter>> Create(const std::string& path,
                                                            ArrayFileKind kind,
                                                            ArrayElementType type,
