@@ -298,42 +298,41 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     lr *= opt.decay;
   }
   if (opt.save_model.empty()) return 0;
-  // The model leaves through copies made by loops, so that W, H and the biases remain arrays only
-  // loop bodies touch: a distributed run keeps those partitioned between loops, while the copies,
-  // which serial code uses, are whole on every worker (docs/runtime.md, "Partitioned arrays").
-  auto W_out = DistArray<float, 2>::dense(ctx, {users, k});
-  auto H_out = DistArray<float, 2>::dense(ctx, {items, k});
-  auto user_bias_out = DistArray<float, 1>::dense(ctx, {users});
-  auto item_bias_out = DistArray<float, 1>::dense(ctx, {items});
-  tessera::parallel_for(W_out, [&](const Key<2>& key, float& out) { out = W(key[0], key[1]); });
-  tessera::parallel_for(H_out, [&](const Key<2>& key, float& out) { out = H(key[0], key[1]); });
-  tessera::parallel_for(user_bias_out,
-                        [&](const Key<1>& key, float& out) { out = user_bias(key[0]); });
-  tessera::parallel_for(item_bias_out,
-                        [&](const Key<1>& key, float& out) { out = item_bias(key[0]); });
-  bool saved = true;
-  if (report) {
-    mf::ModelView model;
+  // Every worker saves the arrays: save_array is collective for arrays a distributed job keeps
+  // partitioned -- W, H and the biases, which only loops and these saves touch -- so their rows
+  // go from where they live to worker 0, which writes the files, and every worker gets its
+  // result (tessera/array_io.h). Each call depends on the previous result only, which every
+  // worker shares, so all make the same calls.
+  const std::string& dir = opt.save_model;
+  tessera::Status saved = tessera::save_array(W, mf::ArrayFile(dir, "W"));
+  if (saved.ok()) saved = tessera::save_array(H, mf::ArrayFile(dir, "H"));
+  if (saved.ok()) saved = tessera::save_array(user_bias, mf::ArrayFile(dir, "user_bias"));
+  if (saved.ok()) saved = tessera::save_array(item_bias, mf::ArrayFile(dir, "item_bias"));
+  if (saved.ok() && opt.model_text) {
+    saved = tessera::save_array_text(W, mf::ArrayFile(dir, "W", /*text=*/true));
+    if (saved.ok()) saved = tessera::save_array_text(H, mf::ArrayFile(dir, "H", true));
+    if (saved.ok()) {
+      saved = tessera::save_array_text(user_bias, mf::ArrayFile(dir, "user_bias", true));
+    }
+    if (saved.ok()) {
+      saved = tessera::save_array_text(item_bias, mf::ArrayFile(dir, "item_bias", true));
+    }
+  }
+  if (saved.ok() && report) {
+    mf::ModelDescription model;
     model.k = k;
     model.mu = mu;
-    model.W = &W_out;
-    model.H = &H_out;
-    model.user_bias = &user_bias_out;
-    model.item_bias = &item_bias_out;
     model.users = &loaded->users;
     model.items = &loaded->items;
     if (opt.string_ids) {
       model.user_names = &names.users;
       model.item_names = &names.items;
     }
-    if (tessera::Status s = mf::SaveModel(opt.save_model, model, opt.model_text); !s.ok()) {
-      fmt::print(stderr, "mf: --save-model: {}\n", s.ToString());
-      saved = false;
-    } else {
-      fmt::print("mf: model saved to {}\n", opt.save_model);
-    }
+    saved = mf::SaveModelDescription(dir, model);
+    if (saved.ok()) fmt::print("mf: model saved to {}\n", dir);
   }
-  return AllWorkersOk(ctx, saved) ? 0 : 1;
+  if (!saved.ok() && report) fmt::print(stderr, "mf: --save-model: {}\n", saved.ToString());
+  return AllWorkersOk(ctx, saved.ok()) ? 0 : 1;
 }
 
 // Evaluates, predicts or recommends from a saved model. Every worker of a distributed job computes

@@ -68,13 +68,6 @@ Result<std::vector<std::string>> ReadIds(const std::string& path, int64_t expect
   return ids;
 }
 
-template <typename Array>
-Status Save(const std::string& dir, const std::string& name, const Array& a, bool text) {
-  TESSERA_RETURN_IF_ERROR(tessera::save_array(a, In(dir, name + ".tarr")));
-  if (text) TESSERA_RETURN_IF_ERROR(tessera::save_array_text(a, In(dir, name + ".txt")));
-  return Status::Ok();
-}
-
 }  // namespace
 
 const std::vector<std::string>& ModelFiles() {
@@ -84,11 +77,11 @@ const std::vector<std::string>& ModelFiles() {
   return files;
 }
 
-Status SaveModel(const std::string& dir, const ModelView& m, bool text) {
-  TESSERA_RETURN_IF_ERROR(Save(dir, "W", *m.W, text));
-  TESSERA_RETURN_IF_ERROR(Save(dir, "H", *m.H, text));
-  TESSERA_RETURN_IF_ERROR(Save(dir, "user_bias", *m.user_bias, text));
-  TESSERA_RETURN_IF_ERROR(Save(dir, "item_bias", *m.item_bias, text));
+std::string ArrayFile(const std::string& dir, const std::string& name, bool text) {
+  return In(dir, name + (text ? ".txt" : ".tarr"));
+}
+
+Status SaveModelDescription(const std::string& dir, const ModelDescription& m) {
   TESSERA_RETURN_IF_ERROR(WriteIds(In(dir, "users.txt"), *m.users, m.user_names));
   TESSERA_RETURN_IF_ERROR(WriteIds(In(dir, "items.txt"), *m.items, m.item_names));
   // model.json last: a directory with it is complete.

@@ -27,14 +27,14 @@ namespace mf {
 // Files every model directory holds (CheckModelDir).
 const std::vector<std::string>& ModelFiles();
 
-// The arrays and maps of a model being saved (owned by the caller).
-struct ModelView {
+// The files of array `name` ("W", "H", "user_bias", "item_bias") in a model directory: the
+// tessera::save_array file, or with `text` the save_array_text file beside it.
+std::string ArrayFile(const std::string& dir, const std::string& name, bool text = false);
+
+// What a model directory holds besides its arrays (owned by the caller).
+struct ModelDescription {
   int k = 0;
   float mu = 0;
-  const tessera::DistArray<float, 2>* W = nullptr;
-  const tessera::DistArray<float, 2>* H = nullptr;
-  const tessera::DistArray<float, 1>* user_bias = nullptr;
-  const tessera::DistArray<float, 1>* item_bias = nullptr;
   const tessera::IdMap* users = nullptr;
   const tessera::IdMap* items = nullptr;
   // Trained with string ids (tessera::TripleOptions::string_ids): the strings of the ids by
@@ -43,8 +43,11 @@ struct ModelView {
   const std::vector<std::string>* item_names = nullptr;
 };
 
-// Writes the model into `dir` (which must exist); `text` adds the text exports.
-tessera::Status SaveModel(const std::string& dir, const ModelView& model, bool text);
+// Writes the id files and model.json into `dir` (which must exist), model.json last: call it
+// once the arrays are saved (ArrayFile), so that a directory with model.json is complete. The
+// arrays are saved by the program itself, with tessera::save_array called on every worker of a
+// distributed job, so that arrays the job keeps partitioned are saved where they live.
+tessera::Status SaveModelDescription(const std::string& dir, const ModelDescription& model);
 
 class Model {
  public:

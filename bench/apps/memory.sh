@@ -5,6 +5,7 @@
 #   bench/apps/memory.sh INPUT BUILD_DIR[:VAR=VALUE] [BUILD_DIR[:VAR=VALUE]...]
 #   env: APP=mf (or lda) WORKERS=2
 #        mf:  K=64 EPOCHS=2 TEST_FRACTION=0.1; INPUT a `user item rating` file (bench/apps/gen_lowrank.py)
+#             SAVE_MODEL=DIR: also --save-model DIR (emptied before each run)
 #        lda: TOPICS=100 ITERS=2; INPUT a docword corpus (bench/apps/lda_repeat_corpus.py)
 #        EXTRA_ARGS: more arguments for the app (e.g. "--sampler gibbs")
 #        RUN_FLAGS="--checkpoint-dir DIR --checkpoint-interval 0": more `tessera run` flags for the
@@ -22,6 +23,7 @@ if [[ $APP == mf ]]; then
   EPOCHS=${EPOCHS:-2}
   TEST_FRACTION=${TEST_FRACTION:-0.1}
   args=(--train "$input" --test-fraction "$TEST_FRACTION" -k "$K" --epochs "$EPOCHS")
+  [[ -n ${SAVE_MODEL:-} ]] && args+=(--save-model "$SAVE_MODEL")
   quality='test_rmse [0-9.]*'
   quality_name="final test RMSE"
 elif [[ $APP == lda ]]; then
@@ -42,12 +44,14 @@ for spec in "$@"; do
   build=${spec%%:*}
   setting=()
   [[ $spec == *:* ]] && setting=("${spec#*:}")
+  [[ -n ${SAVE_MODEL:-} ]] && rm -rf "$SAVE_MODEL"
   serial=$(env "${setting[@]}" /usr/bin/time -f "peak %M" "$build/bin/$APP" "${args[@]}" 2>&1)
   echo "| $spec | serial | $(grep -o 'peak [0-9]*' <<<"$serial" | cut -d' ' -f2) |" \
        "$(grep -o "$quality" <<<"$serial" | tail -n 1 | cut -d' ' -f2) | |"
   for ((i = 0; i + 1 < ${#run_flags[@]}; ++i)); do
     if [[ ${run_flags[i]} == --checkpoint-dir ]]; then rm -rf "${run_flags[i + 1]}"; fi
   done
+  [[ -n ${SAVE_MODEL:-} ]] && rm -rf "$SAVE_MODEL"
   dist=$(env "${setting[@]}" "$build/bin/tessera" run -w "$WORKERS" -s 1 --log-level info \
          "${run_flags[@]}" -- \
          /usr/bin/time -f "peak %M" "$build/bin/$APP" "${args[@]}" 2>&1)

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "access_collector.h"
+#include "array_origin.h"
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/Diagnostic.h"
@@ -114,9 +115,40 @@ class SiteConsumer : public ASTConsumer {
       }
       ReportGroup(ctx, std::move(collected), finder.sites[group.front()]);
     }
+    ReportRankConditionalSaves(ctx, finder.calls);
   }
 
  private:
+  // save_array is collective for an array a distributed job keeps partitioned; called under a
+  // rank-dependent condition it counts as a serial use (array_origin.h), so the array stays
+  // whole on every worker. Say so where it happens, in source order.
+  void ReportRankConditionalSaves(ASTContext& ctx, const CallIndex& calls) {
+    DiagnosticsEngine& diags = ctx.getDiagnostics();
+    SourceManager& sm = ctx.getSourceManager();
+    std::map<unsigned, std::pair<const CallExpr*, SourceLocation>> found;  // by location
+    for (const auto& [callee, list] : calls) {
+      for (const CallExpr* call : list) {
+        if (!IsSaveCall(call) || call->getNumArgs() == 0) continue;
+        const SourceLocation cond = RankCondition(call, ctx);
+        if (cond.isInvalid()) continue;
+        found.emplace(sm.getExpansionLoc(call->getBeginLoc()).getRawEncoding(),
+                      std::make_pair(call, cond));
+      }
+    }
+    const unsigned warn = diags.getCustomDiagID(
+        DiagnosticsEngine::Warning,
+        "%0 under a condition that depends on the worker's rank: the array stays whole on "
+        "every worker of a distributed job for it; call %0 on every worker instead (it is "
+        "collective, and saves a partitioned array where its rows live)");
+    const unsigned note =
+        diags.getCustomDiagID(DiagnosticsEngine::Note, "the rank-dependent condition");
+    for (const auto& [loc, call_cond] : found) {
+      const CallExpr* call = call_cond.first;
+      diags.Report(call->getBeginLoc(), warn) << call->getDirectCallee()->getName();
+      diags.Report(call_cond.second, note);
+    }
+  }
+
   void Report(ASTContext& ctx, CollectedSite site, const CallExpr* call) {
     DiagnosticsEngine& diags = ctx.getDiagnostics();
     ++sink_->sites_total;

@@ -215,10 +215,19 @@ class OriginFinder {
   // outside loops calling only these never sees where the elements are.
   bool MetadataUse(const clang::Expr* use) {
     const clang::Decl* decl_parent = nullptr;
+    const clang::Stmt* child = use;
     const clang::Stmt* parent = ParentOf(use, &decl_parent);
     while (parent != nullptr &&
            (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
+      child = parent;
       parent = ParentOf(parent, &decl_parent);
+    }
+    // save_array(A, path): the runtime saves a partitioned array where its rows live, as a
+    // collective of every worker -- so only when no rank-dependent condition guards the call
+    // (SaveUnderRankCondition warns about those; A then stays whole and saves locally).
+    if (const auto* call = dyn_cast_or_null<clang::CallExpr>(parent);
+        call != nullptr && IsSaveCall(call) && call->getNumArgs() > 0 && call->getArg(0) == child) {
+      return RankCondition(call, ctx_).isInvalid();
     }
     const auto* member = dyn_cast_or_null<clang::MemberExpr>(parent);
     if (member == nullptr) return false;
@@ -455,6 +464,77 @@ class OriginFinder {
 };
 
 }  // namespace
+
+bool IsSaveCall(const clang::CallExpr* call) {
+  const clang::FunctionDecl* fd = call != nullptr ? call->getDirectCallee() : nullptr;
+  return IsTesseraFunction(fd, "save_array") || IsTesseraFunction(fd, "save_array_text");
+}
+
+namespace {
+
+// Whether `e` reads JobInfo::rank, directly or through local variables initialized from it.
+bool RankDependent(const clang::Expr* e, int depth) {
+  if (e == nullptr || depth > 8) return false;
+  class Finder : public clang::RecursiveASTVisitor<Finder> {
+   public:
+    explicit Finder(int depth) : depth_(depth) {}
+    bool VisitMemberExpr(clang::MemberExpr* m) {
+      const auto* field = dyn_cast<clang::FieldDecl>(m->getMemberDecl());
+      if (field != nullptr && field->getName() == "rank" && field->getParent()->getName() == "JobInfo") {
+        found = true;
+      }
+      return !found;
+    }
+    bool VisitDeclRefExpr(clang::DeclRefExpr* r) {
+      const auto* var = dyn_cast<clang::VarDecl>(r->getDecl());
+      if (var != nullptr && var->hasLocalStorage() && var->hasInit() &&
+          RankDependent(var->getInit(), depth_ + 1)) {
+        found = true;
+      }
+      return !found;
+    }
+    bool found = false;
+
+   private:
+    int depth_;
+  };
+  Finder f(depth);
+  f.TraverseStmt(const_cast<clang::Expr*>(e));
+  return f.found;
+}
+
+}  // namespace
+
+clang::SourceLocation RankCondition(const clang::Stmt* s, clang::ASTContext& ctx) {
+  clang::DynTypedNode node = clang::DynTypedNode::create(*s);
+  const clang::Stmt* child = s;
+  for (int depth = 0; depth < 512; ++depth) {
+    auto parents = ctx.getParents(node);
+    if (parents.empty()) break;
+    node = parents[0];
+    const auto* st = node.get<clang::Stmt>();
+    if (st == nullptr) {
+      if (node.get<clang::FunctionDecl>() != nullptr) break;
+      continue;  // a declaration inside the function (a variable's initializer)
+    }
+    if (isa<clang::LambdaExpr>(st)) break;
+    const clang::Expr* cond = nullptr;
+    if (const auto* i = dyn_cast<clang::IfStmt>(st)) {
+      if (child != i->getCond()) cond = i->getCond();
+    } else if (const auto* c = dyn_cast<clang::ConditionalOperator>(st)) {
+      if (child != c->getCond()) cond = c->getCond();
+    } else if (const auto* b = dyn_cast<clang::BinaryOperator>(st)) {
+      if (b->isLogicalOp() && child == b->getRHS()) cond = b->getLHS();
+    } else if (const auto* w = dyn_cast<clang::WhileStmt>(st)) {
+      if (child != w->getCond()) cond = w->getCond();
+    } else if (const auto* f = dyn_cast<clang::ForStmt>(st)) {
+      if (child == f->getBody()) cond = f->getCond();
+    }
+    if (cond != nullptr && RankDependent(cond, 0)) return cond->getBeginLoc();
+    child = st;
+  }
+  return {};
+}
 
 OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ctx) {
   return OriginFinder(ctx).Find(decl);

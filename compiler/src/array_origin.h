@@ -10,7 +10,8 @@
 // by-reference lambda captures, parallel_for) gets an origin; an assignment, std::move/swap, a
 // non-const reference passed to any other function, a taken address or a use tessc does not
 // recognize gives none. It also says whether code outside parallel_for bodies uses the array
-// other than by asking its shape and counts or reordering it (`loop_only`). Without an origin the runtime treats the name as possibly any array of
+// other than by asking its shape and counts, reordering it or saving it unconditionally
+// (`loop_only`). Without an origin the runtime treats the name as possibly any array of
 // its type (docs/runtime.md, "Binding arrays").
 //
 // Private to tessera_compiler (compiled with -fno-rtti like Clang itself).
@@ -45,6 +46,16 @@ OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ct
 // field as `member`, when every use of the result is ok(), status() or a field, and every use of
 // the field keeps its storage. Uses of the field outside loops count like uses of the reference.
 OriginResult FindLoaderFieldOrigin(const clang::VarDecl* ref, clang::ASTContext& ctx);
+
+// A call to tessera::save_array or tessera::save_array_text (bulk operations the runtime runs
+// where a partitioned array lives, collectively: every worker must make the call).
+bool IsSaveCall(const clang::CallExpr* call);
+
+// Where the code containing `s` runs only under a condition that depends on the worker's rank
+// (JobInfo::rank, read directly or through local variables initialized from it), in an if, ?:,
+// && / || or loop condition of its function: that condition's location; invalid otherwise.
+// FIXME: an early `return` on a rank test before `s` is not seen (the runtime reports that save).
+clang::SourceLocation RankCondition(const clang::Stmt* s, clang::ASTContext& ctx);
 
 }  // namespace tessera::compiler
 

@@ -1,5 +1,7 @@
 #include "tessera/array_io.h"
 
+#include "internal/array_stream_writer.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -13,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 namespace tessera::internal {
@@ -167,28 +170,177 @@ void ForEachKeyChunk(const ArrayWriteView& v, Sink&& sink) {
   }
 }
 
+// Appends element p of `values` (of type t) as text.
+void FormatValue(ArrayElementType t, const void* values, int64_t p, fmt::memory_buffer* buf) {
+  const char* at = static_cast<const char*>(values);
+  switch (t) {
+    case ArrayElementType::kInt32:
+      fmt::format_to(std::back_inserter(*buf), "{}", reinterpret_cast<const int32_t*>(at)[p]);
+      break;
+    case ArrayElementType::kInt64:
+      fmt::format_to(std::back_inserter(*buf), "{}", reinterpret_cast<const int64_t*>(at)[p]);
+      break;
+    case ArrayElementType::kFloat32:
+      fmt::format_to(std::back_inserter(*buf), "{}", reinterpret_cast<const float*>(at)[p]);
+      break;
+    case ArrayElementType::kFloat64:
+      fmt::format_to(std::back_inserter(*buf), "{}", reinterpret_cast<const double*>(at)[p]);
+      break;
+  }
+}
+
+std::string BinaryHeader(ArrayElementType type, bool sparse, const std::vector<int64_t>& shape,
+                         int64_t count) {
+  std::string header(kMagic, sizeof kMagic);
+  Put<uint32_t>(&header, kVersion);
+  Put<uint8_t>(&header, static_cast<uint8_t>(type));
+  Put<uint8_t>(&header, static_cast<uint8_t>(shape.size()));
+  Put<uint8_t>(&header, sparse ? 1 : 0);
+  Put<uint8_t>(&header, 0);
+  for (int64_t e : shape) Put<int64_t>(&header, e);
+  Put<int64_t>(&header, count);
+  return header;
+}
+
+int64_t ElementCount(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
 }  // namespace
 
-Status WriteArrayFile(const std::string& path, const ArrayWriteView& v) {
+class ArrayStreamWriter::Impl {
+ public:
+  Impl(std::unique_ptr<AtomicFile> file, ArrayFileKind kind, ArrayElementType type,
+       std::vector<int64_t> shape)
+      : file_(std::move(file)), kind_(kind), type_(type), shape_(std::move(shape)),
+        count_(ElementCount(shape_)), key_(shape_.size(), 0) {}
+
+  void Append(const void* values, int64_t n) {
+    if (kind_ == ArrayFileKind::kBinary) {
+      file_->Write(values, static_cast<size_t>(n) * ElementBytes(type_));
+      return;
+    }
+    const size_t rank = shape_.size();
+    if (rank <= 2) {
+      // One line per row: a 1-D array is a column.
+      const int64_t width = std::max<int64_t>(rank == 2 ? shape_[1] : 1, 1);
+      for (int64_t i = 0; i < n; ++i, ++at_) {
+        FormatValue(type_, values, i, &buf_);
+        buf_.push_back((at_ + 1) % width == 0 ? '\n' : ' ');
+        Flush(false);
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i, ++at_) {
+      for (int64_t k : key_) fmt::format_to(std::back_inserter(buf_), "{} ", k);
+      FormatValue(type_, values, i, &buf_);
+      buf_.push_back('\n');
+      for (size_t d = rank; d-- > 0;) {  // odometer, row-major
+        if (++key_[d] < shape_[d]) break;
+        key_[d] = 0;
+      }
+      Flush(false);
+    }
+  }
+
+  Status Finish(int64_t given) {
+    if (given != count_) {
+      return Status::Internal(fmt::format("an array file of {} elements was given {}", count_,
+                                          given));
+    }
+    if (kind_ == ArrayFileKind::kBinary) {
+      std::string trailer;
+      Put<uint32_t>(&trailer, file_->crc());
+      file_->Write(trailer);
+    } else {
+      Flush(true);
+    }
+    return file_->Commit();
+  }
+
+  AtomicFile& file() { return *file_; }
+
+ private:
+  void Flush(bool force) {
+    if (force || buf_.size() > (1 << 20)) {
+      file_->Write(buf_.data(), buf_.size());
+      buf_.clear();
+    }
+  }
+
+  std::unique_ptr<AtomicFile> file_;
+  ArrayFileKind kind_;
+  ArrayElementType type_;
+  std::vector<int64_t> shape_;
+  int64_t count_;
+  std::vector<int64_t> key_;  // text, rank >= 3: the next element's key
+  int64_t at_ = 0;            // text: elements formatted so far
+  fmt::memory_buffer buf_;
+};
+
+Result<std::unique_ptr<ArrayStreamWriter>> ArrayStreamWriter::Create(const std::string& path,
+                                                                      ArrayFileKind kind,
+                                                                      ArrayElementType type,
+                                                                      std::vector<int64_t> shape) {
+  ArrayWriteView v{type};
+  v.shape = shape;
   TESSERA_RETURN_IF_ERROR(CheckView(v));
   auto created = AtomicFile::Create(path);
   if (!created.ok()) return created.status();
-  AtomicFile& f = *created.value();
-  std::string header(kMagic, sizeof kMagic);
-  Put<uint32_t>(&header, kVersion);
-  Put<uint8_t>(&header, static_cast<uint8_t>(v.type));
-  Put<uint8_t>(&header, static_cast<uint8_t>(v.shape.size()));
-  Put<uint8_t>(&header, v.sparse ? 1 : 0);
-  Put<uint8_t>(&header, 0);
-  for (int64_t e : v.shape) Put<int64_t>(&header, e);
-  Put<int64_t>(&header, v.count);
-  f.Write(header);
-  if (v.sparse) {
-    const size_t rank = v.shape.size();
-    ForEachKeyChunk(v, [&](int64_t, int64_t n, const int64_t* keys) {
-      f.Write(keys, static_cast<size_t>(n) * rank * sizeof(int64_t));
-    });
+  std::unique_ptr<AtomicFile> file = std::move(created).value();
+  if (kind == ArrayFileKind::kBinary) {
+    file->Write(BinaryHeader(type, /*sparse=*/false, shape, ElementCount(shape)));
   }
+  return std::unique_ptr<ArrayStreamWriter>(new ArrayStreamWriter(
+      std::make_unique<Impl>(std::move(file), kind, type, std::move(shape))));
+}
+
+ArrayStreamWriter::ArrayStreamWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ArrayStreamWriter::~ArrayStreamWriter() = default;
+
+void ArrayStreamWriter::Append(const void* values, int64_t count) {
+  if (count <= 0) return;
+  impl_->Append(values, count);
+  next_ += count;
+}
+
+Status ArrayStreamWriter::Finish() { return impl_->Finish(next_); }
+
+namespace {
+
+// A dense array through the stream writer, in chunks (the text writer formats as it goes).
+Status WriteDense(const std::string& path, const ArrayWriteView& v, ArrayFileKind kind) {
+  auto w = ArrayStreamWriter::Create(path, kind, v.type, v.shape);
+  if (!w.ok()) return w.status();
+  (*w)->Append(v.values, v.count);
+  return (*w)->Finish();
+}
+
+}  // namespace
+
+Status SaveArray(Context& ctx, const ArrayBase& array, const std::string& path, ArrayFileKind kind,
+                 const std::function<ArrayWriteView()>& view) {
+  if (std::optional<Status> collective =
+          ctx.SavePartitioned(array, path, kind == ArrayFileKind::kText)) {
+    return *collective;
+  }
+  const ArrayWriteView v = view();
+  return kind == ArrayFileKind::kText ? WriteArrayText(path, v) : WriteArrayFile(path, v);
+}
+
+Status WriteArrayFile(const std::string& path, const ArrayWriteView& v) {
+  TESSERA_RETURN_IF_ERROR(CheckView(v));
+  if (!v.sparse) return WriteDense(path, v, ArrayFileKind::kBinary);
+  auto created = AtomicFile::Create(path);
+  if (!created.ok()) return created.status();
+  AtomicFile& f = *created.value();
+  f.Write(BinaryHeader(v.type, /*sparse=*/true, v.shape, v.count));
+  const size_t rank = v.shape.size();
+  ForEachKeyChunk(v, [&](int64_t, int64_t n, const int64_t* keys) {
+    f.Write(keys, static_cast<size_t>(n) * rank * sizeof(int64_t));
+  });
   f.Write(v.values, static_cast<size_t>(v.count) * ElementBytes(v.type));
   std::string trailer;
   Put<uint32_t>(&trailer, f.crc());
@@ -198,66 +350,28 @@ Status WriteArrayFile(const std::string& path, const ArrayWriteView& v) {
 
 Status WriteArrayText(const std::string& path, const ArrayWriteView& v) {
   TESSERA_RETURN_IF_ERROR(CheckView(v));
+  if (!v.sparse) return WriteDense(path, v, ArrayFileKind::kText);
   auto created = AtomicFile::Create(path);
   if (!created.ok()) return created.status();
   AtomicFile& f = *created.value();
   const size_t rank = v.shape.size();
   fmt::memory_buffer buf;
-  auto value = [&](int64_t p) {
-    const char* at = static_cast<const char*>(v.values);
-    switch (v.type) {
-      case ArrayElementType::kInt32:
-        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int32_t*>(at)[p]);
-        break;
-      case ArrayElementType::kInt64:
-        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const int64_t*>(at)[p]);
-        break;
-      case ArrayElementType::kFloat32:
-        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const float*>(at)[p]);
-        break;
-      case ArrayElementType::kFloat64:
-        fmt::format_to(std::back_inserter(buf), "{}", reinterpret_cast<const double*>(at)[p]);
-        break;
-    }
-  };
   auto flush = [&](bool force) {
     if (force || buf.size() > (1 << 20)) {
       f.Write(buf.data(), buf.size());
       buf.clear();
     }
   };
-  if (!v.sparse && rank <= 2) {
-    // One line per row: a 1-D array is a column.
-    const int64_t width = rank == 2 ? v.shape[1] : 1;
-    for (int64_t p = 0; p < v.count; ++p) {
-      value(p);
-      buf.push_back((p + 1) % std::max<int64_t>(width, 1) == 0 ? '\n' : ' ');
-      flush(false);
-    }
-  } else if (!v.sparse) {
-    std::vector<int64_t> key(rank, 0);
-    for (int64_t p = 0; p < v.count; ++p) {
-      for (int64_t k : key) fmt::format_to(std::back_inserter(buf), "{} ", k);
-      value(p);
+  ForEachKeyChunk(v, [&](int64_t first, int64_t n, const int64_t* keys) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t d = 0; d < rank; ++d) {
+        fmt::format_to(std::back_inserter(buf), "{} ", keys[static_cast<size_t>(i) * rank + d]);
+      }
+      FormatValue(v.type, v.values, first + i, &buf);
       buf.push_back('\n');
-      for (size_t d = rank; d-- > 0;) {  // odometer, row-major
-        if (++key[d] < v.shape[d]) break;
-        key[d] = 0;
-      }
       flush(false);
     }
-  } else {
-    ForEachKeyChunk(v, [&](int64_t first, int64_t n, const int64_t* keys) {
-      for (int64_t i = 0; i < n; ++i) {
-        for (size_t d = 0; d < rank; ++d) {
-          fmt::format_to(std::back_inserter(buf), "{} ", keys[static_cast<size_t>(i) * rank + d]);
-        }
-        value(first + i);
-        buf.push_back('\n');
-        flush(false);
-      }
-    });
-  }
+  });
   flush(true);
   return f.Commit();
 }

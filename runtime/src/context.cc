@@ -420,6 +420,12 @@ Result<std::vector<std::string>> Context::AllToAll(std::vector<std::string> to_e
   return impl_->distributed->AllToAll(std::move(to_each));
 }
 
+std::optional<Status> Context::SavePartitioned(const internal::ArrayBase& array,
+                                               const std::string& path, bool text) {
+  if (impl_->distributed == nullptr) return std::nullopt;
+  return impl_->distributed->SavePartitioned(array, path, text);
+}
+
 void Context::GatherWhole(internal::ArrayBase& array) {
   TESSERA_CHECK_MSG(impl_->distributed != nullptr, "a partitioned array outside a job");
   impl_->distributed->GatherWhole(array);

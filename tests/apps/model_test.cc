@@ -150,9 +150,10 @@ TEST_F(ModelTest, MfSavesAModelThatEvaluatesPredictsAndRecommends) {
   EXPECT_EQ(last_score.size(), 943u);
 }
 
-// Under `tessera run -w 2` W and the user biases stay partitioned between loops (each worker holds
-// part of their rows), yet the saved model is the whole trained one: loaded serially it gives the
-// test RMSE the two workers reported.
+// Under `tessera run -w 2` W, H and the biases stay partitioned between loops (each worker holds
+// part of their rows) and are saved collectively where they live (tessera/array_io.h), yet the
+// saved model is the whole trained one: loaded serially it gives the test RMSE the two workers
+// reported, and its text export has every row.
 TEST_F(ModelTest, MfSavesTheWholeModelFromTwoWorkers) {
 #ifndef TESSERA_LAUNCHER_BINARY
   GTEST_SKIP() << "no launcher in this build";
@@ -161,15 +162,29 @@ TEST_F(ModelTest, MfSavesTheWholeModelFromTwoWorkers) {
   const std::string model = Path("model");
   RunResult r = RunCommand(std::string(TESSERA_LAUNCHER_BINARY) + " run -w 2 -s 1 -- " + Bin("mf") +
                            " --train " + Data("ml-100k/u1.base") + " --test " +
-                           Data("ml-100k/u1.test") + " -k 8 --epochs 3 --save-model " + model);
+                           Data("ml-100k/u1.test") + " -k 8 --epochs 3 --save-model " + model +
+                           " --model-text");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  // W (array #2, after the ratings and the test ratings) is held in part by worker 0.
+  // W and H (arrays #2 and #3, after the ratings and the test ratings) are held in part by
+  // worker 0 after the saves, which did not make them whole.
   std::smatch held;
   ASSERT_TRUE(std::regex_search(
       r.output, held,
       std::regex(R"(\[worker 0\].*partitioned array #2: this worker holds (\d+) of its 943 rows)")))
       << r.output;
   EXPECT_LT(std::stoi(held[1]), 943);
+  ASSERT_TRUE(std::regex_search(
+      r.output, held,
+      std::regex(R"(\[worker 0\].*partitioned array #3: this worker holds (\d+) of its 1682 rows)")))
+      << r.output;
+  EXPECT_LT(std::stoi(held[1]), 1682);
+  EXPECT_EQ(r.output.find("[worker 1] mf: model saved"), std::string::npos) << r.output;
+  std::ifstream w_text(fs::path(model) / "W.txt");
+  int rows = 0;
+  for (std::string line; std::getline(w_text, line); ++rows) {
+    EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 7) << line;
+  }
+  EXPECT_EQ(rows, 943);
   const double trained = LastTestRmse(r.output);
   ASSERT_TRUE(std::isfinite(trained)) << r.output;
   r = RunCommand(Bin("mf") + " --load-model " + model + " --test " + Data("ml-100k/u1.test"));

@@ -16,11 +16,23 @@
 // rank 3 or more (0-based keys). Floating-point values are written in the shortest form that
 // reads back to the same value.
 //
-// Distributed jobs: these functions are local (not collective); they write or read this process's
-// copy. The copy is whole whenever serial code uses the array, because tessc keeps an array
-// partitioned between loops only when nothing outside loop bodies touches it (docs/runtime.md,
-// "Partitioned arrays"); to save an array that loops alone use, copy it through a loop into an
-// array that serial code saves (apps/mf does). Usually only one worker (rank 0) writes.
+// Distributed jobs (docs/array-format.md, "Saving arrays in a distributed job"):
+//   - save_array and save_array_text of an array the job keeps partitioned (tessc proved that
+//     only loop bodies and such saves touch it) are COLLECTIVE: every worker must call them at
+//     the same point of the program with the same path -- never under a rank-dependent
+//     condition. The holders of the rows stream them to worker 0 in file order (chunks of at most
+//     1 MiB, at most two per sender in flight), worker 0 writes the file -- byte for byte what a
+//     save of a whole copy writes -- and every worker returns worker 0's result, so an error
+//     creating or writing the file fails the call everywhere. The array stays partitioned; the
+//     cost is sending the rows worker 0 lacks, once. A worker that does not take part makes the
+//     call fail with an error saying so (tessc also warns about a save under a condition on
+//     JobInfo::rank, and then keeps the array whole so that the save is local).
+//     A partitioned sparse array (records only loops touch) is gathered whole on every worker
+//     first (it stays whole), then written by worker 0.
+//   - Of any other array (whole on every worker, because serial code uses it), and in a serial
+//     run, they are local: this process writes its copy. Call them on one worker, or with a path
+//     per worker (two workers writing one path race on "<path>.tmp").
+//   - load_array is local: every worker that calls it reads the file.
 //
 // Thread safety: reentrant; do not save an array while a parallel_for writes it.
 #ifndef TESSERA_ARRAY_IO_H_
@@ -58,6 +70,8 @@ constexpr ArrayElementType ElementTypeOf() {
   return ArrayElementType::kFloat64;
 }
 
+enum class ArrayFileKind { kBinary, kText };
+
 // A type-erased view of an array to write.
 struct ArrayWriteView {
   ArrayElementType type;
@@ -78,6 +92,10 @@ struct ArrayFileContents {
   std::string values;         // count elements' bytes
 };
 
+// save_array and save_array_text: collective where the job keeps `array` partitioned
+// (Context::SavePartitioned), otherwise written here from `view()`.
+Status SaveArray(Context& ctx, const ArrayBase& array, const std::string& path, ArrayFileKind kind,
+                 const std::function<ArrayWriteView()>& view);
 Status WriteArrayFile(const std::string& path, const ArrayWriteView& view);
 Status WriteArrayText(const std::string& path, const ArrayWriteView& view);
 // Checks the file against the expected element type and rank.
@@ -107,17 +125,21 @@ ArrayWriteView ViewOf(const DistArray<T, N>& array) {
 
 // Writes `array` to `path` in the binary format. Errors: NotFound (the directory does not exist),
 // InvalidArgument (cannot create or rename the file: permissions, a directory in the way),
-// DataLoss (a write failed, e.g. a full disk). Each message names the file and why.
+// DataLoss (a write failed, e.g. a full disk). Each message names the file and why. Of a
+// partitioned array in a distributed job (collective, above) every worker returns worker 0's
+// error, or FailedPrecondition / Aborted / Unavailable when a worker did not make the same call.
 // REQUIRES: `array` is valid.
 template <typename T, int N>
 Status save_array(const DistArray<T, N>& array, const std::string& path) {
-  return internal::WriteArrayFile(path, internal::ViewOf(array));
+  return internal::SaveArray(array.context(), array.base(), path, internal::ArrayFileKind::kBinary,
+                             [&array] { return internal::ViewOf(array); });
 }
 
 // Writes `array` to `path` as text (see the top of this file). Errors as for save_array.
 template <typename T, int N>
 Status save_array_text(const DistArray<T, N>& array, const std::string& path) {
-  return internal::WriteArrayText(path, internal::ViewOf(array));
+  return internal::SaveArray(array.context(), array.base(), path, internal::ArrayFileKind::kText,
+                             [&array] { return internal::ViewOf(array); });
 }
 
 // Reads an array that save_array wrote, as a new array of `ctx` (dense or sparse as saved; a

@@ -135,6 +135,12 @@ class Context {
   // Makes a partitioned sparse array whole on every worker (collective: every worker calls it at
   // the same point, as SPMD serial code does); aborts naming the cause when a peer is gone.
   void GatherWhole(internal::ArrayBase& array);
+  // save_array / save_array_text (`text`) of an array this distributed job keeps partitioned:
+  // collective (every worker calls it at the same point), worker 0 writes `path`, and every
+  // worker returns its result. nullopt when `array` is whole here (serial mode, or an array serial
+  // code uses): the caller writes it itself.
+  std::optional<Status> SavePartitioned(const internal::ArrayBase& array, const std::string& path,
+                                        bool text);
   // Guards against parallel_for inside a parallel_for body (not part of the model).
   bool EnterLoop();
   void ExitLoop();

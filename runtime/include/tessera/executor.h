@@ -100,6 +100,9 @@ class ArrayBase {
   virtual bool deferred_init() const = 0;
   // Computes elements [first, first + count) in storage order. REQUIRES: deferred_init().
   virtual void InitElements(int64_t first, int64_t count) = 0;
+  // The values InitElements computes for [first, first + count), into out (element_bytes()
+  // each) without writing the array (the stored elements when no recipe is left). Dense only.
+  virtual void ComputeInitialElements(int64_t first, int64_t count, void* out) const = 0;
 
   // --- Raw element access for distributed executors, which keep the workers' copies equal. ---
   // The elements in storage order (dense: row-major; sparse: position order), value_count() of

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/array_save.h"
 #include "distributed/fatal.h"
 #include "distributed/partitioned_arrays.h"
 #include "distributed/partitioned_records.h"
@@ -191,6 +192,9 @@ class DistributedExecutor::Impl {
     return mesh_->AllToAll(++tag_, std::move(to_each));
   }
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
+  std::optional<Status> SavePartitioned(const ArrayBase& a, const std::string& path, bool text) {
+    return SavePartitionedArray(*mesh_, &tag_, *partitioned_, *records_, a, path, text);
+  }
 
   Traffic traffic() const {
     Traffic t;
@@ -544,6 +548,10 @@ Result<std::vector<std::string>> DistributedExecutor::AllToAll(std::vector<std::
   return impl_->AllToAll(std::move(to_each));
 }
 void DistributedExecutor::GatherWhole(ArrayBase& array) { impl_->GatherWhole(array); }
+std::optional<Status> DistributedExecutor::SavePartitioned(const ArrayBase& array,
+                                                           const std::string& path, bool text) {
+  return impl_->SavePartitioned(array, path, text);
+}
 Traffic DistributedExecutor::traffic() const { return impl_->traffic(); }
 void DistributedExecutor::SettleForCheckpoint() { impl_->SettleForCheckpoint(); }
 bool DistributedExecutor::HeldRows(const ArrayBase& a,

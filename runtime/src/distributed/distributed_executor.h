@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,8 @@ class DistributedExecutor final : public Executor {
   Result<std::vector<std::string>> AllGather(std::string bytes);
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
   void GatherWhole(ArrayBase& array);
+  // See Context::SavePartitioned (distributed/array_save.h).
+  std::optional<Status> SavePartitioned(const ArrayBase& array, const std::string& path, bool text);
   // Bytes sent so far, by kind (Context::traffic).
   Traffic traffic() const;
 

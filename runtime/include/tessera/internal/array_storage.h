@@ -142,6 +142,14 @@ class ArrayStorage final : public ArrayBase {
   void InitElements(int64_t first, int64_t count) override {
     if (deferred_init_ && count > 0) deferred_init_(dense_.data() + first, first, count);
   }
+  void ComputeInitialElements(int64_t first, int64_t count, void* out) const override {
+    if (count <= 0) return;
+    if (deferred_init_) {
+      deferred_init_(static_cast<T*>(out), first, count);
+    } else {
+      std::memcpy(out, dense_.data() + first, static_cast<size_t>(count) * sizeof(T));
+    }
+  }
   void* value_data() override { return sparse_ ? values_.data() : dense_.data(); }
   int64_t value_count() const override { return size(); }
   size_t element_bytes() const override { return sizeof(T); }
