@@ -29,7 +29,6 @@
 // accumulators are summed across workers); only worker 0 prints progress, topics and --metrics.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,10 +36,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -48,6 +44,7 @@
 #include <vector>
 
 #include "lda/lda_model.h"
+#include "lda/lda_run.h"
 #include "lda/vocabulary.h"
 #include "tessera/common/logging.h"
 #include "tessera/tessera.h"
@@ -56,77 +53,21 @@
 
 namespace {
 
+using lda::AllWorkersOk;
+using lda::IterationStats;
+using lda::LdaOptions;
+using lda::LgammaTable;
+using lda::Pack;
+using lda::PhysicalMemoryBytes;
+using lda::PrintTopics;
+using lda::ReportIteration;
+using lda::Rng;
+using lda::RunGibbs;
+using lda::Seconds;
+using lda::Topic;
 using tessera::DistArray;
 using tessera::Key;
 using tessera::RelaxedArray;
-
-struct LdaOptions {
-  std::string docword_path;
-  int topics = 100;        // K
-  double alpha = 0.1;      // document-topic Dirichlet prior
-  double beta = 0.01;      // topic-word Dirichlet prior
-  int iterations = 50;
-  // MH steps per token per iteration, each a sweep (word, document, word, ...); even.
-  int mh_steps = 2;
-  std::string sampler = "mh";  // mh | gibbs (the exact O(K) textbook sampler, as a reference)
-  int64_t max_docs = 0;    // 0: all documents
-  int staleness = 1;       // of the topic-totals table when distributed
-  int data_parallel = -1;  // >= 0: run the sampling loop data-parallel with this staleness
-  int eval_every = 1;      // log-likelihood every N iterations (0: never)
-  uint64_t seed = 1;
-  std::string metrics_path;
-  std::string vocab_path;  // word of wordID n on line n; prints each topic's top words at the end
-  int show_topics = 10;
-  int top_words = 8;
-  int threads = 1;  // executor threads per process (TESSERA_THREADS is the default)
-  lda::ModelOptions model;  // --save-model, --load-model --infer (lda_model.h)
-};
-
-// A small fast generator (xoshiro-style quality is not needed; splitmix64 is plenty for MH).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return tessera::internal::SplitMix64(state_); }
-  // Uniform in [0, n) from the high bits, and a float in [0, 1) from the low bits, of one draw.
-  static uint32_t Below(uint64_t r, uint32_t n) {
-    return static_cast<uint32_t>(((r >> 32) * static_cast<uint64_t>(n)) >> 32);
-  }
-  static float Unit(uint64_t r) { return static_cast<float>(r & 0xFFFFFF) * 0x1.0p-24f; }
-
- private:
-  uint64_t state_;
-};
-
-double Seconds(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-// lgamma(n + a) - lgamma(a) for n in [0, size), precomputed: the log-likelihood needs millions.
-std::vector<double> LgammaTable(double a, int64_t size) {
-  std::vector<double> t(static_cast<size_t>(size));
-  const double base = std::lgamma(a);
-  for (int64_t n = 0; n < size; ++n) t[n] = std::lgamma(static_cast<double>(n) + a) - base;
-  return t;
-}
-
-// Whether `ok` holds on every worker. A check that only worker 0 makes (its output files) must
-// stop every worker, or the others would wait for it forever; serially it is `ok` itself.
-bool AllWorkersOk(tessera::Context& ctx, bool ok) {
-  auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (ok && failed.ok() && *failed > 0)
-    fmt::print(stderr, "lda: another worker failed; stopping\n");
-  return failed.ok() && *failed == 0;
-}
-
-// A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.
-int64_t Pack(int32_t topic, int32_t proposal) { return lda::PackTopic(topic, proposal); }
-int32_t Topic(int64_t v) { return lda::TopicOf(v); }
-
-// Bytes of physical memory (0 when unknown).
-double PhysicalMemoryBytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
-}
 
 // What the sampler will hold for this corpus, checked before anything that large is allocated:
 // a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
@@ -155,277 +96,6 @@ tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, const std:
   return tessera::Status::Ok();
 }
 
-// One iteration's numbers, as the progress line and the metrics record show them.
-struct IterationStats {
-  int iter = 0;
-  std::optional<double> ll_per_token;
-  double tokens_per_s = 0, tokens_per_cpu_s = 0, acceptance = 0, iteration_s = 0, elapsed_s = 0;
-};
-
-// Worker 0's progress line and metrics record of one iteration. False when some worker could not
-// write its metrics: every worker then stops.
-bool ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
-                     std::optional<tessera::MetricsLog>& metrics, const IterationStats& s) {
-  const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
-  if (report) {
-    const std::string ll_text = s.ll_per_token ? fmt::format("ll/token {:.5f}", *s.ll_per_token)
-                                               : std::string("ll/token -");
-    const std::string eta = tessera::FormatEta(s.elapsed_s, s.iter, opt.iterations);
-    const std::string workers =
-        distributed ? fmt::format("  workers {}", ctx.job().num_workers) : std::string();
-    fmt::print("iter {:4d}  {}  tokens/s {:.3e} ({:.3e}/cpu-s)  moved {:.3f}  {:.2f}s{}{}\n",
-               s.iter, ll_text, s.tokens_per_s, s.tokens_per_cpu_s, s.acceptance, s.elapsed_s,
-               workers, eta.empty() ? eta : "  " + eta);
-    std::fflush(stdout);  // progress shows as it happens, also through a pipe (tessera run)
-  }
-  bool written = true;
-  if (metrics) {
-    tessera::MetricsRecord record;
-    record.set("app", "lda").set("iteration", s.iter);
-    if (s.ll_per_token) record.set("loglik_per_token", *s.ll_per_token);
-    record.set("tokens_per_s", s.tokens_per_s)
-        .set("moved_fraction", s.acceptance)
-        .set("tokens_per_cpu_s", s.tokens_per_cpu_s)
-        .set("iteration_s", s.iteration_s)
-        .set("elapsed_s", s.elapsed_s);
-    if (distributed) record.set("workers", ctx.job().num_workers);
-    if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
-    tessera::Status st = metrics->Write(record);
-    if (!st.ok()) {
-      fmt::print(stderr, "lda: --metrics: {}\n", st.ToString());
-      written = false;
-    }
-  }
-  return AllWorkersOk(ctx, written);
-}
-
-// Calls f(word, topic, count) for every non-zero count of a word in a topic, words in increasing
-// order.
-using CountVisitor = std::function<void(const std::function<void(int64_t, int32_t, int32_t)>&)>;
-
-// The largest topics first (`sizes`: tokens per topic), each with its most frequent words.
-void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
-                 const std::vector<int64_t>& sizes, const CountVisitor& for_each_count) {
-  const int K = static_cast<int>(sizes.size());
-  std::vector<int> order(K);
-  for (int k = 0; k < K; ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return sizes[a] > sizes[b]; });
-  const int shown = std::min(opt.show_topics, K);
-  std::vector<int> rank(K, -1);
-  for (int i = 0; i < shown; ++i) rank[order[i]] = i;
-  std::vector<std::vector<std::pair<int32_t, int64_t>>> top(shown);  // (count, word) per topic
-  for_each_count([&](int64_t w, int32_t k, int32_t count) {
-    if (rank[k] >= 0) top[rank[k]].emplace_back(count, w);
-  });
-  for (int i = 0; i < shown; ++i) {
-    const int k = order[i];
-    std::vector<std::pair<int32_t, int64_t>>& words = top[i];
-    const size_t n = std::min<size_t>(opt.top_words, words.size());
-    std::partial_sort(words.begin(), words.begin() + n, words.end(), std::greater<>());
-    std::string line;
-    for (size_t j = 0; j < n; ++j) line += (j ? " " : "") + vocab[words[j].second];
-    fmt::print("topic {:4d} ({:6d} tokens): {}\n", k, sizes[k], line);
-  }
-}
-
-// --sampler gibbs: the exact O(K) sampler on count tables, a reference, over the tokens as
-// load_docword makes them. Only loops touch the tokens and the tables, so a distributed job keeps
-// the tokens and the document-topic counts partitioned by document and rotates the word-topic
-// counts between the workers (tessc's 2D schedule); the log-likelihood, the topics printed and
-// the saved model come from loops too.
-int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
-             std::optional<tessera::MetricsLog>& metrics, const std::vector<std::string>& vocab) {
-  tessera::DocwordOptions read;
-  read.max_docs = opt.max_docs;
-  read.tokens = true;
-  auto loaded = tessera::load_docword(ctx, opt.docword_path, read);
-  if (!loaded.ok()) {
-    fmt::print(stderr, "lda: {}\n", loaded.status().ToString());
-    return 1;
-  }
-  // Element (doc, word, j) is token j of document doc; its value packs the topic (as for mh).
-  DistArray<int64_t, 3>& tokens = loaded->tokens;
-  const int64_t D = loaded->num_docs, V = loaded->vocab_size, num_tokens = loaded->num_tokens;
-  const int64_t max_len = std::max<int64_t>(1, loaded->max_doc_length);
-  const int K = opt.topics;
-  {
-    // The count tables, before they are allocated: a header's D of 2e9 ends with a message.
-    const double need = static_cast<double>(D + V) * K * 4;
-    const double have = PhysicalMemoryBytes();
-    if (have > 0 && need > have) {
-      fmt::print(stderr,
-                 "lda: {}: sampling this corpus needs about {:.1f} GiB, more than this machine's "
-                 "{:.1f} GiB: {} documents + {} words (D and W in the header) x {} topics\n",
-                 opt.docword_path, need / (1 << 30), have / (1 << 30), D, V, K);
-      return 1;
-    }
-  }
-  if (report && !opt.vocab_path.empty() && static_cast<int64_t>(vocab.size()) < V) {
-    fmt::print(stderr,
-               "lda: --vocab '{}' has {} lines, but {} has W = {} words (wordID n is the "
-               "word on line n)\n",
-               opt.vocab_path, vocab.size(), opt.docword_path, V);
-    if (!AllWorkersOk(ctx, false)) return 1;
-  } else if (!AllWorkersOk(ctx, true)) {
-    return 1;
-  }
-  if (report) {
-    fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
-               num_tokens, K, opt.alpha, opt.beta,
-               opt.data_parallel >= 0
-                   ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
-                   : std::string());
-  }
-  auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {K}, opt.staleness);
-  auto doc_topic = DistArray<int32_t, 2>::dense(ctx, {D, K});
-  auto word_topic = DistArray<int32_t, 2>::dense(ctx, {V, K});
-  // Tokens per document and per word, small enough to be whole: where each document's token ids
-  // start (the ids seed the generators, as the mh sampler's positions do) and the table sizes.
-  auto doc_length = DistArray<int64_t, 1>::dense(ctx, {D});
-  auto word_length = DistArray<int64_t, 1>::dense(ctx, {V});
-
-  // Random initial topics, a function of the key so the result does not depend on visit order,
-  // and the count tables of those topics.
-  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
-    uint64_t h = opt.seed ^ (static_cast<uint64_t>(key[0]) << 40) ^
-                 (static_cast<uint64_t>(key[1]) << 12) ^ static_cast<uint64_t>(key[2]);
-    const int32_t z =
-        static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
-    v = Pack(z, z);
-    totals.add(z, 1);
-  });
-  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
-    doc_topic(key[0], Topic(v)) += 1;
-    word_topic(key[1], Topic(v)) += 1;
-    doc_length(key[0]) += 1;
-    word_length(key[1]) += 1;
-  });
-  const std::vector<int64_t> doc_begin = [&] {
-    std::vector<int64_t> begin(static_cast<size_t>(D) + 1, 0);
-    for (int64_t d = 0; d < D; ++d) begin[d + 1] = begin[d] + doc_length(d);
-    return begin;
-  }();
-  int64_t max_word = 1;
-  for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_length(w));
-
-  // Log-likelihood terms: lgamma(n + a) - lgamma(a) tables and the normalizers.
-  // (The priors as the mh sampler's tables take them, in float: the same log-likelihood.)
-  const auto lg_alpha = LgammaTable(static_cast<float>(opt.alpha), max_len + 1);
-  const auto lg_beta = LgammaTable(static_cast<float>(opt.beta), max_word + 1);
-  const double lg_kalpha = std::lgamma(K * opt.alpha), vbeta_d = static_cast<double>(V) * opt.beta;
-  const double ll_const = K * std::lgamma(vbeta_d);
-
-  auto token_rng = [&opt](int iter, int64_t id) {
-    return Rng(opt.seed ^ (static_cast<uint64_t>(iter) * 0xD1B54A32D192ED03ULL) ^
-               (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL));
-  };
-  const auto start = std::chrono::steady_clock::now();
-  for (int iter = 1; iter <= opt.iterations; ++iter) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t cpu0 = std::clock();
-    tessera::Accumulator<int64_t> accepted(ctx);
-    auto gibbs = [&](const Key<3>& key, int64_t& v) {
-      thread_local std::vector<double> cdf;  // scratch, one per executor thread
-      cdf.resize(K);
-      auto nd = doc_topic.row(key[0]);
-      auto nw = word_topic.row(key[1]);
-      Rng rng = token_rng(iter, doc_begin[key[0]] + key[2]);
-      const int32_t s = Topic(v);
-      nd[s] -= 1;
-      nw[s] -= 1;
-      totals.add(s, -1);
-      double sum = 0;
-      for (int k = 0; k < K; ++k) {
-        sum += (nd[k] + opt.alpha) * (nw[k] + opt.beta) / (static_cast<double>(totals(k)) + vbeta_d);
-        cdf[k] = sum;
-      }
-      const double u = static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * sum;
-      const int32_t t =
-          static_cast<int32_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
-      const int32_t chosen = std::min(t, K - 1);
-      nd[chosen] += 1;
-      nw[chosen] += 1;
-      totals.add(chosen, 1);
-      accepted += chosen != s;
-      v = Pack(chosen, chosen);
-    };
-    if (opt.data_parallel >= 0) {
-      tessera::parallel_for(tokens, gibbs, tessera::DataParallel{.staleness = opt.data_parallel});
-    } else {
-      tessera::parallel_for(tokens, gibbs);
-    }
-    IterationStats stats;
-    stats.iter = iter;
-    stats.iteration_s = Seconds(std::chrono::steady_clock::now() - t0);
-    auto cpu_seconds =
-        tessera::SumOverWorkers(ctx, static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
-    if (!cpu_seconds.ok()) {
-      fmt::print(stderr, "lda: {}\n", cpu_seconds.status().ToString());
-      return 1;
-    }
-    stats.tokens_per_cpu_s = static_cast<double>(num_tokens) / *cpu_seconds;
-    stats.tokens_per_s = static_cast<double>(num_tokens) / stats.iteration_s;
-    if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
-      // Collapsed log p(w, z) (as for mh) from the count tables, row by row in loops over the
-      // documents and the words (the tables are read by the loop's key, so they stay split); the
-      // topic totals' term once, by document 0.
-      tessera::Accumulator<double> ll(ctx, ll_const);
-      tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t& n) {
-        double sum = lg_kalpha - std::lgamma(K * opt.alpha + static_cast<double>(n));
-        for (int k = 0; k < K; ++k) sum += lg_alpha[doc_topic(key[0], k)];
-        if (key[0] == 0) {
-          for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
-        }
-        ll += sum;
-      });
-      tessera::parallel_for(word_length, [&](const Key<1>& key, int64_t&) {
-        double sum = 0;
-        for (int k = 0; k < K; ++k) sum += lg_beta[word_topic(key[0], k)];
-        ll += sum;
-      });
-      stats.ll_per_token = ll.value() / static_cast<double>(num_tokens);
-    }
-    stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
-    stats.acceptance = static_cast<double>(accepted.value()) / static_cast<double>(num_tokens);
-    if (!ReportIteration(ctx, opt, report, metrics, stats)) return 1;
-  }
-  if (!opt.model.save_model.empty() || (report && !opt.vocab_path.empty())) {
-    // Copies of the count tables made by loops, whole on every worker (serial code reads them),
-    // while the tables themselves stay split.
-    auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
-    auto doc_topic_out = DistArray<int32_t, 2>::dense(
-        ctx, {opt.model.save_model.empty() ? 1 : D, K});
-    tessera::parallel_for(word_length, [&](const Key<1>& key, int64_t&) {
-      for (int k = 0; k < K; ++k) word_topic_out(key[0], k) = word_topic(key[0], k);
-    });
-    if (!opt.model.save_model.empty()) {
-      tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t&) {
-        for (int k = 0; k < K; ++k) doc_topic_out(key[0], k) = doc_topic(key[0], k);
-      });
-      tessera::Status saved;
-      if (report) {
-        saved = lda::SaveModel(opt.model.save_model,
-                               {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab},
-                               opt.model.model_top_words);
-        if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
-        if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
-      }
-      if (!AllWorkersOk(ctx, saved.ok())) return 1;
-    }
-    if (report && !opt.vocab_path.empty()) {
-      std::vector<int64_t> sizes(K);
-      for (int k = 0; k < K; ++k) sizes[k] = totals(k);
-      PrintTopics(opt, vocab, sizes, [&](const auto& f) {
-        for (int64_t w = 0; w < V; ++w) {
-          for (int k = 0; k < K; ++k) {
-            if (const int32_t n = word_topic_out(w, k); n > 0) f(w, k, n);
-          }
-        }
-      });
-    }
-  }
-  return 0;
-}
 
 int Run(tessera::Context& ctx, const LdaOptions& opt) {
   // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
