@@ -29,6 +29,9 @@ enum ErrorCode {
   malformed @5;
   unauthenticated @6;
   dataLoss @7;
+  # The request waits for a worker that left the program (returned from main): it can never be
+  # answered. Status code Aborted.
+  peerLeft @8;
 }
 
 # The cells of one row: dense (columns empty, one value per column) or sparse (columns[i] holds
