@@ -782,6 +782,10 @@ bool DistributedExecutor::HeldRows(const ArrayBase& a,
                                    const std::function<void(int64_t, int64_t, uint64_t)>& f) {
   return impl_->partitioned().HeldRows(a, f);
 }
+bool DistributedExecutor::HoldRestored(const ArrayBase& a,
+                                       const std::vector<std::pair<RowRange, int>>& held) {
+  return impl_->partitioned().HoldRestored(a, held);
+}
 void DistributedExecutor::RestoredWhole(const ArrayBase& a) {
   impl_->partitioned().RestoredWhole(a);
 }
