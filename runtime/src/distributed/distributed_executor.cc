@@ -183,11 +183,17 @@ class DistributedExecutor::Impl {
   PartitionedArrays& partitioned() { return *partitioned_; }
   ServerArrays& servers() { return *servers_; }
 
+  // A lost peer stops this worker (exit 75) here too, as in the runtime's own exchanges: the job
+  // failed, and the program could only give up with an exit code of its own.
   Result<std::vector<std::string>> AllGather(std::string bytes) {
-    return mesh_->AllGather(++tag_, std::move(bytes));
+    Result<std::vector<std::string>> all = mesh_->AllGather(++tag_, std::move(bytes));
+    if (!all.ok() && PeerLost(all.status())) ExitPeerLost("all-gather: " + all.status().ToString());
+    return all;
   }
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each) {
-    return mesh_->AllToAll(++tag_, std::move(to_each));
+    Result<std::vector<std::string>> got = mesh_->AllToAll(++tag_, std::move(to_each));
+    if (!got.ok() && PeerLost(got.status())) ExitPeerLost("all-to-all: " + got.status().ToString());
+    return got;
   }
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
 
