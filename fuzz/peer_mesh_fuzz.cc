@@ -49,7 +49,10 @@ Kind KindOf(const std::string& frame, uint64_t* tag, int64_t* step) {
     if (!env.getBody().isPeer() || env.getSender() != 1) return Kind::kDropped;
     *tag = env.getBody().getPeer().getTag();
     *step = env.getBody().getPeer().getStep();
-    return *tag == ~uint64_t{0} && *step == INT64_MIN ? Kind::kLeaving : Kind::kHeld;
+    // The mesh's own messages (tag ~0): leaving (INT64_MIN) and a connection's hello (+1).
+    if (*tag == ~uint64_t{0} && *step == INT64_MIN) return Kind::kLeaving;
+    if (*tag == ~uint64_t{0} && *step == INT64_MIN + 1) return Kind::kDropped;
+    return Kind::kHeld;
   } catch (const kj::Exception&) {
     return Kind::kDropped;
   }

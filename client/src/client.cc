@@ -56,10 +56,10 @@ Status Client::Impl::Start() {
                                        context_);
   if (!liveness.ok()) return liveness.status();
   liveness_ = std::move(liveness).value();
-  auto membership =
-      JoinJob(sockets_.coordinator(), options_.coordinator,
-              {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "", options_.secret},
-              options_.timeout);
+  auto membership = JoinJob(sockets_.coordinator(), options_.coordinator,
+                            {proto::Role::WORKER, static_cast<uint32_t>(options_.rank), "",
+                             options_.secret, liveness_ != nullptr},
+                            options_.timeout);
   if (!membership.ok()) {
     return Status(membership.status().code(),
                   fmt::format("joining via coordinator {}: {}", options_.coordinator,

@@ -199,6 +199,16 @@ class Coordinator::Impl {
     }
     // A process that joined without heartbeats (a client with liveness off) is not waited for.
     if (!all_heard_) heard_.insert({static_cast<int>(reg.getRole()), rank});
+    if (reg.getHeartbeats() && options_.heartbeat_timeout.count() > 0) {
+      // Watched from now on: its agent's first heartbeat comes on another connection, maybe
+      // later, and a process stopped before it arrives must not go unnoticed.
+      const std::pair<int, uint32_t> key{static_cast<int>(reg.getRole()), rank};
+      if (!agents_heard_.contains(key)) {
+        unheard_.try_emplace(
+            key, Watched{DescribeProcess(reg.getRole(), rank, reg.getPid(), reg.getHost().cStr()),
+                         Clock::now()});
+      }
+    }
     waiting_.push_back({identity, request_id});
     if (servers_registered_ == server_endpoints_.size()) {
       for (const auto& w : waiting_) SendMembership(w.identity, w.request_id);
@@ -327,6 +337,7 @@ class Coordinator::Impl {
       return;
     }
     left_.insert(rank);
+    unheard_.erase({static_cast<int>(proto::Role::WORKER), rank});  // done with the job
     if (request_id != 0) {  // acknowledged, so the worker may close its connection
       OutgoingMessage ack(0, request_id);
       ack.envelope().getBody().initLeave().setRank(rank);
@@ -354,6 +365,11 @@ class Coordinator::Impl {
     }
     const Clock::time_point now = Clock::now();
     const bool launcher = hb.getRole() == proto::Role::LAUNCHER;
+    if (!launcher) {
+      const std::pair<int, uint32_t> key{static_cast<int>(hb.getRole()), hb.getRank()};
+      agents_heard_.insert(key);
+      unheard_.erase(key);
+    }
     if (hb.getLeaving()) {
       if (launcher && monitor_ == identity) monitor_.reset();
       if (watched_.erase(identity) > 0) {
@@ -406,6 +422,15 @@ class Coordinator::Impl {
       if (now - w.last_seen > timing.silence) {
         Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s (heartbeat timeout "
                          "{:.1f} s)",
+                         w.what, Seconds(now - w.last_seen), Seconds(options_.heartbeat_timeout)),
+             kExitUnresponsive, now);
+        return;
+      }
+    }
+    for (const auto& [key, w] : unheard_) {
+      if (now - w.last_seen > timing.silence) {
+        Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s since it joined the job "
+                         "(heartbeat timeout {:.1f} s)",
                          w.what, Seconds(now - w.last_seen), Seconds(options_.heartbeat_timeout)),
              kExitUnresponsive, now);
         return;
@@ -501,6 +526,10 @@ class Coordinator::Impl {
   std::map<std::string, Watched> watched_;
   Clock::time_point started_at_;
   std::set<std::pair<int, uint32_t>> heard_;  // (role, rank) heard at least once
+  // Registered with heartbeats, its agent not heard yet, by (role, rank); last_seen: the
+  // registration. And every (role, rank) whose agent was heard.
+  std::map<std::pair<int, uint32_t>, Watched> unheard_;
+  std::set<std::pair<int, uint32_t>> agents_heard_;
   bool all_heard_ = false;
   std::optional<std::string> monitor_;  // the launcher's identity, while it heartbeats
   Clock::time_point monitor_last_seen_;

@@ -61,10 +61,10 @@ Status Server::Impl::Start() {
                                        context_);
   if (!liveness.ok()) return liveness.status();
   liveness_ = std::move(liveness).value();
-  auto membership = JoinJob(
-      coordinator_, options_.coordinator,
-      {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_, options_.secret},
-      options_.join_timeout);
+  auto membership = JoinJob(coordinator_, options_.coordinator,
+                            {proto::Role::SERVER, static_cast<uint32_t>(options_.rank), endpoint_,
+                             options_.secret, liveness_ != nullptr},
+                            options_.join_timeout);
   if (!membership.ok()) {
     return Status(membership.status().code(),
                   fmt::format("joining via coordinator {}: {}", options_.coordinator,

@@ -70,7 +70,7 @@ bool Server::Impl::FailIfDeadlocked(const ParkedGet& req) {
     const std::string name =
         table == tables_.end() ? std::to_string(req.table) : "'" + table->second.spec.name + "'";
     Reject(peers_[req.worker].identity, req.request_id,
-           Status::FailedPrecondition(fmt::format(
+           Status::Aborted(fmt::format(
                "worker {} waits at a barrier with its clock at {} (it finished its program: "
                "returned from main or destroyed its tessera::Context), but worker {} waits for "
                "its clock {} to read table {} and so can never get there: the workers' programs "

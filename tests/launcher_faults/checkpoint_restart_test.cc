@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
@@ -549,6 +550,55 @@ TEST_F(CheckpointRestartTest, ResumingBetweenTwoRotatingLoopsIsBitExact) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_TRUE(Contains(resumed.out + resumed.err, "resuming from " + kept[0])) << resumed.err;
   EXPECT_EQ(Rmses(Slurp("resumed.jsonl")), expected);
+}
+
+// The dense arrays the job keeps partitioned (mf's W and H: only loops touch them) are restored
+// by their holders only: with the checkpoint's number of workers each worker reads the rows it
+// wrote, none of the others', and holds them -- together the whole array, no row twice -- and the
+// run goes on bit-exact.
+TEST_F(CheckpointRestartTest, KeptPartitionedArraysAreRestoredOnTheirHoldersOnly) {
+  constexpr int kEpochs = 8;
+  const std::string ckpt = dir_ + "/ckpt";
+  RunResult first =
+      Run(Job("first.jsonl", {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0"}, kEpochs));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::vector<std::string> expected = Rmses(Slurp("first.jsonl"));
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(ckpt)) kept.push_back(e.path());
+  std::sort(kept.begin(), kept.end());
+  ASSERT_EQ(kept.size(), 3u);
+  std::filesystem::remove_all(kept[1]);  // resume from the oldest: two epochs' loops still to run
+  std::filesystem::remove_all(kept[2]);
+
+  RunResult resumed = Run(Job("resumed.jsonl", {"--checkpoint-dir", ckpt, "--resume"}, kEpochs));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(Contains(resumed.out + resumed.err, "resuming from " + kept[0])) << resumed.err;
+  EXPECT_EQ(Rmses(Slurp("resumed.jsonl")), expected);
+
+  // array id -> rows held by each worker after the restore, and the array's rows.
+  std::map<int, std::map<int, int64_t>> held;
+  std::map<int, int64_t> rows;
+  static const std::regex kRestored(
+      R"(\[worker ([0-9]+)\] .*array #([0-9]+): restored the ([0-9]+) of its ([0-9]+) rows this )"
+      R"(worker held)");
+  const std::string said = resumed.out + resumed.err;
+  for (auto it = std::sregex_iterator(said.begin(), said.end(), kRestored);
+       it != std::sregex_iterator(); ++it) {
+    held[std::stoi((*it)[2])][std::stoi((*it)[1])] = std::stoll((*it)[3]);
+    rows[std::stoi((*it)[2])] = std::stoll((*it)[4]);
+  }
+  ASSERT_GE(held.size(), 2u) << said;  // W and H
+  for (const auto& [id, by_worker] : held) {
+    SCOPED_TRACE("array #" + std::to_string(id));
+    ASSERT_EQ(by_worker.size(), 2u) << said;
+    int64_t total = 0;
+    for (const auto& [w, n] : by_worker) {
+      EXPECT_GT(n, 0) << "worker " << w;
+      EXPECT_LT(n, rows[id]) << "worker " << w;  // never the whole array
+      total += n;
+    }
+    EXPECT_EQ(total, rows[id]);  // every row on exactly one worker
+  }
 }
 
 TEST_F(CheckpointRestartTest, BadFlagsAndDirectoriesAreRefusedBeforeAnythingStarts) {

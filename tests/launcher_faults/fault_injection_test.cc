@@ -63,6 +63,14 @@ double ReportedSilence(const std::string& text) {
   return worst;
 }
 
+// Whether a worker's `text` reports its peer-mesh connection with worker `peer` lost
+// (peer_mesh.cc), in either direction.
+bool LostMeshConnectionWith(const std::string& text, int peer) {
+  const std::string w = "worker " + std::to_string(peer);
+  return Contains(text, "peer mesh: the connection from " + w + " to this worker's inbox") ||
+         Contains(text, "peer mesh: the connection from this worker to " + w + "'s inbox");
+}
+
 enum class App { kMf, kLda };
 
 class FaultInjectionTest : public TesseraHarness {
@@ -259,6 +267,7 @@ class FaultInjectionTest : public TesseraHarness {
 
     const auto hit = Clock::now();
     ASSERT_EQ(kill(tasks[hit_rank], sig), 0);
+    std::map<int, std::string> said;
     for (int rank : {0, 1, 2, 3}) {
       if (rank == hit_rank) continue;
       RunResult r = Wait(tasks[rank], seconds(30));
@@ -267,12 +276,21 @@ class FaultInjectionTest : public TesseraHarness {
       // The coordinator fails the job (124); every other process stops because it did (75).
       EXPECT_EQ(r.exit_code, rank == 0 ? 124 : 75) << r.out << r.err;
       EXPECT_LT(took, kHeartbeat + seconds(2));
-      const std::string said = r.out + r.err;
-      if (hit_rank == 0) {
-        EXPECT_TRUE(Contains(said, "lost the coordinator")) << said;
-      } else {
-        EXPECT_TRUE(Contains(said, "stopped answering")) << said;
-      }
+      said[rank] = r.out + r.err;
+    }
+    // Each names the cause: the coordinator's report, or losing the coordinator. A worker may
+    // instead be first to see its peer-mesh connection with the other worker drop (it names that
+    // worker): the hit worker itself, or, with the coordinator hit, a worker that exited because
+    // it lost the coordinator.
+    const std::string cause = hit_rank == 0 ? "lost the coordinator" : "stopped answering";
+    for (const auto& [rank, text] : said) {
+      SCOPED_TRACE("task " + std::to_string(rank));
+      if (Contains(text, cause)) continue;
+      const int other = rank == 2 ? 3 : 2;  // the other worker's task
+      const bool named_other = rank >= 2 && LostMeshConnectionWith(text, other - 2);
+      EXPECT_TRUE(named_other &&
+                  (other == hit_rank || (hit_rank == 0 && Contains(said.at(other), cause))))
+          << text;
     }
     if (sig == SIGSTOP) {
       // Resumed after the job is over, the stopped process finds no coordinator and exits too.

@@ -85,13 +85,19 @@ class ManualPeer {
     hb.setLeaving(leaving);
     socket_.send(msg.ToFrame(), zmq::send_flags::none);
   }
-  // Joins like a client without heartbeats (ClientOptions::heartbeat_timeout 0).
-  void Register() {
+  // Joins like a client without heartbeats (ClientOptions::heartbeat_timeout 0), or, with
+  // `heartbeats`, like one whose agent runs.
+  void Register(bool heartbeats = false) {
     OutgoingMessage msg(rank_, 1);
     auto reg = msg.envelope().getBody().initRegister();
     reg.setRole(role_);
     reg.setRank(rank_);
     reg.setSecret(SecretProof(secret_));
+    if (heartbeats) {
+      reg.setHeartbeats(true);
+      reg.setPid(4242);
+      reg.setHost("node7");
+    }
     socket_.send(msg.ToFrame(), zmq::send_flags::none);
   }
   // The next message's body kind, waiting up to `within`.
@@ -287,6 +293,43 @@ TEST_F(LivenessTest, ProcessThatNeverHeartbeatsFailsAfterTheGrace) {
   EXPECT_NE(reason->find("worker 1 sent no heartbeat"), std::string::npos) << *reason;
   coordinator_->WaitUntilDone();
   EXPECT_EQ(coordinator_->exit_code(), kExitUnresponsive);
+}
+
+// A process that registers saying it heartbeats and stops before its agent's first heartbeat
+// arrives (it comes on another connection) is reported within the timeout, not never.
+TEST_F(LivenessTest, ProcessStoppedBeforeItsFirstHeartbeatFailsTheJob) {
+  StartCoordinator();
+  FailureSink sink;
+  auto worker0 = Agent(proto::Role::WORKER, 0, sink);
+  auto server = Agent(proto::Role::SERVER, 0, sink);
+  ManualPeer worker1(ctx_, coordinator_->endpoint(), proto::Role::WORKER, 1, "s3cret");
+  const auto joined = Clock::now();
+  worker1.Register(/*heartbeats=*/true);
+  auto reason = sink.Wait(milliseconds(10000));
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_NE(reason->find("worker 1 (pid 4242 on node7) stopped answering"), std::string::npos)
+      << *reason;
+  EXPECT_NE(reason->find("since it joined the job"), std::string::npos) << *reason;
+  EXPECT_LT(sink.at() - joined, kTimeout + milliseconds(200));
+  coordinator_->WaitUntilDone();
+  EXPECT_EQ(coordinator_->exit_code(), kExitUnresponsive);
+}
+
+// Its agent's heartbeats, once they come, are what is watched: registered first, heard later,
+// the process is not reported while it keeps heartbeating.
+TEST_F(LivenessTest, ProcessRegisteredBeforeItsFirstHeartbeatIsWatchedByItsHeartbeats) {
+  StartCoordinator();
+  FailureSink sink;
+  auto worker0 = Agent(proto::Role::WORKER, 0, sink);
+  auto server = Agent(proto::Role::SERVER, 0, sink);
+  ManualPeer worker1(ctx_, coordinator_->endpoint(), proto::Role::WORKER, 1, "s3cret");
+  worker1.Register(/*heartbeats=*/true);
+  // Heartbeats every tenth of the timeout for several timeouts: nothing fails.
+  const auto until = Clock::now() + 3 * kTimeout;
+  while (Clock::now() < until) {
+    worker1.Beat();
+    ASSERT_FALSE(sink.Wait(kTimeout / 10).has_value());
+  }
 }
 
 TEST_F(LivenessTest, ProcessThatJoinsWithoutHeartbeatsIsNotWaitedFor) {

@@ -160,5 +160,19 @@ TEST(MessageTest, ErrorsMapToStatusAndBack) {
   EXPECT_EQ(s.message(), "row 9");
 }
 
+// A server refusing a read that waits for a worker that left the program says so by its code
+// (peerLeft), not by a phrase of its message: the worker maps it back to Aborted, whatever the
+// text, and stops as "another worker left" (runtime/src/distributed/fatal.h).
+TEST(MessageTest, APeerLeftErrorKeepsItsCode) {
+  OutgoingMessage out(1, 0);
+  FillError(Status::Aborted("any words"), out.envelope().getBody().initError());
+  auto in = IncomingMessage::Parse(out.ToFrame());
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ((*in)->envelope().getBody().getError().getCode(), proto::ErrorCode::PEER_LEFT);
+  Status s = StatusFromError((*in)->envelope().getBody().getError());
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_EQ(s.message(), "any words");
+}
+
 }  // namespace
 }  // namespace tessera

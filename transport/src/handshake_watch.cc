@@ -30,14 +30,14 @@ std::string Why(uint16_t event, uint32_t value) {
 }  // namespace
 
 HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string what,
-                               std::shared_ptr<spdlog::logger> log)
+                               std::shared_ptr<spdlog::logger> log, int also)
     : socket_(socket),
       events_(context, zmq::socket_type::pair),
       what_(std::move(what)),
       log_(std::move(log)) {
   // Unique within the context: the socket's address.
   const std::string endpoint = fmt::format("inproc://tessera-handshakes-{}", socket.handle());
-  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), kRefusals) != 0) {
+  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), kRefusals | also) != 0) {
     log_->warn("{}: cannot watch handshakes: {}", what_, zmq_strerror(zmq_errno()));
     return;
   }
@@ -53,7 +53,7 @@ zmq::pollitem_t HandshakeWatch::poll_item() {
 
 int HandshakeWatch::fd() { return events_.get(zmq::sockopt::fd); }
 
-void HandshakeWatch::Drain() {
+void HandshakeWatch::Drain(const EventHandler& other) {
   zmq::message_t event;
   while (events_.recv(event, zmq::recv_flags::dontwait)) {
     zmq::message_t address;
@@ -63,6 +63,10 @@ void HandshakeWatch::Drain() {
     uint32_t value = 0;
     std::memcpy(&id, event.data(), sizeof(id));
     std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
+    if ((id & kRefusals) == 0) {
+      if (other) other(id, value);
+      continue;
+    }
     ++refused_;
     if (throttle_.Allow()) {
       log_->warn("{}: refused a connection to {}: {}{}", what_, address.to_string(), Why(id, value),

@@ -1,6 +1,7 @@
 #include "tessera/transport/join.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -103,6 +104,12 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const std::string& end
   r.setRank(request.rank);
   r.setEndpoint(request.endpoint);
   r.setSecret(SecretProof(request.secret));
+  if (request.heartbeats) {
+    r.setHeartbeats(true);
+    r.setPid(static_cast<uint32_t>(::getpid()));
+    char host[256] = {};
+    r.setHost(::gethostname(host, sizeof(host) - 1) == 0 ? host : "?");
+  }
   coordinator.send(reg.ToFrame(), zmq::send_flags::none);
 
   zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};

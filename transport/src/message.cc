@@ -273,6 +273,8 @@ Status StatusFromError(proto::Error::Reader error) {
       return Status::FailedPrecondition(msg);
     case proto::ErrorCode::DATA_LOSS:
       return Status::DataLoss(msg);
+    case proto::ErrorCode::PEER_LEFT:
+      return Status::Aborted(msg);
   }
   return Status::Internal(msg);
 }
@@ -296,6 +298,9 @@ void FillError(const Status& status, proto::Error::Builder out) {
       break;
     case StatusCode::kDataLoss:
       code = proto::ErrorCode::DATA_LOSS;
+      break;
+    case StatusCode::kAborted:
+      code = proto::ErrorCode::PEER_LEFT;
       break;
     default:
       break;

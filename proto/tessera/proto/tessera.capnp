@@ -29,6 +29,9 @@ enum ErrorCode {
   malformed @5;
   unauthenticated @6;
   dataLoss @7;
+  # The request waits for a worker that left the program (returned from main): it can never be
+  # answered. Status code Aborted.
+  peerLeft @8;
 }
 
 # The cells of one row: dense (columns empty, one value per column) or sparse (columns[i] holds
@@ -65,6 +68,11 @@ struct Register {
   rank @1 :UInt32;
   endpoint @2 :Text;        # servers: where clients reach them
   secret @3 :Text;
+  # The process heartbeats (a LivenessAgent): the coordinator watches it from this registration
+  # on, so that a process stopped before its agent's first heartbeat arrives is reported too.
+  heartbeats @4 :Bool;
+  pid @5 :UInt32;           # with heartbeats: for the report naming the process
+  host @6 :Text;
 }
 
 struct Membership {

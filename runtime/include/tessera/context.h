@@ -156,7 +156,9 @@ class Context {
   const std::map<int64_t, internal::ArrayBase*>& arrays() const;
   const std::vector<internal::AccumulatorBase*>& accumulators() const;
   // All-gather of one byte string per worker, in rank order: every worker calls it at the same
-  // point of the program. Alone (serial mode) it returns {bytes}. Used by the data loaders.
+  // point of the program. Alone (serial mode) it returns {bytes}. Used by the data loaders. A lost
+  // peer (a dropped connection, a peer that never answers) is not returned: it stops this worker
+  // with exit 75, the job having failed.
   Result<std::vector<std::string>> AllGather(std::string bytes);
   // All-to-all: to_each[w] goes to worker w; returns what each worker sent this one, in rank
   // order (this worker's own entry is to_each[rank]). Collective like AllGather. Alone it takes

@@ -49,6 +49,12 @@ class DistributedHost final : public CheckpointHost {
     if (Rows(a) > 0) f(0, Rows(a), AllWorkers(num_workers_));  // whole on every worker
   }
   void Restored(const ArrayBase& a) override { executor_.RestoredWhole(a); }
+  bool HoldRestored(const ArrayBase& a, const std::vector<HeldPiece>& pieces) override {
+    std::vector<std::pair<RowRange, int>> held;
+    held.reserve(pieces.size());
+    for (const HeldPiece& p : pieces) held.push_back({RowRange{p.lo, p.hi}, p.worker});
+    return executor_.HoldRestored(a, held);
+  }
   void GatherWhole(ArrayBase& a) override { executor_.GatherWhole(a); }
   std::vector<DataParallelTable> DataParallelTables() override {
     std::vector<DataParallelTable> out;

@@ -26,6 +26,13 @@ class DistributedExecutor;
 
 namespace tessera::internal::checkpoint {
 
+// Rows [lo, hi) of a dense array, held by `worker`.
+struct HeldPiece {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  int worker = 0;
+};
+
 class CheckpointHost {
  public:
   virtual ~CheckpointHost() = default;
@@ -43,6 +50,17 @@ class CheckpointHost {
                         const std::function<void(int64_t, int64_t, uint64_t)>& f) = 0;
   // After every worker restored all of `a`: it is whole on every worker, nothing left to compute.
   virtual void Restored(const ArrayBase& a) = 0;
+  // Before restoring `a`, a dense array that the checkpoint's job (of as many workers) kept
+  // partitioned: from now on each row of `pieces` is held by its worker only, rows in no piece
+  // are still to be computed where needed (a deferred array's), and the memory of the rows this
+  // worker does not hold is released; the caller then reads this worker's rows only. False,
+  // changing nothing, when `a` cannot be kept partitioned here: it is then restored whole.
+  // Not collective: every worker computes the same layout from the same pieces.
+  virtual bool HoldRestored(const ArrayBase& a, const std::vector<HeldPiece>& pieces) {
+    (void)a;
+    (void)pieces;
+    return false;
+  }
   // Makes a partitioned sparse array whole on every worker (RecordPartition); nothing for others.
   virtual void GatherWhole(ArrayBase& a) { (void)a; }
 

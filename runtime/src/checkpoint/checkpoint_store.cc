@@ -114,6 +114,7 @@ std::string EncodeManifest(const Manifest& m) {
                          {"hi", f.share->hi},
                          {"count", f.share->count}};
       }
+      if (f.worker >= 0) file["worker"] = f.worker;
       files.push_back(std::move(file));
     }
     arrays.push_back({{"id", a.id},
@@ -123,6 +124,7 @@ std::string EncodeManifest(const Manifest& m) {
                       {"sparse", a.sparse},
                       {"on_servers", a.on_servers},
                       {"partitioned", a.partitioned},
+                      {"held", a.held},
                       {"files", std::move(files)}});
   }
   j["arrays"] = std::move(arrays);
@@ -174,12 +176,14 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& where)
       r.sparse = a.at("sparse").get<bool>();
       r.on_servers = a.at("on_servers").get<bool>();
       r.partitioned = a.value("partitioned", false);
+      r.held = a.value("held", false);
       for (const auto& f : a.at("files")) {
         FileRecord fr;
         fr.name = f.at("name").get<std::string>();
         fr.bytes = f.at("bytes").get<uint64_t>();
         fr.crc32 = f.at("crc32").get<uint32_t>();
         fr.ranges = f.at("ranges").get<std::vector<int64_t>>();
+        fr.worker = f.value("worker", -1);
         if (f.contains("share")) {
           const auto& sh = f.at("share");
           fr.share = RecordShare{.worker = sh.at("worker").get<int>(),
@@ -189,7 +193,7 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& where)
                                  .count = sh.at("count").get<int64_t>()};
         }
         if (fr.name.empty() || fr.name.find('/') != std::string::npos || fr.ranges.size() % 2 ||
-            fr.share.has_value() != r.partitioned ||
+            fr.share.has_value() != r.partitioned || fr.worker < -1 ||
             (fr.share && (fr.share->worker < 0 || fr.share->dim < 0 || fr.share->count < 0 ||
                           fr.share->lo < 0 || fr.share->hi < fr.share->lo))) {
           return Status::DataLoss(where + ": malformed file entry");

@@ -46,6 +46,7 @@ struct FileRecord {
   uint32_t crc32 = 0;
   std::vector<int64_t> ranges;  // element ranges, as begin/end pairs
   std::optional<RecordShare> share;
+  int worker = -1;  // who wrote a dense array's file (-1: not recorded)
 };
 
 // One array of the program, identified by its creation number (identical on every worker and in
@@ -61,6 +62,9 @@ struct ArrayRecord {
   bool on_servers = false;
   // A sparse array the job kept partitioned: `files` are the workers' shares, one per worker.
   bool partitioned = false;
+  // A dense array the job kept partitioned between loops (only loops touch it; some row was not
+  // on every worker): each file holds rows its writer held.
+  bool held = false;
   std::vector<FileRecord> files;
 };
 

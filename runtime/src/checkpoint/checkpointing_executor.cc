@@ -222,6 +222,15 @@ class CheckpointingExecutor::Impl {
     return mine;
   }
 
+  // Whether the job keeps dense array `a` partitioned: some row it holds is not on every worker.
+  bool KeptPartitioned(const ArrayBase& a) {
+    const int n = host_->num_workers();
+    const uint64_t all = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+    bool partial = false;
+    host_->HeldRows(a, [&](int64_t, int64_t, uint64_t holders) { partial |= holders != all; });
+    return partial;
+  }
+
   // This worker's files of the checkpoint at `dir`.
   Status WriteMine(const std::string& dir, Manifest* mine) {
     for (const auto& [id, a] : ctx_.arrays()) {
@@ -256,6 +265,7 @@ class CheckpointingExecutor::Impl {
           WriteDataFile(dir, fmt::format("a{}-w{}.bin", id, host_->rank()), pieces);
       if (!f.ok()) return f.status();
       f->ranges = std::move(ranges);
+      f->worker = host_->rank();
       bytes_written_ += f->bytes;
       ArrayRecord r;
       r.id = id;
@@ -338,6 +348,7 @@ class CheckpointingExecutor::Impl {
       r.rows = a->rank() >= 1 ? a->extent(0) : 0;
       r.sparse = a->is_sparse();
       r.on_servers = a->relaxed() && host_->HasServerTables();
+      r.held = !r.sparse && !r.on_servers && KeptPartitioned(*a);
     }
     m.server_files = std::move(server_files);
     if (!m.server_files.empty()) m.data_parallel_tables = dp;
@@ -429,8 +440,79 @@ class CheckpointingExecutor::Impl {
     return bytes;
   }
 
+  // A dense array's rows from the checkpoint's files. One the checkpoint's job kept partitioned
+  // (held), restored by as many workers: each worker reads only the rows it wrote and holds them
+  // (CheckpointHost::HoldRestored); otherwise every worker reads every file. Returns the bytes
+  // read.
+  uint64_t RestoreDense(ArrayBase* a, const ArrayRecord& r) {
+    const Manifest& m = resume_->manifest;
+    const auto e = static_cast<int64_t>(a->element_bytes());
+    const int64_t per_row = ElementsPerRow(*a);
+    std::vector<std::pair<int64_t, int64_t>> covered;
+    std::vector<HeldPiece> pieces;
+    bool writers_known = true;
+    for (const FileRecord& f : r.files) {
+      int64_t n = 0;
+      for (size_t i = 0; i < f.ranges.size(); i += 2) {
+        const int64_t b = f.ranges[i], end = f.ranges[i + 1];
+        if (b < 0 || end < b || end > a->value_count() || per_row <= 0 || b % per_row != 0 ||
+            end % per_row != 0) {
+          Fatal(fmt::format("resuming: {}/{}: ranges outside array #{}", resume_->path, f.name,
+                            r.id));
+        }
+        n += end - b;
+        covered.push_back({b, end});
+        pieces.push_back({b / per_row, end / per_row, f.worker});
+      }
+      if (n * e != static_cast<int64_t>(f.bytes)) {
+        Fatal(fmt::format("resuming: {}/{}: {} B for {} elements of array #{}", resume_->path,
+                          f.name, f.bytes, n, r.id));
+      }
+      writers_known = writers_known && f.worker >= 0;
+    }
+    // Rows no worker had computed at the checkpoint are computed now, as they would have been
+    // (or, kept partitioned, where they are first needed).
+    std::sort(covered.begin(), covered.end());
+    std::vector<std::pair<int64_t, int64_t>> missing;
+    int64_t next = 0;
+    for (const auto& [b, end] : covered) {
+      if (b > next) missing.push_back({next, b});
+      next = std::max(next, end);
+    }
+    if (next < a->value_count()) missing.push_back({next, a->value_count()});
+    if (!missing.empty() && !a->deferred_init()) {
+      Fatal(fmt::format("resuming from {}: elements [{}, {}) of array #{} are in no file",
+                        resume_->path, missing[0].first, missing[0].second, r.id));
+    }
+    const bool own_rows = r.held && writers_known && m.workers == host_->num_workers() &&
+                          host_->HoldRestored(*a, pieces);
+    char* data = static_cast<char*>(a->value_data());
+    uint64_t bytes = 0;
+    int64_t rows = 0;
+    for (const FileRecord& f : r.files) {
+      if (own_rows && f.worker != host_->rank()) continue;
+      std::vector<std::span<char>> into;
+      for (size_t i = 0; i < f.ranges.size(); i += 2) {
+        into.emplace_back(data + f.ranges[i] * e,
+                          static_cast<size_t>((f.ranges[i + 1] - f.ranges[i]) * e));
+        rows += (f.ranges[i + 1] - f.ranges[i]) / per_row;
+      }
+      CheckOk(ReadDataFileInto(resume_->path, f, into), "reading a checkpoint");
+      bytes += f.bytes;
+    }
+    if (own_rows) {
+      logger_->info("array #{}: restored the {} of its {} rows this worker held ({} B read)", r.id,
+                    rows, a->extent(0), bytes);
+      return bytes;
+    }
+    for (const auto& [b, end] : missing) a->InitElements(b, end - b);
+    host_->Restored(*a);
+    return bytes;
+  }
+
   // Every array takes its checkpointed value: partitioned sparse arrays as their holders held
-  // them (RestoreShares), every other array whole, on every worker.
+  // them (RestoreShares), dense arrays kept partitioned on their holders (RestoreDense) when the
+  // job has the checkpoint's number of workers, every other array whole, on every worker.
   void Restore() {
     const auto t0 = SteadyClock::now();
     const Manifest& m = resume_->manifest;
@@ -444,7 +526,6 @@ class CheckpointingExecutor::Impl {
                         resume_->path, id));
       }
     }
-    std::string bytes;
     uint64_t total = 0;
     bool on_servers = false;
     for (const ArrayRecord& r : m.arrays) {
@@ -485,39 +566,7 @@ class CheckpointingExecutor::Impl {
         continue;
       }
       if (r.files.empty() && a->deferred_init()) continue;  // never computed: still deferred
-      std::vector<std::pair<int64_t, int64_t>> covered;
-      char* data = static_cast<char*>(a->value_data());
-      for (const FileRecord& f : r.files) {
-        CheckOk(ReadDataFile(resume_->path, f, &bytes), "reading a checkpoint");
-        int64_t at = 0;
-        for (size_t i = 0; i < f.ranges.size(); i += 2) {
-          const int64_t b = f.ranges[i], end = f.ranges[i + 1];
-          if (b < 0 || end < b || end > a->value_count() ||
-              (at + (end - b)) * e > static_cast<int64_t>(bytes.size())) {
-            Fatal(fmt::format("resuming: {}/{}: ranges outside array #{}", resume_->path, f.name,
-                              r.id));
-          }
-          std::memcpy(data + b * e, bytes.data() + at * e, static_cast<size_t>((end - b) * e));
-          at += end - b;
-          covered.push_back({b, end});
-        }
-        total += f.bytes;
-      }
-      // Rows no worker had computed at the checkpoint are computed now, as they would have been.
-      std::sort(covered.begin(), covered.end());
-      int64_t next = 0;
-      covered.push_back({a->value_count(), a->value_count()});
-      for (const auto& [b, end] : covered) {
-        if (b > next) {
-          if (!a->deferred_init()) {
-            Fatal(fmt::format("resuming from {}: elements [{}, {}) of array #{} are in no file",
-                              resume_->path, next, b, r.id));
-          }
-          a->InitElements(next, b - next);
-        }
-        next = std::max(next, end);
-      }
-      host_->Restored(*a);
+      total += RestoreDense(a, r);
     }
     if (on_servers || (!m.data_parallel_tables.empty() && host_->HasServerTables())) {
       RestoreServerTables();

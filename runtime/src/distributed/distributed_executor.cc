@@ -185,11 +185,17 @@ class DistributedExecutor::Impl {
   PartitionedArrays& partitioned() { return *partitioned_; }
   ServerArrays& servers() { return *servers_; }
 
+  // A lost peer stops this worker (exit 75) here too, as in the runtime's own exchanges: the job
+  // failed, and the program could only give up with an exit code of its own.
   Result<std::vector<std::string>> AllGather(std::string bytes) {
-    return mesh_->AllGather(++tag_, std::move(bytes));
+    Result<std::vector<std::string>> all = mesh_->AllGather(++tag_, std::move(bytes));
+    if (!all.ok() && PeerLost(all.status())) ExitPeerLost("all-gather: " + all.status().ToString());
+    return all;
   }
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each) {
-    return mesh_->AllToAll(++tag_, std::move(to_each));
+    Result<std::vector<std::string>> got = mesh_->AllToAll(++tag_, std::move(to_each));
+    if (!got.ok() && PeerLost(got.status())) ExitPeerLost("all-to-all: " + got.status().ToString());
+    return got;
   }
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
   std::optional<Status> SavePartitioned(const ArrayBase& a, const std::string& path, bool text) {
@@ -557,6 +563,10 @@ void DistributedExecutor::SettleForCheckpoint() { impl_->SettleForCheckpoint(); 
 bool DistributedExecutor::HeldRows(const ArrayBase& a,
                                    const std::function<void(int64_t, int64_t, uint64_t)>& f) {
   return impl_->partitioned().HeldRows(a, f);
+}
+bool DistributedExecutor::HoldRestored(const ArrayBase& a,
+                                       const std::vector<std::pair<RowRange, int>>& held) {
+  return impl_->partitioned().HoldRestored(a, held);
 }
 void DistributedExecutor::RestoredWhole(const ArrayBase& a) {
   impl_->partitioned().RestoredWhole(a);

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/row_layout.h"
 #include "tessera/client/client.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
@@ -104,6 +105,8 @@ class DistributedExecutor final : public Executor {
   // See PartitionedArrays::HeldRows and RestoredWhole.
   bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f);
   void RestoredWhole(const ArrayBase& a);
+  // See PartitionedArrays::HoldRestored.
+  bool HoldRestored(const ArrayBase& a, const std::vector<std::pair<RowRange, int>>& held);
   // See ServerArrays::DataParallelTables and RestoreDataParallelTables.
   std::vector<std::pair<int64_t, int>> DataParallelTables();
   void RestoreDataParallelTables(const std::vector<std::pair<int64_t, int>>& tables);

@@ -13,6 +13,7 @@
 
 #include "tessera/common/check.h"
 #include "tessera/common/status.h"
+#include "tessera/transport/liveness.h"
 
 namespace tessera::internal {
 
@@ -22,19 +23,18 @@ namespace tessera::internal {
               what.c_str());
 }
 
-// Exit code of a worker that stops because another worker left the program before it (returned
-// from main, most often with an error of its own): not a crash, so `tessera run --max-restarts`
-// does not restart the job, which would fail the same way.
-inline constexpr int kExitPeerLeft = 76;
+// A worker that stops because another worker left the program before it exits kExitPeerLeft
+// (76, tessera/transport/liveness.h): not a crash, so `tessera run --max-restarts` does not
+// restart the job, which would fail the same way.
 
-// Whether `s` says that another worker left the program while this one waits for it: the peer
-// mesh's Aborted (peer_mesh.cc), or a parameter server refusing a read that waits for a worker
-// at its final barrier (server/src/server_reads.cc says "it finished its program").
-inline bool PeerLeft(const Status& s) {
-  return s.code() == StatusCode::kAborted ||
-         (s.code() == StatusCode::kFailedPrecondition &&
-          s.message().find("(it finished its program") != std::string::npos);
-}
+// Whether `s` says that another worker left the program while this one waits for it: Aborted,
+// from the peer mesh (peer_mesh.cc) or from a parameter server refusing a read that waits for a
+// worker at its final barrier (server/src/server_reads.cc; proto ErrorCode peerLeft).
+inline bool PeerLeft(const Status& s) { return s.code() == StatusCode::kAborted; }
+
+// Whether `s` says that a peer is lost: a connection of the peer mesh dropped, or a peer did not
+// answer in time. The job failed, most likely elsewhere: not a bug of this worker.
+inline bool PeerLost(const Status& s) { return s.code() == StatusCode::kUnavailable; }
 
 // Stops this worker with kExitPeerLeft, saying why (no abort: the cause is the other worker's).
 [[noreturn]] inline void ExitPeerLeft(const std::string& what) {
@@ -47,12 +47,23 @@ inline bool PeerLeft(const Status& s) {
   std::_Exit(kExitPeerLeft);
 }
 
+// Stops this worker with kExitJobFailed (75), saying why: `tessera run` reports the process that
+// failed first, and --max-restarts restarts the job (a lost connection is not the program's).
+[[noreturn]] inline void ExitPeerLost(const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "distributed executor: %s\nstopping this worker (exit %d): the job failed\n",
+               what.c_str(), kExitJobFailed);
+  std::fflush(stderr);
+  std::_Exit(kExitJobFailed);
+}
+
 // Fatal unless `s` is OK; `doing` says what failed ("sending a step's changes"). When another
-// worker left the program, ExitPeerLeft instead.
+// worker left the program, ExitPeerLeft instead; when a peer is lost, ExitPeerLost.
 inline void CheckOk(const Status& s, const char* doing,
                     std::source_location loc = std::source_location::current()) {
   if (s.ok()) return;
   if (PeerLeft(s)) ExitPeerLeft(fmt::format("{}: {}", doing, s.ToString()));
+  if (PeerLost(s)) ExitPeerLost(fmt::format("{}: {}", doing, s.ToString()));
   Fatal(fmt::format("{}: {}", doing, s.ToString()), loc);
 }
 

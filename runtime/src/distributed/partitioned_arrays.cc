@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -413,6 +414,38 @@ class PartitionedArrays::Impl {
     sent_.clear();
   }
 
+  bool HoldRestored(const ArrayBase& a, const std::vector<std::pair<RowRange, int>>& held) {
+    if (mesh_->size() < 2 || options_.num_workers > kMaxLayoutWorkers || a.is_sparse() ||
+        a.rank() < 1 || a.extent(0) <= 0) {
+      return false;
+    }
+    for (const auto& [rows, w] : held) {
+      if (w < 0 || w >= options_.num_workers || rows.lo < 0 || rows.hi < rows.lo ||
+          rows.hi > a.extent(0)) {
+        return false;
+      }
+    }
+    ForgetDeadArrays();
+    RowLayout layout(a.extent(0), options_.num_workers);  // rows in no piece: virgin, everywhere
+    std::optional<RowLayout> virgin;
+    if (a.deferred_init()) virgin.emplace(a.extent(0), 1);
+    for (const auto& [rows, w] : held) {
+      layout.Assign(rows.lo, rows.hi, uint64_t{1} << w);
+      if (virgin) virgin->Assign(rows.lo, rows.hi, 0);
+    }
+    ArrayBase* array = ctx_.arrays().at(a.id());
+    layout.ForEach(0, layout.rows(), [&](int64_t lo, int64_t hi, uint64_t holders) {
+      if (!((holders >> options_.rank) & 1)) Release(array, lo, hi);
+    });
+    layouts_.insert_or_assign(a.id(), std::move(layout));
+    if (virgin) {
+      virgin_.insert_or_assign(a.id(), std::move(*virgin));
+    } else {
+      virgin_.erase(a.id());
+    }
+    return true;
+  }
+
   const std::map<int64_t, Role>& roles() const { return loop_roles_; }
   int64_t phase() const { return phase_; }
   struct Stats {
@@ -478,5 +511,9 @@ bool PartitionedArrays::Placeable(const LoopSchedule& s, const SiteBinding& bind
   return impl_->PartitionAware(s, binding);
 }
 void PartitionedArrays::RestoredWhole(const ArrayBase& a) { impl_->RestoredWhole(a); }
+bool PartitionedArrays::HoldRestored(const ArrayBase& a,
+                                     const std::vector<std::pair<RowRange, int>>& held) {
+  return impl_->HoldRestored(a, held);
+}
 
 }  // namespace tessera::internal

@@ -25,6 +25,7 @@
 
 #include "distributed/patch.h"
 #include "distributed/peer_mesh.h"
+#include "distributed/row_layout.h"
 #include "internal/array_binding.h"
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
@@ -83,6 +84,12 @@ class PartitionedArrays {
   // After every worker restored all of `a` from a checkpoint: whole everywhere, nothing left to
   // compute.
   void RestoredWhole(const ArrayBase& a);
+  // Before this worker restores its rows of `a` from a checkpoint whose job (of as many workers)
+  // kept `a` partitioned: each row of `held` is held by its worker only, rows in none are still to
+  // be computed where needed (deferred arrays); releases the memory of the rows this worker does
+  // not hold. False, changing nothing, when `a` cannot be kept partitioned (one worker, more than
+  // kMaxLayoutWorkers, not a dense array of rows, or a piece outside it). Not collective.
+  bool HoldRestored(const ArrayBase& a, const std::vector<std::pair<RowRange, int>>& held);
   // Bytes sent so far: rotating blocks, and rows moved between layouts.
   uint64_t rotation_bytes() const;
   uint64_t repartition_bytes() const;

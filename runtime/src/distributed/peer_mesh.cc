@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <utility>
 
 #include "tessera/common/check.h"
@@ -20,18 +21,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits for `socket` to become readable until `deadline`; false on time-out. Logs the refused
-// handshakes `watch` reports meanwhile, if given.
-bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline,
-                  HandshakeWatch* watch = nullptr) {
-  zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {}};
-  if (watch != nullptr) items[1] = watch->poll_item();
-  const int n = watch != nullptr ? 2 : 1;
+// The tag of the mesh's own messages (no exchange uses it), and their steps: the sender left the
+// program; the first message on a connection, which tells the receiver whose it is.
+constexpr uint64_t kLinkTag = ~uint64_t{0};
+constexpr int64_t kLeavingStep = INT64_MIN;
+constexpr int64_t kHelloStep = INT64_MIN + 1;
+
+// ConfigureSocket without ZMTP heartbeats (see peer_mesh.h: they cut large hand-overs).
+void ConfigureMeshSocket(zmq::socket_t& socket) {
+  ConfigureSocket(socket);
+  socket.set(zmq::sockopt::heartbeat_ivl, 0);
+  socket.set(zmq::sockopt::heartbeat_timeout, 0);
+}
+
+// Waits for `socket` to become readable until `deadline`; false on time-out.
+bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
+  zmq::pollitem_t items[1] = {{socket.handle(), 0, ZMQ_POLLIN, 0}};
   while (Clock::now() < deadline) {  // a signal ends a poll early
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (PollItems(items, n, std::max(left, std::chrono::milliseconds(1))) <= 0) continue;
-    if (n == 2 && (items[1].revents & ZMQ_POLLIN) != 0) watch->Drain();
+    if (PollItems(items, 1, std::max(left, std::chrono::milliseconds(1))) <= 0) continue;
     if ((items[0].revents & ZMQ_POLLIN) != 0) return true;
   }
   return false;
@@ -89,14 +98,19 @@ PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
     : options_(options),
       inbox_(context, zmq::socket_type::pull),
       log_(MakeLogger(fmt::format("peer-mesh-{}", options.rank))),
-      handshakes_(context, inbox_, "peer-mesh inbox", log_) {
+      handshakes_(context, inbox_, "peer-mesh inbox", log_, ZMQ_EVENT_DISCONNECTED) {
   held_from_.resize(static_cast<size_t>(std::max(options.num_workers, 1)));
-  ConfigureSocket(inbox_);
+  greeted_.resize(held_from_.size());
+  ConfigureMeshSocket(inbox_);
   SecureBindSide(inbox_, options_.secret);
   LimitIncoming(inbox_, kMaxDataMessageBytes, kDataReceiveQueue);
 }
 
-PeerMesh::~PeerMesh() = default;
+PeerMesh::~PeerMesh() {
+  for (size_t r = 0; r < outbox_events_.size(); ++r) {
+    if (outbox_events_[r]) zmq_socket_monitor(outboxes_[r].handle(), nullptr, 0);
+  }
+}
 
 Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& options,
                                                     zmq::context_t& context) {
@@ -115,28 +129,77 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
   mesh->endpoint_ = *bound;
   Result<std::vector<std::string>> endpoints = ExchangeEndpoints(options, context, *bound);
   if (!endpoints.ok()) return endpoints.status();
+  mesh->endpoints_ = *endpoints;
   mesh->outboxes_.reserve(endpoints->size());
-  // A peer whose published endpoint does not route from here is named within seconds, not by
-  // the first exchange's time-out.
-  ConnectWatch reach(context);
-  for (int r = 0; r < options.num_workers; ++r) {
-    mesh->outboxes_.emplace_back();
-    if (r == options.rank) continue;
-    zmq::socket_t out(context, zmq::socket_type::push);
-    ConfigureSocket(out);
-    SecureConnectSide(out, options.secret);
-    out.set(zmq::sockopt::linger, 10000);  // a worker's last hand-over must reach its peers
-    reach.Watch(out, fmt::format("worker {}'s peer-mesh inbox", r), (*endpoints)[r]);
-    try {
-      out.connect((*endpoints)[r]);
-    } catch (const zmq::error_t& e) {
-      return Status::Unavailable(fmt::format("peer mesh: cannot connect to worker {} at {}: {}", r,
-                                             (*endpoints)[r], e.what()));
+  {
+    // A peer whose published endpoint does not route from here is named within seconds, not by
+    // the first exchange's time-out.
+    ConnectWatch reach(context);
+    for (int r = 0; r < options.num_workers; ++r) {
+      mesh->outboxes_.emplace_back();
+      if (r == options.rank) continue;
+      zmq::socket_t out(context, zmq::socket_type::push);
+      ConfigureMeshSocket(out);
+      SecureConnectSide(out, options.secret);
+      out.set(zmq::sockopt::linger, 10000);  // a worker's last hand-over must reach its peers
+      reach.Watch(out, fmt::format("worker {}'s peer-mesh inbox", r), (*endpoints)[r]);
+      try {
+        out.connect((*endpoints)[r]);
+      } catch (const zmq::error_t& e) {
+        return Status::Unavailable(fmt::format("peer mesh: cannot connect to worker {} at {}: {}",
+                                               r, (*endpoints)[r], e.what()));
+      }
+      mesh->outboxes_.back() = std::move(out);
     }
-    mesh->outboxes_.back() = std::move(out);
+    if (Status s = reach.Await(); !s.ok()) return Status(s.code(), "peer mesh: " + s.message());
   }
-  if (Status s = reach.Await(); !s.ok()) return Status(s.code(), "peer mesh: " + s.message());
+  if (Status s = mesh->WatchAndGreet(context); !s.ok()) return s;
+  if (Status s = mesh->AwaitGreetings(); !s.ok()) return s;
   return mesh;
+}
+
+// Every connection is up (its handshake done) once its hello has arrived: from then on nothing
+// this worker sends waits for a handshake that a peer leaving early would cut short.
+Status PeerMesh::AwaitGreetings() {
+  const auto deadline = Clock::now() + options_.timeout;
+  while (true) {
+    if (Status s = CheckLinks(); !s.ok()) return s;
+    int missing = -1;
+    for (int r = 0; r < options_.num_workers && missing < 0; ++r) {
+      if (r != options_.rank && !greeted_[static_cast<size_t>(r)]) missing = r;
+    }
+    if (missing < 0) return Status::Ok();
+    if (!WaitForTraffic(deadline)) {
+      return Status::Unavailable(fmt::format(
+          "peer mesh: no hello from worker {} within {} ms of connecting to it (is it alive?)",
+          missing, options_.timeout.count()));
+    }
+  }
+}
+
+Status PeerMesh::WatchAndGreet(zmq::context_t& context) {
+  outbox_events_.resize(outboxes_.size());
+  outbox_lost_.resize(outboxes_.size());
+  for (int r = 0; r < options_.num_workers; ++r) {
+    if (r == options_.rank) continue;
+    zmq::socket_t& out = outboxes_[static_cast<size_t>(r)];
+    // Unique within the context: the socket's address.
+    const std::string monitor = fmt::format("inproc://tessera-peer-link-{}", out.handle());
+    if (zmq_socket_monitor(out.handle(), monitor.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+      return Status::Internal(fmt::format("peer mesh: cannot watch the connection to worker {}: {}",
+                                          r, zmq_strerror(zmq_errno())));
+    }
+    zmq::socket_t events(context, zmq::socket_type::pair);
+    events.set(zmq::sockopt::linger, 0);
+    events.connect(monitor);
+    outbox_events_[static_cast<size_t>(r)] = std::move(events);
+    OutgoingMessage hello(static_cast<uint32_t>(options_.rank), 0);
+    auto peer = hello.envelope().getBody().initPeer();
+    peer.setTag(kLinkTag);
+    peer.setStep(kHelloStep);
+    if (Status s = Push(r, hello.ToFrame()); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Status PeerMesh::Send(int to, OutgoingMessage& msg) { return SendFrame(to, msg.ToFrame()); }
@@ -148,6 +211,11 @@ Status PeerMesh::SendCopy(int to, const zmq::message_t& frame) {
 }
 
 Status PeerMesh::SendFrame(int to, zmq::message_t frame) {
+  if (Status s = CheckLinks(); !s.ok()) return s;
+  return Push(to, std::move(frame));
+}
+
+Status PeerMesh::Push(int to, zmq::message_t frame) {
   TESSERA_CHECK(to != options_.rank && to >= 0 && to < options_.num_workers);
   bytes_sent_ += frame.size();
   try {
@@ -158,18 +226,15 @@ Status PeerMesh::SendFrame(int to, zmq::message_t frame) {
   return Status::Ok();
 }
 
-// The (tag, step) of the message that says its sender left (no exchange uses them).
-constexpr uint64_t kLeavingTag = ~uint64_t{0};
-constexpr int64_t kLeavingStep = INT64_MIN;
-
 Status PeerMesh::AnnounceLeaving() {
   for (int r = 0; r < options_.num_workers; ++r) {
     if (r == options_.rank) continue;
     OutgoingMessage msg(static_cast<uint32_t>(options_.rank), 0);
     auto peer = msg.envelope().getBody().initPeer();
-    peer.setTag(kLeavingTag);
+    peer.setTag(kLinkTag);
     peer.setStep(kLeavingStep);
-    if (Status s = Send(r, msg); !s.ok()) return s;
+    // Not SendFrame: a lost connection elsewhere must not keep the others from hearing it.
+    if (Status s = Push(r, msg.ToFrame()); !s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -179,6 +244,7 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
   const auto key = std::make_tuple(from, tag, step);
   const auto deadline = Clock::now() + options_.timeout;
   while (true) {
+    if (Status s = CheckLinks(); !s.ok()) return s;
     if (auto it = held_.find(key); it != held_.end()) {
       auto msg = std::move(it->second);
       held_.erase(it);
@@ -192,15 +258,87 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
           "worker must make the same parallel_for calls and reductions",
           from, step, tag));
     }
-    if (!WaitReadable(inbox_, deadline, &handshakes_)) {
+    if (!WaitForTraffic(deadline)) {
       return Status::Unavailable(
           fmt::format("peer mesh: worker {} sent nothing for step {} of exchange {} within {} ms "
                       "(is it alive?)",
                       from, step, tag, options_.timeout.count()));
     }
-    zmq::message_t frame;
-    if (!inbox_.recv(frame, zmq::recv_flags::dontwait)) continue;
+  }
+}
+
+void PeerMesh::DrainInbox() {
+  zmq::message_t frame;
+  while (inbox_.recv(frame, zmq::recv_flags::dontwait)) {
     if (Status s = Hold(std::move(frame)); !s.ok()) Drop(s);
+    frame = zmq::message_t();
+  }
+}
+
+Status PeerMesh::CheckLinks() {
+  if (options_.num_workers == 1) return Status::Ok();
+  // Events first, then the inbox: a peer's leaving message is in the inbox before its
+  // connection's drop is reported, so it is read before the drop is judged.
+  handshakes_.Drain([this](uint16_t event, uint32_t fd) {
+    if (event == ZMQ_EVENT_DISCONNECTED) inbox_drops_.push_back(static_cast<int>(fd));
+  });
+  const auto now = Clock::now();
+  for (size_t r = 0; r < outbox_events_.size(); ++r) {
+    if (!outbox_events_[r]) continue;
+    zmq::message_t event;
+    while (outbox_events_[r].recv(event, zmq::recv_flags::dontwait)) {
+      zmq::message_t address;
+      if (event.more()) (void)outbox_events_[r].recv(address, zmq::recv_flags::dontwait);
+      if (!outbox_lost_[r]) outbox_lost_[r] = now;
+    }
+  }
+  DrainInbox();
+  for (const int fd : std::exchange(inbox_drops_, {})) {
+    auto link = inbox_links_.find(fd);
+    if (link == inbox_links_.end()) continue;  // never said hello: not a worker of the job
+    const int peer = link->second;
+    inbox_links_.erase(link);
+    if (left_.count(peer)) continue;
+    return Status::Unavailable(fmt::format(
+        "peer mesh: the connection from worker {} to this worker's inbox {} was lost (closed or "
+        "reset: worker {} died, or the network between the two failed) before worker {} left the "
+        "program; a message it sent may be lost, so the job cannot go on",
+        peer, endpoint_, peer, peer));
+  }
+  for (size_t r = 0; r < outbox_lost_.size(); ++r) {
+    const int peer = static_cast<int>(r);
+    if (!outbox_lost_[r] || left_.count(peer) || now - *outbox_lost_[r] < options_.leaving_grace)
+      continue;
+    return Status::Unavailable(fmt::format(
+        "peer mesh: the connection from this worker to worker {}'s inbox {} was lost (closed or "
+        "reset: worker {} died, or the network between the two failed) and worker {} did not "
+        "announce leaving the program within {} ms; a message sent to it may be lost, so the job "
+        "cannot go on",
+        peer, endpoints_[r], peer, peer, options_.leaving_grace.count()));
+  }
+  return Status::Ok();
+}
+
+bool PeerMesh::WaitForTraffic(Clock::time_point deadline) {
+  std::vector<zmq::pollitem_t> items;
+  items.push_back({inbox_.handle(), 0, ZMQ_POLLIN, 0});
+  items.push_back(handshakes_.poll_item());
+  auto until = deadline;
+  for (size_t r = 0; r < outbox_events_.size(); ++r) {
+    if (outbox_events_[r]) items.push_back({outbox_events_[r].handle(), 0, ZMQ_POLLIN, 0});
+    if (outbox_lost_[r] && !left_.count(static_cast<int>(r))) {
+      until = std::min(until, *outbox_lost_[r] + options_.leaving_grace);
+    }
+  }
+  while (true) {  // a signal ends a poll early
+    const auto now = Clock::now();
+    if (now >= until) return now < deadline;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    if (PollItems(items.data(), items.size(), std::max(left, std::chrono::milliseconds(1))) <= 0)
+      continue;
+    for (const auto& item : items) {
+      if ((item.revents & ZMQ_POLLIN) != 0) return true;
+    }
   }
 }
 
@@ -208,6 +346,9 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
 // an error: whatever reaches the inbox (a stray client, a health check, a port scan under
 // --insecure) must not stop this worker. With a job secret only the job's workers get through.
 Status PeerMesh::Hold(zmq::message_t frame) {
+  // The connection it came on (tcp only): ZeroMQ's metadata of the frame.
+  const char* fd_text = zmq_msg_gets(frame.handle(), "__fd");
+  const int fd = fd_text != nullptr ? std::atoi(fd_text) : -1;
   auto parsed = IncomingMessage::Parse(std::move(frame));
   if (!parsed.ok()) return parsed.status();
   try {
@@ -218,8 +359,13 @@ Status PeerMesh::Hold(zmq::message_t frame) {
       return Status::DataLoss(fmt::format("from unknown worker {}", sender));
     }
     auto peer = env.getBody().getPeer();
-    if (peer.getTag() == kLeavingTag && peer.getStep() == kLeavingStep) {
+    if (peer.getTag() == kLinkTag && peer.getStep() == kLeavingStep) {
       left_.insert(sender);
+      return Status::Ok();
+    }
+    if (peer.getTag() == kLinkTag && peer.getStep() == kHelloStep) {
+      if (fd >= 0) inbox_links_[fd] = sender;
+      greeted_[static_cast<size_t>(sender)] = true;
       return Status::Ok();
     }
     const auto key = std::make_tuple(sender, peer.getTag(), peer.getStep());
@@ -229,8 +375,8 @@ Status PeerMesh::Hold(zmq::message_t frame) {
     }
     if (held_from_[static_cast<size_t>(sender)] >= kMaxHeldPerPeer) {
       return Status::DataLoss(fmt::format(
-          "worker {} sent more than {} messages not asked for yet (step {} of exchange {})",
-          sender, kMaxHeldPerPeer, peer.getStep(), peer.getTag()));
+          "worker {} sent more than {} messages not asked for yet (step {} of exchange {})", sender,
+          kMaxHeldPerPeer, peer.getStep(), peer.getTag()));
     }
     held_[key] = std::move(*parsed);
     ++held_from_[static_cast<size_t>(sender)];

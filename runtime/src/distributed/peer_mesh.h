@@ -10,6 +10,17 @@
 // rate-limited warning and never stops the worker. With a job secret, every connection of the
 // mesh is CURVE-authenticated (tessera/transport/security.h): only the job's workers get in.
 //
+// A lost connection fails the job; it never hangs it. ZeroMQ reconnects by itself and says nothing
+// of a message that was on the wire when a connection dropped, so the mesh watches its connections
+// (socket monitors) and fails Receive and Send with Unavailable, naming the peer, once a
+// connection of a peer that has not announced leaving drops: the connection from worker r to this
+// inbox at once (the first message on every connection, a hello, tells whose it is), this
+// worker's connection to r after `leaving_grace` (r's leaving message comes on another
+// connection). The mesh sends no ZMTP heartbeats: ZeroMQ drops a connection on which no whole
+// message arrives within the heartbeat timeout of a PING, and the PING's answer queues behind the
+// message being sent, so a large hand-over to or from a starved worker was cut and lost. Whether
+// a peer still runs is the job's heartbeats' business (tessera/transport/liveness.h).
+//
 // Thread safety: none; one thread (the one running the Context) uses a mesh.
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_PEER_MESH_H_
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_PEER_MESH_H_
@@ -17,8 +28,9 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -52,6 +64,9 @@ struct PeerMeshOptions {
   // How long Connect and Receive wait for a peer before failing with Unavailable. Default: 10
   // minutes: a peer may legitimately be busy with a long step of its own.
   std::chrono::milliseconds timeout{600000};
+  // How long after this worker's connection to a peer dropped the peer has to announce that it
+  // left (it closes its inbox when it does) before the drop fails Receive and Send.
+  std::chrono::milliseconds leaving_grace{10000};
 };
 
 class PeerMesh {
@@ -99,6 +114,21 @@ class PeerMesh {
   // Every other worker's step-0 payload tagged `tag`, into (*into)[rank]; `what` names the
   // exchange in errors.
   Status ReceivePayloads(uint64_t tag, const char* what, std::vector<std::string>* into);
+  using Clock = std::chrono::steady_clock;
+
+  // Watches outboxes_' connections (after they connected) and says hello on each.
+  Status WatchAndGreet(zmq::context_t& context);
+  // Waits for every peer's hello (see the .cc).
+  Status AwaitGreetings();
+  // Reads every message the inbox holds, without waiting.
+  void DrainInbox();
+  // Reads the connection events and the inbox; Unavailable, naming the peer, when a connection of
+  // a peer that has not announced leaving dropped (see the file comment).
+  Status CheckLinks();
+  // Waits until the inbox or a connection event is readable, a grace ends, or `deadline` (false).
+  bool WaitForTraffic(Clock::time_point deadline);
+  // Queues `frame` for worker `to`, unchecked.
+  Status Push(int to, zmq::message_t frame);
   // Keeps a received message until Receive asks for it; an error says why it was not kept.
   Status Hold(zmq::message_t frame);
   void Drop(const Status& why);
@@ -107,12 +137,19 @@ class PeerMesh {
   zmq::socket_t inbox_;
   std::string endpoint_;
   std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
+  std::vector<std::string> endpoints_;   // every worker's inbox, by rank
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
-  std::set<int> left_;  // peers that announced leaving
+  std::set<int> left_;             // peers that announced leaving
   std::vector<size_t> held_from_;  // messages of held_ by sender
   std::shared_ptr<spdlog::logger> log_;
-  HandshakeWatch handshakes_;  // after inbox_: stops watching before the socket closes
+  HandshakeWatch handshakes_;  // after inbox_: stops watching before the socket closes; also
+                               // reports the inbox's dropped connections
+  std::vector<zmq::socket_t> outbox_events_;  // by rank: outboxes_[r]'s monitor (none at ours)
+  std::vector<std::optional<Clock::time_point>> outbox_lost_;  // by rank: when it dropped
+  std::map<int, int> inbox_links_;  // the inbox's connections (file descriptor) by hello: rank
+  std::vector<int> inbox_drops_;    // inbox connections that dropped, not judged yet
+  std::vector<bool> greeted_;       // by rank: its hello arrived
   LogThrottle drop_log_;
   uint64_t dropped_ = 0;
 };

@@ -12,7 +12,9 @@
 // launcher when one heartbeats, else to every process and finishes with exit_code()
 // kExitUnresponsive (--from-env has no launcher to stop the processes). So does a server or worker
 // that neither heartbeats nor registers within first_heartbeat_grace. A process that registers
-// without heartbeating (a Client with heartbeat_timeout 0) is not watched.
+// saying it heartbeats (Register.heartbeats) is watched from its registration on: its agent's
+// first heartbeat must follow within the silence. A process that registers without heartbeating
+// (a Client with heartbeat_timeout 0) is not watched.
 //
 // Thread safety: Start/Stop/WaitUntilDone may be called from any thread; the coordinator's work
 // runs on its own event-loop thread.

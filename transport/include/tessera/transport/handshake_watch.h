@@ -8,6 +8,7 @@
 #define TESSERA_TRANSPORT_HANDSHAKE_WATCH_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <zmq.hpp>
@@ -22,10 +23,15 @@ namespace tessera {
 
 class HandshakeWatch {
  public:
+  // Another event of the watched socket (ZMQ_EVENT_*, its value: a file descriptor for
+  // connection events).
+  using EventHandler = std::function<void(uint16_t event, uint32_t value)>;
+
   // Watches `socket` (call before it binds; it must outlive the watch). `what` names the node in
-  // the log line ("coordinator", "peer-mesh inbox").
+  // the log line ("coordinator", "peer-mesh inbox"). `also`: more ZMQ_EVENT_* bits to watch,
+  // handed to Drain's handler (a socket has one monitor, so its other watchers share this one).
   HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, std::string what,
-                 std::shared_ptr<spdlog::logger> log);
+                 std::shared_ptr<spdlog::logger> log, int also = 0);
   ~HandshakeWatch();
   HandshakeWatch(const HandshakeWatch&) = delete;
   HandshakeWatch& operator=(const HandshakeWatch&) = delete;
@@ -34,8 +40,8 @@ class HandshakeWatch {
   zmq::pollitem_t poll_item();
   // Its file descriptor, for poll(2): edge-triggered, so Drain() whenever it fires.
   int fd();
-  // Logs the refusals that arrived. Never blocks.
-  void Drain();
+  // Logs the refusals that arrived and hands the other events to `other`. Never blocks.
+  void Drain(const EventHandler& other = {});
   // Connections refused so far (those drained).
   uint64_t refused() const { return refused_; }
 

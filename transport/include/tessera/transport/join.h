@@ -21,6 +21,9 @@ struct JoinRequest {
   uint32_t rank = 0;
   std::string endpoint;  // servers: where clients reach them
   std::string secret;
+  // The process runs a LivenessAgent: the coordinator watches it from this registration on, not
+  // only from the agent's first heartbeat, which arrives on another connection and may come later.
+  bool heartbeats = false;
 };
 
 struct JobMembership {

@@ -38,6 +38,10 @@ inline constexpr std::chrono::milliseconds kFirstHeartbeatGrace{60000};
 // Exit code of a process that stops because the job failed elsewhere, or because it lost the
 // coordinator.
 inline constexpr int kExitJobFailed = 75;
+// Exit code of a worker that stops because another worker left the program before it (returned
+// from main, most often with an error of its own): a consequence, not the failure to report, and
+// not worth a restart (the job would fail the same way).
+inline constexpr int kExitPeerLeft = 76;
 // Exit code of a job (and, under --from-env, of the coordinator) ended because a process stopped
 // answering.
 inline constexpr int kExitUnresponsive = 124;
