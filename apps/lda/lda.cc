@@ -63,6 +63,7 @@ using lda::PrintTopics;
 using lda::ReportIteration;
 using lda::Rng;
 using lda::RunGibbs;
+using lda::SaveModelFromWorker0;
 using lda::Seconds;
 using lda::Topic;
 using tessera::DistArray;
@@ -409,15 +410,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       doc_topic_out(key[0], Topic(v)) += 1;
       word_topic_out(key[1], Topic(v)) += 1;
     });
-    tessera::Status saved;
-    if (report) {
-      saved = lda::SaveModel(opt.model.save_model,
-                             {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab},
-                             opt.model.model_top_words);
-      if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
-      if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
+    if (!SaveModelFromWorker0(ctx, opt, report,
+                              {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab})) {
+      return 1;
     }
-    if (!AllWorkersOk(ctx, saved.ok())) return 1;
   }
   if (report && !opt.vocab_path.empty()) {
     std::vector<int64_t> sizes(K);

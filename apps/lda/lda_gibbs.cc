@@ -197,15 +197,11 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
       tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t&) {
         for (int k = 0; k < K; ++k) doc_topic_out(key[0], k) = doc_topic(key[0], k);
       });
-      tessera::Status saved;
-      if (report) {
-        saved = SaveModel(opt.model.save_model,
-                          {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab},
-                          opt.model.model_top_words);
-        if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
-        if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
+      if (!SaveModelFromWorker0(
+              ctx, opt, report,
+              {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab})) {
+        return 1;
       }
-      if (!AllWorkersOk(ctx, saved.ok())) return 1;
     }
     if (report && !opt.vocab_path.empty()) {
       std::vector<int64_t> sizes(K);

@@ -94,4 +94,15 @@ void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
   }
 }
 
+bool SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool report,
+                          const TrainedModel& model) {
+  tessera::Status saved;
+  if (report) {
+    saved = SaveModel(opt.model.save_model, model, opt.model.model_top_words);
+    if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
+    if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
+  }
+  return AllWorkersOk(ctx, saved.ok());
+}
+
 }  // namespace lda

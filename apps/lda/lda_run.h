@@ -89,6 +89,11 @@ using CountVisitor = std::function<void(const std::function<void(int64_t, int32_
 void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
                  const std::vector<int64_t>& sizes, const CountVisitor& for_each_count);
 
+// --save-model: worker 0 (`report`) writes `model` and says where; false on every worker when it
+// could not.
+bool SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool report,
+                          const TrainedModel& model);
+
 // --sampler gibbs (lda_gibbs.cc). Returns the process's exit status.
 int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
              std::optional<tessera::MetricsLog>& metrics, const std::vector<std::string>& vocab);
