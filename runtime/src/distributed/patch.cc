@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "tessera/transport/message.h"
+
 namespace tessera::internal {
 
 size_t PatchData::value_bytes() const {
@@ -36,11 +38,11 @@ size_t SizeInWords(const std::vector<PatchData>& first, const std::vector<PatchD
 
 zmq::message_t EncodePatches(uint32_t rank, uint64_t tag, int64_t step,
                              const std::vector<PatchData>& first,
-                             const std::vector<PatchData>* second, FramePool* pool) {
+                             const std::vector<PatchData>* second) {
   const size_t words = SizeInWords(first, second);
   // Larger than one segment can be (2^29 words): built in several, as Cap'n Proto grows it.
   const unsigned hint = words < (size_t{1} << 28) ? static_cast<unsigned>(words) : 0;
-  OutgoingMessage msg(rank, 0, hint, pool);
+  OutgoingMessage msg(rank, 0, hint);
   auto peer = msg.envelope().getBody().initPeer();
   peer.setTag(tag);
   peer.setStep(step);

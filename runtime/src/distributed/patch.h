@@ -8,8 +8,6 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "tessera/transport/message.h"
-
 namespace tessera::internal {
 
 struct PatchData {
@@ -29,13 +27,10 @@ struct PatchData {
 };
 
 // One PeerMessage from worker `rank` (tag, step) carrying `first` then `second` (may be null),
-// encoded as a frame for PeerMesh::SendCopy. With a `pool`, a large frame is built in one of its
-// buffers, which comes back to it when ZeroMQ has sent the frame: steps that send blocks of the
-// same size reuse the same memory instead of faulting fresh pages in.
+// encoded as a frame for PeerMesh::SendCopy: built in one segment that becomes the frame.
 zmq::message_t EncodePatches(uint32_t rank, uint64_t tag, int64_t step,
                              const std::vector<PatchData>& first,
-                             const std::vector<PatchData>* second = nullptr,
-                             FramePool* pool = nullptr);
+                             const std::vector<PatchData>* second = nullptr);
 
 }  // namespace tessera::internal
 
