@@ -9,6 +9,7 @@
 namespace tessera::compiler {
 namespace {
 
+using clang::cast;
 using clang::dyn_cast;
 using clang::isa;
 
@@ -20,6 +21,10 @@ bool IsTesseraArrayClass(const clang::CXXRecordDecl* rd) {
     return false;
   }
   return rd->getName() == "DistArray" || rd->getName() == "RelaxedArray";
+}
+
+bool IsDistArrayClass(const clang::CXXRecordDecl* rd) {
+  return IsTesseraArrayClass(rd) && rd->getName() == "DistArray";
 }
 
 bool IsTesseraFunction(const clang::FunctionDecl* fd, llvm::StringRef name) {
@@ -104,12 +109,18 @@ class OriginFinder {
       r.why_not = why;
       return r;
     }
-    r.serial_use = FirstSerialUse(ref);
+    r.serial_use = FirstSerialUse(ref, &r.serial_access);
     for (const clang::Expr* use : field_uses) {
       if (!r.serial_use.empty()) break;
-      if (!InLoop(use) && !MetadataUse(use)) r.serial_use = LineOf(use);
+      if (InLoop(use) || MetadataUse(use)) continue;
+      if (ElementAccess(use)) {
+        if (r.serial_access.empty()) r.serial_access = LineOf(use);
+        continue;
+      }
+      r.serial_use = LineOf(use);
     }
     r.loop_only = r.serial_use.empty();
+    if (!r.loop_only) r.serial_access.clear();
     const clang::PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(call->getBeginLoc()));
     if (p.isInvalid()) {
       r.why_not = "its loader call has no source location";
@@ -155,8 +166,9 @@ class OriginFinder {
       r.why_not = why;
       return r;
     }
-    r.serial_use = FirstSerialUse(var);
+    r.serial_use = FirstSerialUse(var, &r.serial_access);
     r.loop_only = r.serial_use.empty();
+    if (!r.loop_only) r.serial_access.clear();
     const clang::SourceLocation loc = sm_.getExpansionLoc(call->getBeginLoc());
     const clang::PresumedLoc p = sm_.getPresumedLoc(loc);
     if (p.isInvalid()) {
@@ -191,18 +203,99 @@ class OriginFinder {
     return "";
   }
 
-  // Empty when every use of `var` is inside a parallel_for body, is a parallel_for's space or
-  // asks only what the runtime answers for a partitioned array too (MetadataUse); otherwise
-  // "line N", the first other use.
-  std::string FirstSerialUse(const clang::VarDecl* var) {
+  // Empty when every use of `var` is inside a parallel_for body, is a parallel_for's space,
+  // asks only what the runtime answers for a partitioned array too (MetadataUse) or reads or
+  // writes one element from code every worker runs (ElementAccess: the first one's line goes to
+  // `*access`); otherwise "line N", the first other use.
+  std::string FirstSerialUse(const clang::VarDecl* var, std::string* access) {
     const auto* fn = dyn_cast_or_null<clang::FunctionDecl>(var->getParentFunctionOrMethod());
     UseCollector uses(var);
     uses.TraverseStmt(fn->getBody());
     for (const clang::DeclRefExpr* use : uses.uses) {
       if (InLoop(use) || MetadataUse(use)) continue;
+      if (ElementAccess(use)) {
+        if (access->empty()) *access = LineOf(use);
+        continue;
+      }
       return LineOf(use);
     }
     return "";
+  }
+
+  // `use(i, j)`, `use.at(k)` or `use.get(k)` of a DistArray, outside every lambda and every
+  // rank-dependent condition, whose element is read as a value or assigned to (`=`, `op=`,
+  // `++`, `--`), or passed to a call: every worker runs it alike, so the runtime can fetch the
+  // element's row from its holder (a collective) and the array can stay partitioned. A
+  // reference or pointer kept from it (`auto& x = A(i)`, `&A(i)`) and row views are not: a
+  // later loop may move the row away from under them.
+  bool ElementAccess(const clang::Expr* use) {
+    const clang::Decl* decl_parent = nullptr;
+    const clang::Stmt* child = use;
+    const clang::Stmt* parent = ParentOf(use, &decl_parent);
+    while (parent != nullptr &&
+           (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
+      child = parent;
+      parent = ParentOf(parent, &decl_parent);
+    }
+    const clang::Expr* access = nullptr;
+    if (const auto* op = dyn_cast_or_null<clang::CXXOperatorCallExpr>(parent)) {
+      const auto* method = dyn_cast_or_null<clang::CXXMethodDecl>(op->getDirectCallee());
+      if (op->getOperator() == clang::OO_Call && op->getNumArgs() >= 1 && op->getArg(0) == child &&
+          method != nullptr && IsDistArrayClass(method->getParent())) {
+        access = op;
+      }
+    } else if (const auto* member = dyn_cast_or_null<clang::MemberExpr>(parent)) {
+      const auto* method = dyn_cast<clang::CXXMethodDecl>(member->getMemberDecl());
+      if (method != nullptr && IsDistArrayClass(method->getParent()) &&
+          (method->getName() == "at" || method->getName() == "get")) {
+        access = dyn_cast_or_null<clang::CXXMemberCallExpr>(ParentOf(member, &decl_parent));
+      }
+    }
+    if (access == nullptr || InAnyLambda(access) || RankCondition(access, ctx_).isValid()) {
+      return false;
+    }
+    // What the element is used for.
+    child = access;
+    parent = ParentOf(access, &decl_parent);
+    // Through parentheses and the cast that adds const (binding a const reference).
+    while (parent != nullptr &&
+           (isa<clang::ParenExpr>(parent) ||
+            (isa<clang::ImplicitCastExpr>(parent) &&
+             cast<clang::ImplicitCastExpr>(parent)->getCastKind() == clang::CK_NoOp))) {
+      child = parent;
+      parent = ParentOf(parent, &decl_parent);
+    }
+    if (parent == nullptr) return false;  // bound to a reference: `auto& x = A(i);`
+    if (const auto* cast = dyn_cast<clang::ImplicitCastExpr>(parent)) {
+      return cast->getCastKind() == clang::CK_LValueToRValue;
+    }
+    if (const auto* bin = dyn_cast<clang::BinaryOperator>(parent)) {
+      return bin->isAssignmentOp() ? bin->getLHS()->IgnoreParens() == child : true;
+    }
+    if (const auto* un = dyn_cast<clang::UnaryOperator>(parent)) {
+      return un->isIncrementDecrementOp();
+    }
+    if (const auto* op = dyn_cast<clang::CXXOperatorCallExpr>(parent)) {
+      return op->isAssignmentOp() && op->getArg(0) == child;
+    }
+    return isa<clang::CallExpr>(parent) || isa<clang::CXXConstructExpr>(parent) ||
+           isa<clang::ReturnStmt>(parent) || isa<clang::IfStmt>(parent);
+  }
+
+  // Whether `s` is inside a lambda (of a parallel_for body or not) of its function.
+  bool InAnyLambda(const clang::Stmt* s) {
+    clang::DynTypedNode node = clang::DynTypedNode::create(*s);
+    for (int depth = 0; depth < 512; ++depth) {
+      auto parents = ctx_.getParents(node);
+      if (parents.empty()) return false;
+      node = parents[0];
+      if (node.get<clang::LambdaExpr>() != nullptr) return true;
+      if (const auto* fn = node.get<clang::FunctionDecl>()) {
+        const auto* method = dyn_cast<clang::CXXMethodDecl>(fn);
+        return method != nullptr && method->getParent()->isLambda();
+      }
+    }
+    return true;
   }
 
   std::string LineOf(const clang::Expr* use) {

@@ -10,8 +10,8 @@
 // by-reference lambda captures, parallel_for) gets an origin; an assignment, std::move/swap, a
 // non-const reference passed to any other function, a taken address or a use tessc does not
 // recognize gives none. It also says whether code outside parallel_for bodies uses the array
-// other than by asking its shape and counts, reordering it or saving it unconditionally
-// (`loop_only`). Without an origin the runtime treats the name as possibly any array of
+// other than by asking its shape and counts, reordering it, saving it unconditionally or reading
+// and writing single elements in code every worker runs (`loop_only`). Without an origin the runtime treats the name as possibly any array of
 // its type (docs/runtime.md, "Binding arrays").
 //
 // Private to tessera_compiler (compiled with -fno-rtti like Clang itself).
@@ -37,6 +37,10 @@ struct OriginResult {
   // use outside a loop.
   bool loop_only = false;
   std::string serial_use;
+  // When loop_only: "line N", the first read or write of one element from code outside loops
+  // (ElementAccess in array_origin.cc), which the runtime serves from the element's holder; empty
+  // when there is none.
+  std::string serial_access;
 };
 
 OriginResult FindArrayOrigin(const clang::ValueDecl* decl, clang::ASTContext& ctx);

@@ -41,6 +41,7 @@ Value BodyWalker::Eval(const Expr* e, int depth) {
         info.origin.reset();
         info.loop_only = false;
         info.serial_use.clear();
+        info.serial_access.clear();
         info.origin_unknown = "its field is also named through another expression, which may be "
                               "another loader result's";
         loader_fields_.erase(it);
@@ -341,6 +342,7 @@ Value BodyWalker::EvalDeclRef(const DeclRefExpr* dre, int depth) {
             info.origin_unknown.clear();
             info.loop_only = o.loop_only;
             info.serial_use = o.serial_use;
+            info.serial_access = o.serial_access;
           } else {
             info.origin_unknown = o.why_not;
           }

@@ -94,6 +94,7 @@ int BodyWalker::NewArray(const std::string& name, QualType type, const ValueDecl
     info.origin = o.origin;
     info.loop_only = o.loop_only;
     info.serial_use = o.serial_use;
+    info.serial_access = o.serial_access;
   } else {
     info.origin_unknown = decl == nullptr ? "the name was not resolved" : o.why_not;
   }

@@ -190,6 +190,7 @@ Json SiteToJson(const SiteResult& site) {
                      {"member", info.origin->member}};
       a["loop_only"] = info.loop_only;
       if (!info.loop_only) a["serial_use"] = info.serial_use;
+      if (info.loop_only && !info.serial_access.empty()) a["serial_access"] = info.serial_access;
     } else {
       a["origin"] = nullptr;
       a["origin_unknown"] = info.origin_unknown.empty() ? "not recorded" : info.origin_unknown;

@@ -426,6 +426,11 @@ std::optional<Status> Context::SavePartitioned(const internal::ArrayBase& array,
   return impl_->distributed->SavePartitioned(array, path, text);
 }
 
+void Context::FetchRow(internal::ArrayBase& array, int64_t row) {
+  TESSERA_CHECK_MSG(impl_->distributed != nullptr, "a partitioned array outside a job");
+  impl_->distributed->FetchRow(array, row);
+}
+
 void Context::GatherWhole(internal::ArrayBase& array) {
   TESSERA_CHECK_MSG(impl_->distributed != nullptr, "a partitioned array outside a job");
   impl_->distributed->GatherWhole(array);

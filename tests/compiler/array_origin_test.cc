@@ -154,14 +154,64 @@ TEST(ArrayOriginTest, ArraysTouchedOnlyInLoopBodiesAreLoopOnly) {
   const ArrayInfo* a = Named(arrays, "A");
   ASSERT_NE(a, nullptr);
   EXPECT_TRUE(a->loop_only) << a->serial_use;
+  // One element read by code every worker runs: the runtime fetches its row (a collective).
   const ArrayInfo* c = Named(arrays, "C");
   ASSERT_NE(c, nullptr);
-  EXPECT_FALSE(c->loop_only);
-  EXPECT_EQ(c->serial_use, "line 15");
+  EXPECT_TRUE(c->loop_only) << c->serial_use;
+  EXPECT_EQ(c->serial_access, "line 15");
+  EXPECT_TRUE(a->serial_access.empty()) << a->serial_access;
+  // In a lambda, the access may run anywhere, a loop body included.
   const ArrayInfo* d = Named(arrays, "D");
   ASSERT_NE(d, nullptr);
   EXPECT_FALSE(d->loop_only);
   EXPECT_EQ(d->serial_use, "line 13");
+  EXPECT_TRUE(d->serial_access.empty()) << d->serial_access;
+}
+
+// Single elements read or written outside loops keep the array loop_only only where every worker
+// makes the access and nothing keeps a reference to the element past it.
+TEST(ArrayOriginTest, SerialElementAccessesThatEveryWorkerMakesKeepTheArrayLoopOnly) {
+  const char* kAccesses[] = {
+      "  float x = C(1) + C.get({{2}}) + C.at({{3}});\n  (void)x;\n",
+      "  C(1) = 2.0f;\n  C(2) += C(3);\n  ++C(4);\n  C.at({{5}}) -= 1.0f;\n",
+      "  for (int i = 0; i < 3; ++i) std::printf(\"%f\", C(i));\n",
+  };
+  for (const char* access : kAccesses) {
+    const std::string program = std::string("#include <cstdio>\n") + kPrologue +
+        "  auto C = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + access +
+        "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) { C(k[0]) += v; });\n"
+        "}\n";
+    const auto arrays = SiteArrays(program);
+    const ArrayInfo* c = Named(arrays, "C");
+    ASSERT_NE(c, nullptr) << access;
+    EXPECT_TRUE(c->loop_only) << access << c->serial_use;
+    EXPECT_EQ(c->serial_access, "line 10") << access;
+  }
+}
+
+TEST(ArrayOriginTest, SerialElementAccessesOnlySomeWorkersMakeOrThatKeepAReferenceAreSerialUses) {
+  const char* kAccesses[] = {
+      // Only worker 0 would fetch: not collective.
+      "  if (ctx.job().rank == 0) C(1) = 2.0f;\n",
+      "  const bool report = ctx.job().rank == 0;\n  float x = report ? C(1) : 0.0f; (void)x;\n",
+      // A reference or pointer outlives the access: a later loop may move the row away.
+      "  float& r = C(1); r = 2.0f;\n",
+      "  const float& r = C(1); (void)r;\n",
+      "  float* p = &C(1); (void)p;\n",
+      // Positions and row views are not single keyed elements.
+      "  float* d = C.data(); (void)d;\n",
+  };
+  for (const char* access : kAccesses) {
+    const std::string program = std::string(kPrologue) +
+        "  auto C = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + access +
+        "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) { C(k[0]) += v; });\n"
+        "}\n";
+    const auto arrays = SiteArrays(program);
+    const ArrayInfo* c = Named(arrays, "C");
+    ASSERT_NE(c, nullptr) << access;
+    EXPECT_FALSE(c->loop_only) << access;
+    EXPECT_FALSE(c->serial_use.empty()) << access;
+  }
 }
 
 TEST(ArrayOriginTest, ABodyKeptInAVariableCountsAsALoopBody) {

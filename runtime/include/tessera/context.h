@@ -135,6 +135,10 @@ class Context {
   // Makes a partitioned sparse array whole on every worker (collective: every worker calls it at
   // the same point, as SPMD serial code does); aborts naming the cause when a peer is gone.
   void GatherWhole(internal::ArrayBase& array);
+  // Code outside loops touches row `row` of a dense array this distributed job keeps
+  // partitioned: unless every worker holds it already, its holder sends it to every other worker,
+  // which keep it (collective, as SPMD serial code is). Aborts naming the cause when a peer is gone.
+  void FetchRow(internal::ArrayBase& array, int64_t row);
   // save_array / save_array_text (`text`) of an array this distributed job keeps partitioned:
   // collective (every worker calls it at the same point), worker 0 writes `path`, and every
   // worker returns its result. nullopt when `array` is whole here (serial mode, or an array serial

@@ -100,6 +100,10 @@ class ArrayBase {
   virtual bool deferred_init() const = 0;
   // Computes elements [first, first + count) in storage order. REQUIRES: deferred_init().
   virtual void InitElements(int64_t first, int64_t count) = 0;
+  // Whether code outside loops must fetch a row before it touches it (Context::FetchRow): set
+  // while a distributed job keeps this dense array partitioned and some row is held elsewhere or
+  // not computed yet; clear while a loop runs (its executor has placed what the body touches).
+  virtual void set_rows_elsewhere(bool elsewhere) = 0;
   // The values InitElements computes for [first, first + count), into out (element_bytes()
   // each) without writing the array (the stored elements when no recipe is left). Dense only.
   virtual void ComputeInitialElements(int64_t first, int64_t count, void* out) const = 0;

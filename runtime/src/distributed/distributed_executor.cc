@@ -198,6 +198,7 @@ class DistributedExecutor::Impl {
     return got;
   }
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
+  void FetchRow(ArrayBase& array, int64_t row) { partitioned_->FetchRow(array, row, ++tag_); }
   std::optional<Status> SavePartitioned(const ArrayBase& a, const std::string& path, bool text) {
     return SavePartitionedArray(*mesh_, &tag_, *partitioned_, *records_, a, path, text);
   }
@@ -214,7 +215,9 @@ class DistributedExecutor::Impl {
 
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) {
     const Traffic before = traffic();
+    partitioned_->GuardSerialAccess(/*in_loop=*/true);
     RunLoop(site, space, task);
+    partitioned_->GuardSerialAccess(/*in_loop=*/false);
     if (site.schedule == nullptr) return;
     SiteState& state = sites_.at(site.schedule);
     ++state.runs;
@@ -554,6 +557,7 @@ Result<std::vector<std::string>> DistributedExecutor::AllToAll(std::vector<std::
   return impl_->AllToAll(std::move(to_each));
 }
 void DistributedExecutor::GatherWhole(ArrayBase& array) { impl_->GatherWhole(array); }
+void DistributedExecutor::FetchRow(ArrayBase& array, int64_t row) { impl_->FetchRow(array, row); }
 std::optional<Status> DistributedExecutor::SavePartitioned(const ArrayBase& array,
                                                            const std::string& path, bool text) {
   return impl_->SavePartitioned(array, path, text);

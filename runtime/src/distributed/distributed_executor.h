@@ -90,10 +90,11 @@ class DistributedExecutor final : public Executor {
   void Run(const LoopSite& site, const ArrayBase& space, const LoopTask& task) override;
   void Skipped(const LoopSite& site, const ArrayBase& space) override;
 
-  // See Context::AllGather, AllToAll and GatherWhole.
+  // See Context::AllGather, AllToAll, GatherWhole and FetchRow.
   Result<std::vector<std::string>> AllGather(std::string bytes);
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
   void GatherWhole(ArrayBase& array);
+  void FetchRow(ArrayBase& array, int64_t row);
   // See Context::SavePartitioned (distributed/array_save.h).
   std::optional<Status> SavePartitioned(const ArrayBase& array, const std::string& path, bool text);
   // Bytes sent so far, by kind (Context::traffic).

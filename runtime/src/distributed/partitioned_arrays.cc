@@ -25,6 +25,10 @@ class PartitionedArrays::Impl {
       : options_(options), ctx_(ctx), mesh_(&mesh) {}
 
   static constexpr int64_t kExchangeStep = -2;  // the peer message of a layout change
+  // The peer message of FetchRow: another step than a layout change's, so that workers whose
+  // serial code diverged (a fetch on some, a loop on others) never take one for the other.
+  static constexpr int64_t kFetchStep = -3;
+  static constexpr int64_t kFetchBytes = 64 << 10;  // what FetchRow brings at least, rows allowing
 
 
   bool PartitionAware(const LoopSchedule& s, const SiteBinding& binding) const {
@@ -108,7 +112,8 @@ class PartitionedArrays::Impl {
 
   // Applies `needs` to each array's layout: sends and receives the rows that move (one message
   // per peer and direction), then releases what this worker no longer holds.
-  void MoveRows(const std::map<int64_t, std::vector<std::vector<RowRange>>>& needs) {
+  void MoveRows(const std::map<int64_t, std::vector<std::vector<RowRange>>>& needs,
+                int64_t step = kExchangeStep) {
     if (needs.empty()) return;  // the same on every worker: no exchange at all
     const int me = options_.rank;
     std::vector<std::vector<PatchData>> out(static_cast<size_t>(mesh_->size()));
@@ -139,13 +144,13 @@ class PartitionedArrays::Impl {
     }
     for (int r = 0; r < mesh_->size(); ++r) {
       if (r == me) continue;
-      CheckOk(mesh_->SendFrame(r, EncodePatches(static_cast<uint32_t>(me), tag_, kExchangeStep,
+      CheckOk(mesh_->SendFrame(r, EncodePatches(static_cast<uint32_t>(me), tag_, step,
                                                 out[static_cast<size_t>(r)])),
               "sending rows of a partitioned array");
     }
     for (int r = 0; r < mesh_->size(); ++r) {
       if (r == me) continue;
-      Result<std::unique_ptr<IncomingMessage>> msg = mesh_->Receive(r, tag_, kExchangeStep);
+      Result<std::unique_ptr<IncomingMessage>> msg = mesh_->Receive(r, tag_, step);
       CheckOk(msg.status(), "waiting for rows of a partitioned array");
       ApplyRows(r, **msg);
     }
@@ -373,6 +378,50 @@ class PartitionedArrays::Impl {
   }
 
 
+  void FetchRow(ArrayBase& a, int64_t row) {
+    ForgetDeadArrays();
+    auto it = layouts_.find(a.id());
+    TESSERA_CHECK_MSG(it != layouts_.end() && row >= 0 && row < it->second.rows(),
+                      "FetchRow of an array this worker does not keep partitioned");
+    if (!EverywhereComputed(a.id(), row, row + 1)) {
+      // The rows around it as well, kFetchBytes of them: serial code that scans an array then
+      // pays one exchange per piece, not per row.
+      const int64_t rows = it->second.rows();
+      const int64_t row_bytes = std::max<int64_t>(
+          1, a.value_count() / rows * static_cast<int64_t>(a.element_bytes()));
+      const int64_t n = std::max<int64_t>(1, kFetchBytes / row_bytes);
+      const int64_t lo = row / n * n;
+      std::map<int64_t, std::vector<std::vector<RowRange>>> needs;
+      needs[a.id()].assign(static_cast<size_t>(options_.num_workers),
+                           {{lo, std::min(rows, lo + n)}});
+      ++stats_.serial_fetches;
+      MoveRows(needs, kFetchStep);  // every worker takes part: all decide alike, from the layouts
+    }
+    a.set_rows_elsewhere(!EverywhereComputed(a.id(), 0, it->second.rows()));
+  }
+
+  // Whether every worker holds rows [lo, hi) of array `id`, computed.
+  bool EverywhereComputed(int64_t id, int64_t lo, int64_t hi) const {
+    const RowLayout& layout = layouts_.at(id);
+    bool everywhere = true;
+    layout.ForEach(lo, hi, [&](int64_t, int64_t, uint64_t holders) {
+      everywhere &= holders == layout.all();
+    });
+    if (auto v = virgin_.find(id); v != virgin_.end()) {
+      v->second.ForEach(lo, hi, [&](int64_t, int64_t, uint64_t virgin) { everywhere &= virgin == 0; });
+    }
+    return everywhere;
+  }
+
+  void GuardSerialAccess(bool in_loop) {
+    if (mesh_->size() < 2) return;
+    ForgetDeadArrays();
+    for (const auto& [id, layout] : layouts_) {
+      ctx_.arrays().at(id)->set_rows_elsewhere(!in_loop &&
+                                                !EverywhereComputed(id, 0, layout.rows()));
+    }
+  }
+
   void Report(spdlog::logger& log) const {
     for (const auto& [id, layout] : layouts_) {
       log.info("partitioned array #{}: this worker holds {} of its {} rows", id,
@@ -380,8 +429,10 @@ class PartitionedArrays::Impl {
     }
     log.info(
         "partitioned arrays: {} B of rotating blocks to their next holder, {} B of rows moved "
-        "between layouts, {} loops that needed them whole",
-        stats_.rotation_bytes_sent, stats_.repartition_bytes_sent, stats_.materializations);
+        "between layouts, {} loops that needed them whole, {} rows fetched for code outside "
+        "loops",
+        stats_.rotation_bytes_sent, stats_.repartition_bytes_sent, stats_.materializations,
+        stats_.serial_fetches);
   }
 
   bool HeldRows(const ArrayBase& a, const std::function<void(int64_t, int64_t, uint64_t)>& f) {
@@ -452,6 +503,7 @@ class PartitionedArrays::Impl {
     uint64_t rotation_bytes_sent = 0;     // rotating blocks to their next holder
     uint64_t repartition_bytes_sent = 0;  // rows moved when a loop needs another layout
     uint64_t materializations = 0;        // loops that needed partitioned arrays whole
+    uint64_t serial_fetches = 0;          // rows fetched for code outside loops (FetchRow)
   };
   const Stats& stats() const { return stats_; }
   uint64_t tag_ = 0;  // the running loop's exchange tag
@@ -511,6 +563,11 @@ bool PartitionedArrays::Placeable(const LoopSchedule& s, const SiteBinding& bind
   return impl_->PartitionAware(s, binding);
 }
 void PartitionedArrays::RestoredWhole(const ArrayBase& a) { impl_->RestoredWhole(a); }
+void PartitionedArrays::FetchRow(ArrayBase& a, int64_t row, uint64_t tag) {
+  impl_->tag_ = tag;
+  impl_->FetchRow(a, row);
+}
+void PartitionedArrays::GuardSerialAccess(bool in_loop) { impl_->GuardSerialAccess(in_loop); }
 bool PartitionedArrays::HoldRestored(const ArrayBase& a,
                                      const std::vector<std::pair<RowRange, int>>& held) {
   return impl_->HoldRestored(a, held);

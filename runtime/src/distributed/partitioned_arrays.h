@@ -90,6 +90,15 @@ class PartitionedArrays {
   // not hold. False, changing nothing, when `a` cannot be kept partitioned (one worker, more than
   // kMaxLayoutWorkers, not a dense array of rows, or a piece outside it). Not collective.
   bool HoldRestored(const ArrayBase& a, const std::vector<std::pair<RowRange, int>>& held);
+  // Code outside loops touches row `row` of `a` (Context::FetchRow; collective, `tag` a fresh
+  // exchange tag): unless every worker holds the row computed, its lowest holder sends it to every
+  // other worker (or every worker computes it from the factory's recipe), and all keep it -- with
+  // the rows around it, 64 KiB of them, for code that scans the array.
+  void FetchRow(ArrayBase& a, int64_t row, uint64_t tag);
+  // Around each loop: while it runs (`in_loop`) no array asks serial code to fetch rows; after it,
+  // each partitioned array does while some row is held elsewhere or not computed yet
+  // (ArrayBase::set_rows_elsewhere). Not collective.
+  void GuardSerialAccess(bool in_loop);
   // Bytes sent so far: rotating blocks, and rows moved between layouts.
   uint64_t rotation_bytes() const;
   uint64_t repartition_bytes() const;

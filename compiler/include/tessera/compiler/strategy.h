@@ -51,6 +51,9 @@ struct ArrayInfo {
   // otherwise the first use outside ("line N").
   bool loop_only = false;
   std::string serial_use;
+  // When loop_only: the first single-element read or write outside loops ("line N"), which a
+  // distributed job serves from the element's holder; empty when there is none.
+  std::string serial_access;
 };
 
 struct Access {
