@@ -198,30 +198,23 @@ class DistArray {
   }
   // The dense path is inlined into loop bodies; the sparse lookups stay out of line so that they
   // do not keep it from being inlined.
+  // One test on the fast path (ArrayStorage::slow_access_): a dense array whose rows are all here.
   T& at(const Key<N>& k) {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
-    if (!s_->sparse_) [[likely]] {
-      if (s_->rows_elsewhere_) [[unlikely]] FetchRow(k[0]);
-      return data_[s_->Linear(k)];
-    }
-    return SparseAt(k);
+    if (!s_->slow_access_) [[likely]] return data_[s_->Linear(k)];
+    return SlowAt(k);
   }
   // REQUIRES (sparse): k is stored.
   const T& at(const Key<N>& k) const {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
-    if (!s_->sparse_) [[likely]] {
-      if (s_->rows_elsewhere_) [[unlikely]] FetchRow(k[0]);
-      return data_[s_->Linear(k)];
-    }
-    return SparseAt(k);
+    if (!s_->slow_access_) [[likely]] return data_[s_->Linear(k)];
+    return SlowAt(k);
   }
   // The element's value, or T{} when a sparse array does not store it (never inserts).
   T get(const Key<N>& k) const {
     TESSERA_CHECK_MSG(s_->InBounds(k), "DistArray index out of range");
-    if (!s_->sparse_) [[likely]] {
-      if (s_->rows_elsewhere_) [[unlikely]] FetchRow(k[0]);
-      return data_[s_->Linear(k)];
-    }
+    if (!s_->slow_access_) [[likely]] return data_[s_->Linear(k)];
+    if (!s_->sparse_) return SlowAt(k);
     return SparseGet(k);
   }
 
@@ -445,7 +438,7 @@ class DistArray {
   void Initialize(Init init) {
     if (s_->ctx_->DefersInitialization(s_->origin_)) {
       s_->deferred_init_ = std::move(init);
-      s_->rows_elsewhere_ = true;  // no row is computed yet
+      s_->set_rows_elsewhere(true);  // no row is computed yet
       return;
     }
     init(s_->dense_.data(), 0, static_cast<int64_t>(s_->dense_.size()));
@@ -480,9 +473,19 @@ class DistArray {
     const T* v = s_->SparseFind(k);
     return v == nullptr ? T{} : *v;
   }
-  // Code outside loops touches row `row` of a dense array the job keeps partitioned: it comes
-  // from its holder first (collective; tessc allows it only where every worker runs the access).
-  [[gnu::noinline]] void FetchRow(int64_t row) const { s_->ctx_->FetchRow(*s_, row); }
+  // Sparse, or code outside loops touching a dense array the job keeps partitioned: then the
+  // element's row comes from its holder first (collective; tessc allows it only where every
+  // worker runs the access).
+  [[gnu::noinline]] T& SlowAt(const Key<N>& k) {
+    if (s_->sparse_) return SparseAt(k);
+    s_->ctx_->FetchRow(*s_, k[0]);
+    return data_[s_->Linear(k)];
+  }
+  [[gnu::noinline]] const T& SlowAt(const Key<N>& k) const {
+    if (s_->sparse_) return SparseAt(k);
+    s_->ctx_->FetchRow(*s_, k[0]);
+    return data_[s_->Linear(k)];
+  }
   void Whole() const {
     if (s_->partition_) [[unlikely]] {
       if (internal::CurrentExecutorSlot() == 0) s_->ctx_->GatherWhole(*s_);

@@ -139,7 +139,7 @@ class ArrayStorage final : public ArrayBase {
   uint64_t layout_version() const override { return layout_version_; }
   const ArrayOrigin& origin() const override { return origin_; }
   bool deferred_init() const override { return static_cast<bool>(deferred_init_); }
-  void set_rows_elsewhere(bool elsewhere) override { rows_elsewhere_ = elsewhere; }
+  void set_rows_elsewhere(bool elsewhere) override { slow_access_ = sparse_ || elsewhere; }
   void InitElements(int64_t first, int64_t count) override {
     if (deferred_init_ && count > 0) deferred_init_(dense_.data() + first, first, count);
   }
@@ -362,12 +362,14 @@ class ArrayStorage final : public ArrayBase {
   std::array<int64_t, N> shape_;
   std::array<int64_t, N> strides_;
   bool sparse_;
+  // Element access must leave the inlined dense path: sparse, or rows held elsewhere
+  // (ArrayBase::set_rows_elsewhere). Next to sparse_, read on every access.
+  bool slow_access_ = sparse_;
   ArrayOrigin origin_;
   std::vector<T, ZeroedAllocator<T>> dense_;
   // Set by a factory whose values the executor computes where they are needed (see
   // ArrayBase::deferred_init): writes elements [first, first + count) to out[0, count).
   std::function<void(T* out, int64_t first, int64_t count)> deferred_init_;
-  bool rows_elsewhere_ = false;  // see ArrayBase::set_rows_elsewhere
   std::vector<Key<N>> keys_;
   std::vector<T> values_;
   // Partitioned (see RecordPartition): what this worker holds, and each held element's place in
