@@ -113,6 +113,7 @@ class Coordinator::Impl {
         // The connection it came on (tcp only), so that its drop can be told apart (OnDrop).
         if (const char* fd = zmq_msg_gets(frame->payload.handle(), "__fd"); fd != nullptr) {
           connections_[std::atoi(fd)] = frame->identity;
+          closed_.erase(frame->identity);
         }
         if (frame->multipart) {
           SendError(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
@@ -384,6 +385,7 @@ class Coordinator::Impl {
   // goes on to exit with its own status. Failing the job is for the launcher, which sees the
   // exits, or, under --from-env, for the heartbeats.
   void OnDrop(const std::string& identity) {
+    closed_.insert(identity);
     for (const auto& [rank, who] : worker_ids_) {
       if (who != identity || left_.contains(rank) || !gone_.insert(rank).second) continue;
       log_->warn("worker {}'s connection closed before it left the job: its process is gone; "
@@ -454,6 +456,7 @@ class Coordinator::Impl {
       Watched& w = it->second;
       if (fresh) {
         w.what = DescribeProcess(hb.getRole(), hb.getRank(), hb.getPid(), hb.getHost().cStr());
+        if (hb.getRole() == proto::Role::WORKER) w.worker = hb.getRank();
         log_->debug("watching {}", w.what);
       }
       w.last_seen = now;
@@ -552,7 +555,13 @@ class Coordinator::Impl {
 
   // Without a launcher to stop them, every process is told to exit; so is the coordinator.
   void Broadcast() {
-    for (const auto& [identity, w] : watched_) SendJobFailed(identity);
+    // Not to a closed connection: the message would wait there for the socket's linger.
+    // Nor to a worker that has left (its agent's last heartbeat may still be on its way): it is
+    // done, and exits with its own status.
+    for (const auto& [identity, w] : watched_) {
+      if (closed_.contains(identity) || (w.worker && left_.contains(*w.worker))) continue;
+      SendJobFailed(identity);
+    }
     if (monitor_) SendJobFailed(*monitor_);
     broadcast_ = true;
     finished_ = true;
@@ -566,6 +575,7 @@ class Coordinator::Impl {
   struct Watched {
     std::string what;  // DescribeProcess
     Clock::time_point last_seen;
+    std::optional<uint32_t> worker;  // its rank, for a worker's agent
   };
 
   CoordinatorOptions options_;
@@ -588,6 +598,7 @@ class Coordinator::Impl {
   std::set<uint32_t> left_;
   std::set<uint32_t> gone_;  // workers whose connection closed before they left (OnDrop)
   std::map<int, std::string> connections_;  // identity by the connection's file descriptor
+  std::set<std::string> closed_;             // identities whose connection closed (OnDrop)
   std::vector<Waiter> waiting_;
   std::map<uint64_t, std::vector<Waiter>> barriers_;
   bool finished_ = false;
