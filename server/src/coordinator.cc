@@ -467,11 +467,17 @@ class Coordinator::Impl {
     Send(identity, ack);
     // A launcher that (re)appears after the failure still hears of it.
     if (launcher && failure_ && !broadcast_) SendJobFailed(identity);
+    // So does a process heard for the first time after everyone was told (Broadcast).
+    if (!launcher && broadcast_) {
+      SendJobFailed(identity);
+      if (!AwaitingAgents()) finished_ = true;
+    }
   }
 
   void CheckLiveness(Clock::time_point now) {
     const LivenessTiming timing = LivenessTiming::For(options_.heartbeat_timeout);
     if (failure_) {
+      if (broadcast_ && now >= broadcast_until_) finished_ = true;
       // The launcher was told but has not stopped the job (it is stuck, or gone): tell everyone.
       if (!broadcast_ && now - failed_at_ > options_.heartbeat_timeout) Broadcast();
       return;
@@ -557,14 +563,35 @@ class Coordinator::Impl {
   void Broadcast() {
     // Not to a closed connection: the message would wait there for the socket's linger.
     // Nor to a worker that has left (its agent's last heartbeat may still be on its way): it is
-    // done, and exits with its own status.
+    // done, and exits with its own status; nor to one gone (its agent's connection may not be
+    // seen closed yet, and a message queued there would hold the socket's close for its linger).
     for (const auto& [identity, w] : watched_) {
-      if (closed_.contains(identity) || (w.worker && left_.contains(*w.worker))) continue;
+      if (closed_.contains(identity) ||
+          (w.worker && (left_.contains(*w.worker) || gone_.contains(*w.worker)))) {
+        continue;
+      }
       SendJobFailed(identity);
     }
     if (monitor_) SendJobFailed(*monitor_);
     broadcast_ = true;
-    finished_ = true;
+    // A process that joined but whose agent has not been heard yet (a job failing right after its
+    // start) is told when its first heartbeat comes, for at most a silence; then the coordinator
+    // ends.
+    if (AwaitingAgents()) {
+      broadcast_until_ = Clock::now() + LivenessTiming::For(options_.heartbeat_timeout).silence;
+    } else {
+      finished_ = true;
+    }
+  }
+
+  // Whether a server, or a worker that neither left nor is gone, joined with heartbeats but its
+  // agent has not been heard.
+  bool AwaitingAgents() const {
+    for (const auto& [key, w] : unheard_) {
+      const bool worker = key.first == static_cast<int>(proto::Role::WORKER);
+      if (!worker || (!left_.contains(key.second) && !gone_.contains(key.second))) return true;
+    }
+    return false;
   }
 
   struct Waiter {
@@ -616,6 +643,7 @@ class Coordinator::Impl {
   std::optional<std::string> failure_;  // why the job failed
   Clock::time_point failed_at_;
   bool broadcast_ = false;  // every process was told
+  Clock::time_point broadcast_until_;  // with broadcast_: when to end without waiting further
   std::atomic<int> exit_code_{0};
 
   NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away

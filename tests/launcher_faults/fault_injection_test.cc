@@ -226,7 +226,9 @@ class FaultInjectionTest : public TesseraHarness {
   // random number of epochs, and checks that every other task exits nonzero within the timeout.
   // --no-prefix: each task is its process (exec), so that the signal hits the process itself (a
   // relaying task cannot pass SIGSTOP on).
-  void InjectUnderFromEnv(int hit_rank, int sig) {
+  // With `relay`, each task runs its process as a child and relays its lines (the default): a
+  // killed task takes its process with it, and no process outlives the job.
+  void InjectUnderFromEnv(int hit_rank, int sig, bool relay = false) {
     SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
     const int port = FreePort();
     ASSERT_GT(port, 0);
@@ -239,7 +241,6 @@ class FaultInjectionTest : public TesseraHarness {
                                        "-s",
                                        "1",
                                        "--from-env",
-                                       "--no-prefix",
                                        "--coordinator",
                                        "127.0.0.1:" + std::to_string(port),
                                        "--heartbeat-timeout",
@@ -248,6 +249,7 @@ class FaultInjectionTest : public TesseraHarness {
                                        TESSERA_SERVER_BINARY,
                                        "--"};
       for (const std::string& a : Program(App::kMf)) args.push_back(a);
+      if (!relay) args.insert(args.begin() + 6, "--no-prefix");
       tasks[rank] = Start(args, {{"SLURM_PROCID", std::to_string(rank)},
                                  {"SLURM_NTASKS", "4"},
                                  {"TESSERA_JOB_SECRET", "fault-secret"}});
@@ -265,6 +267,14 @@ class FaultInjectionTest : public TesseraHarness {
               static_cast<size_t>(point))
         << Slurp("stderr." + std::to_string(run_of[2]));
 
+    // Every task's processes (with --no-prefix, none: the task is the process).
+    std::vector<pid_t> processes;
+    for (const auto& [rank, task] : tasks) {
+      for (pid_t child : ChildrenOf(task)) processes.push_back(child);
+    }
+    if (relay) {
+      EXPECT_EQ(processes.size(), tasks.size());
+    }
     const auto hit = Clock::now();
     ASSERT_EQ(kill(tasks[hit_rank], sig), 0);
     std::map<int, std::string> said;
@@ -311,6 +321,37 @@ class FaultInjectionTest : public TesseraHarness {
     } else {
       EXPECT_EQ(Wait(tasks[hit_rank], seconds(5)).exit_code, 128 + SIGKILL);
     }
+    for (const pid_t pid : processes) {
+      // A killed task's process gets the kernel's parent-death signal.
+      const auto until = Clock::now() + seconds(5);
+      while (IsAlive(pid) && Clock::now() < until) std::this_thread::sleep_for(milliseconds(10));
+      EXPECT_FALSE(IsAlive(pid)) << "pid " << pid << " outlived its task";
+      if (IsAlive(pid)) kill(pid, SIGKILL);
+    }
+  }
+
+  // The processes whose parent is `parent` (from /proc).
+  static std::vector<pid_t> ChildrenOf(pid_t parent) {
+    std::vector<pid_t> children;
+    DIR* d = opendir("/proc");
+    if (d == nullptr) return children;
+    while (dirent* e = readdir(d)) {
+      const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (pid <= 0) continue;
+      std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      // pid (comm) state ppid ...: comm may hold spaces, so parse after its closing parenthesis.
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 1));
+      std::string state;
+      pid_t ppid = 0;
+      rest >> state >> ppid;
+      if (ppid == parent) children.push_back(pid);
+    }
+    closedir(d);
+    return children;
   }
 
   uint64_t seed_ = 0;
@@ -376,6 +417,11 @@ TEST_F(FaultInjectionTest, FromEnvCoordinatorKilled) { InjectUnderFromEnv(0, SIG
 TEST_F(FaultInjectionTest, FromEnvServerStopped) { InjectUnderFromEnv(1, SIGSTOP); }
 TEST_F(FaultInjectionTest, FromEnvWorkerKilled) { InjectUnderFromEnv(3, SIGKILL); }
 TEST_F(FaultInjectionTest, FromEnvWorkerStopped) { InjectUnderFromEnv(2, SIGSTOP); }
+TEST_F(FaultInjectionTest, FromEnvCoordinatorStopped) { InjectUnderFromEnv(0, SIGSTOP); }
+// Relaying tasks (no --no-prefix): a killed task takes its worker with it, nothing is left.
+TEST_F(FaultInjectionTest, FromEnvRelayingTaskKilledLeavesNoProcess) {
+  InjectUnderFromEnv(3, SIGKILL, /*relay=*/true);
+}
 
 // Liveness is about answering, not progress: workers whose main thread spins or sleeps for
 // twice the heartbeat timeout (a long load, a long loop body) do not fail the job.
