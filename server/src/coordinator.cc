@@ -383,9 +383,9 @@ class Coordinator::Impl {
   // never be released: every open one fails at once with peerLeft, and so does every later one,
   // so that a worker waiting there -- one that left its program early, at its final barrier --
   // goes on to exit with its own status. Failing the job is for the launcher, which sees the
-  // exits, or, under --from-env, for the heartbeats.
+  // exits, or, under --from-env, for EndIfEveryWorkerIsDone and the heartbeats.
   void OnDrop(const std::string& identity) {
-    closed_.insert(identity);
+    if (watched_.contains(identity)) closed_.insert(identity);  // see Broadcast
     for (const auto& [rank, who] : worker_ids_) {
       if (who != identity || left_.contains(rank) || !gone_.insert(rank).second) continue;
       log_->warn("worker {}'s connection closed before it left the job: its process is gone; "
@@ -625,7 +625,7 @@ class Coordinator::Impl {
   std::set<uint32_t> left_;
   std::set<uint32_t> gone_;  // workers whose connection closed before they left (OnDrop)
   std::map<int, std::string> connections_;  // identity by the connection's file descriptor
-  std::set<std::string> closed_;             // identities whose connection closed (OnDrop)
+  std::set<std::string> closed_;             // watched_ identities whose connection closed
   std::vector<Waiter> waiting_;
   std::map<uint64_t, std::vector<Waiter>> barriers_;
   bool finished_ = false;
