@@ -86,12 +86,17 @@ std::string EtaSuffix(double elapsed, int done, int total) {
   return eta.empty() ? eta : "  " + eta;
 }
 
-// Whether `ok` holds on every worker. A check that only worker 0 makes (its --metrics file) must
-// stop every worker, or the others would wait for it forever; serially it is `ok` itself.
-bool AllWorkersOk(tessera::Context& ctx, bool ok) {
+// 0 when `ok` holds on every worker, else the status to stop with: 1 on a worker where it does
+// not, kExitAnotherWorkerFailed on the others (so that `tessera run` reports the worker that
+// failed). A check that only worker 0 makes (its --metrics file) must stop every worker, or the
+// others would wait for it forever; serially it is `ok` itself.
+int AgreedStatus(tessera::Context& ctx, bool ok) {
   auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (ok && failed.ok() && *failed > 0) fmt::print(stderr, "mf: another worker failed; stopping\n");
-  return failed.ok() && *failed == 0;
+  if (!ok) return 1;
+  if (!failed.ok()) return tessera::kExitAnotherWorkerFailed;  // a peer left: its output says why
+  if (*failed == 0) return 0;
+  fmt::print(stderr, "mf: another worker failed; stopping\n");
+  return tessera::kExitAnotherWorkerFailed;
 }
 
 int Run(tessera::Context& ctx, const MfOptions& opt) {
@@ -123,7 +128,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
       ready = false;
     }
   }
-  if (!AllWorkersOk(ctx, ready)) return 1;
+  if (int status = AgreedStatus(ctx, ready)) return status;
   tessera::TripleOptions read;
   read.format = *format;
   read.test_path = opt.test_path;
@@ -150,7 +155,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
         named = false;
       }
     }
-    if (!AllWorkersOk(ctx, named)) return 1;
+    if (int status = AgreedStatus(ctx, named)) return status;
   }
   DistArray<float, 2>& ratings = loaded->train;
   DistArray<float, 2>& test = loaded->test;
@@ -290,7 +295,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
         written = false;
       }
     }
-    if (!AllWorkersOk(ctx, written)) return 1;
+    if (int status = AgreedStatus(ctx, written)) return status;
     if (!std::isfinite(train_rmse)) {
       fmt::print(stderr, "mf: SGD diverged at epoch {} (non-finite training error); lower --lr\n", epoch);
       return 3;
@@ -332,7 +337,7 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
     if (saved.ok()) fmt::print("mf: model saved to {}\n", dir);
   }
   if (!saved.ok() && report) fmt::print(stderr, "mf: --save-model: {}\n", saved.ToString());
-  return AllWorkersOk(ctx, saved.ok()) ? 0 : 1;
+  return AgreedStatus(ctx, saved.ok());
 }
 
 // Evaluates, predicts or recommends from a saved model. Every worker of a distributed job computes
@@ -349,10 +354,10 @@ int RunFromModel(tessera::Context& ctx, const MfOptions& opt) {
   }
   if (!ready.ok()) {
     fmt::print(stderr, "mf: {}\n", ready.ToString());
-    AllWorkersOk(ctx, false);
+    AgreedStatus(ctx, false);
     return 1;
   }
-  if (!AllWorkersOk(ctx, true)) return 1;
+  if (int status = AgreedStatus(ctx, true)) return status;
   auto model = mf::Model::Load(ctx, opt.load_model);
   if (!model.ok()) {
     fmt::print(stderr, "mf: --load-model: {}\n", model.status().ToString());
@@ -401,7 +406,7 @@ int RunFromModel(tessera::Context& ctx, const MfOptions& opt) {
     }
   }
   if (!written.ok()) fmt::print(stderr, "mf: --out: {}\n", written.ToString());
-  return AllWorkersOk(ctx, written.ok()) ? 0 : 1;
+  return AgreedStatus(ctx, written.ok());
 }
 
 // Flag combinations that cannot work, as a message (empty when fine).

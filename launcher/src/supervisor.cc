@@ -163,6 +163,18 @@ class Job {
   // within the heartbeat timeout (the coordinator is the cause to report, not the symptom).
   std::optional<std::string> lost_coordinator_report_;
   Clock::time_point lost_coordinator_since_;
+  // The first worker that exited kExitPeerLeft (another worker left the program early): reported,
+  // with that status, only if the worker that left does not fail with a status of its own within
+  // PeerLeftWait() (it may also have returned 0).
+  std::optional<std::string> peer_left_report_;
+  Clock::time_point peer_left_since_;
+  int workers_peer_left_ = 0;
+  std::chrono::milliseconds PeerLeftWait() const {
+    // Below the coordinator's silence (0.8 x the heartbeat timeout), which would report the
+    // exited worker as unanswering.
+    const auto hb = options_.job.heartbeat_timeout;
+    return hb.count() > 0 ? hb / 2 : options_.grace_period;
+  }
 };
 
 Status Job::Start(const ProcessSpec& spec) {
@@ -307,6 +319,17 @@ void Job::OnExit(Child& child) {
   }
   if (!members_started_) return;  // the coordinator during start-up: Run() reports it
   if (!success) {
+    if (child.spec.role == Role::kWorker && WIFEXITED(status) &&
+        WEXITSTATUS(status) == kExitPeerLeft) {
+      // A consequence: the worker that left the program early is the failure to report, with its
+      // own status, once it exits (its final barrier fails now that this worker is gone).
+      if (!peer_left_report_) {
+        peer_left_report_ = who;
+        peer_left_since_ = Clock::now();
+      }
+      ++workers_peer_left_;
+      return;
+    }
     if (monitor_ && child.spec.role != Role::kCoordinator && WIFEXITED(status) &&
         WEXITSTATUS(status) == kExitJobFailed) {
       if (!lost_coordinator_report_) {
@@ -322,7 +345,9 @@ void Job::OnExit(Child& child) {
   }
   if (child.spec.role == Role::kWorker) {
     spdlog::debug("{}", who);
-    if (++workers_succeeded_ == options_.job.num_workers) {
+    ++workers_succeeded_;
+    if (peer_left_report_) return;  // reported by Run() now that every worker has exited
+    if (workers_succeeded_ == options_.job.num_workers) {
       spdlog::debug("all {} workers finished; stopping the servers", workers_succeeded_);
       RequestStop();
     }
@@ -488,6 +513,13 @@ Result<int> Job::Run() {
         failure_code_ = failure->exit_code;
         RequestStop();
       }
+    }
+    if (peer_left_report_ && !kill_deadline_ &&
+        (workers_succeeded_ + workers_peer_left_ == options_.job.num_workers ||
+         Clock::now() - peer_left_since_ > PeerLeftWait())) {
+      spdlog::error("{}; stopping the job", *peer_left_report_);
+      failure_code_ = kExitPeerLeft;
+      RequestStop();
     }
     if (lost_coordinator_report_ && !kill_deadline_ &&
         (!coordinator.running ||

@@ -8,8 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tessera/context.h"
+#include "tessera/transport/liveness.h"
 
 namespace tessera {
+
+static_assert(kExitAnotherWorkerFailed == kExitPeerLeft, "one code for a consequence");
 
 std::string FormatEta(double elapsed_seconds, int64_t done, int64_t total) {
   if (done <= 0 || done >= total || !(elapsed_seconds >= 0)) return "";

@@ -39,7 +39,7 @@ class Coordinator::Impl {
       : options_(std::move(options)),
         socket_(context, zmq::socket_type::router),
         log_(MakeLogger("coordinator")),
-        handshakes_(context, socket_, "coordinator", log_) {}
+        handshakes_(context, socket_, "coordinator", log_, ZMQ_EVENT_DISCONNECTED) {}
 
   ~Impl() { Stop(); }
 
@@ -93,17 +93,35 @@ class Coordinator::Impl {
     while (!loop_.stopping() && !finished_) {
       PollItems(items.data(), items.size(), tick);
       if (items[1].revents & ZMQ_POLLIN) loop_.waker().Drain();
-      if (items[2].revents & ZMQ_POLLIN) handshakes_.Drain();
+      // Connection events first, then the messages: a worker's Leave is read before its
+      // connection's drop is judged.
+      std::vector<std::string> dropped;  // identities, looked up before a new connection
+                                         // may take the same file descriptor
+      if (items[2].revents & ZMQ_POLLIN) {
+        handshakes_.Drain([this, &dropped](uint16_t event, uint32_t fd) {
+          if (event != ZMQ_EVENT_DISCONNECTED) return;
+          auto c = connections_.find(static_cast<int>(fd));
+          if (c == connections_.end()) return;
+          dropped.push_back(std::move(c->second));
+          connections_.erase(c);
+        });
+      }
       if (liveness) CheckLiveness(Clock::now());
       while (!loop_.stopping() && !finished_) {
         auto frame = TryReceiveRouted(socket_);
         if (!frame) break;
+        // The connection it came on (tcp only), so that its drop can be told apart (OnDrop).
+        if (const char* fd = zmq_msg_gets(frame->payload.handle(), "__fd"); fd != nullptr) {
+          connections_[std::atoi(fd)] = frame->identity;
+          closed_.erase(frame->identity);
+        }
         if (frame->multipart) {
           SendError(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
           continue;
         }
         Handle(frame->identity, std::move(frame->payload));
       }
+      for (const std::string& identity : dropped) OnDrop(identity);
     }
   }
 
@@ -298,6 +316,10 @@ class Coordinator::Impl {
                 fmt::format("barrier {} from a peer that has not registered as a worker", id));
       return;
     }
+    if (!gone_.empty()) {
+      SendError(identity, request_id, proto::ErrorCode::PEER_LEFT, GoneReason(*gone_.begin()));
+      return;
+    }
     size_t open = 0;
     for (const auto& [open_id, arrivals] : barriers_) {
       for (const auto& a : arrivals) {
@@ -344,6 +366,7 @@ class Coordinator::Impl {
       Send(identity, ack);
     }
     log_->info("worker {} left ({} of {})", rank, left_.size(), options_.num_workers);
+    EndIfEveryWorkerIsDone();
     if (left_.size() < static_cast<size_t>(options_.num_workers)) return;
     for (const auto& id : server_ids_) {
       if (id.empty()) continue;
@@ -353,6 +376,52 @@ class Coordinator::Impl {
     }
     log_->info("every worker left; job finished");
     finished_ = true;
+  }
+
+  // A worker's connection closed before it left the job: its process is gone (it exited, most
+  // often because another worker left the program early, or it was killed). A barrier can then
+  // never be released: every open one fails at once with peerLeft, and so does every later one,
+  // so that a worker waiting there -- one that left its program early, at its final barrier --
+  // goes on to exit with its own status. Failing the job is for the launcher, which sees the
+  // exits, or, under --from-env, for EndIfEveryWorkerIsDone and the heartbeats.
+  void OnDrop(const std::string& identity) {
+    if (watched_.contains(identity)) closed_.insert(identity);  // see Broadcast
+    for (const auto& [rank, who] : worker_ids_) {
+      if (who != identity || left_.contains(rank) || !gone_.insert(rank).second) continue;
+      log_->warn("worker {}'s connection closed before it left the job: its process is gone; "
+                 "no barrier can be released now",
+                 rank);
+      for (const auto& [id, arrivals] : barriers_) {
+        for (const Waiter& a : arrivals) {
+          SendError(a.identity, a.request_id, proto::ErrorCode::PEER_LEFT, GoneReason(rank));
+        }
+      }
+      barriers_.clear();
+    }
+    EndIfEveryWorkerIsDone();
+  }
+
+  // Under --from-env (heartbeats, no launcher watching) nothing else would end a job whose
+  // workers have all left or gone with some gone: it failed, and every process is told now
+  // rather than after the gone ones' silence. With a launcher, the launcher has seen the exits
+  // and reports the worker that failed.
+  void EndIfEveryWorkerIsDone() {
+    if (gone_.empty() || failure_ || monitor_ || options_.heartbeat_timeout.count() == 0 ||
+        left_.size() + gone_.size() < static_cast<size_t>(options_.num_workers)) {
+      return;
+    }
+    Fail(fmt::format("worker(s) {} exited without leaving the job (their own output says why); "
+                     "every other worker has left",
+                     fmt::join(gone_, ", ")),
+         kExitJobFailed, Clock::now());
+  }
+
+  static std::string GoneReason(uint32_t rank) {
+    return fmt::format(
+        "worker {} exited without leaving the job (its connection to the coordinator closed), so "
+        "no barrier can be released: did it stop because another worker left the program early, "
+        "or was it killed?",
+        rank);
   }
 
   // --- liveness (see coordinator.h) ---
@@ -387,6 +456,7 @@ class Coordinator::Impl {
       Watched& w = it->second;
       if (fresh) {
         w.what = DescribeProcess(hb.getRole(), hb.getRank(), hb.getPid(), hb.getHost().cStr());
+        if (hb.getRole() == proto::Role::WORKER) w.worker = hb.getRank();
         log_->debug("watching {}", w.what);
       }
       w.last_seen = now;
@@ -397,11 +467,17 @@ class Coordinator::Impl {
     Send(identity, ack);
     // A launcher that (re)appears after the failure still hears of it.
     if (launcher && failure_ && !broadcast_) SendJobFailed(identity);
+    // So does a process heard for the first time after everyone was told (Broadcast).
+    if (!launcher && broadcast_) {
+      SendJobFailed(identity);
+      if (!AwaitingAgents()) finished_ = true;
+    }
   }
 
   void CheckLiveness(Clock::time_point now) {
     const LivenessTiming timing = LivenessTiming::For(options_.heartbeat_timeout);
     if (failure_) {
+      if (broadcast_ && now >= broadcast_until_) finished_ = true;
       // The launcher was told but has not stopped the job (it is stuck, or gone): tell everyone.
       if (!broadcast_ && now - failed_at_ > options_.heartbeat_timeout) Broadcast();
       return;
@@ -485,10 +561,37 @@ class Coordinator::Impl {
 
   // Without a launcher to stop them, every process is told to exit; so is the coordinator.
   void Broadcast() {
-    for (const auto& [identity, w] : watched_) SendJobFailed(identity);
+    // Not to a closed connection: the message would wait there for the socket's linger.
+    // Nor to a worker that has left (its agent's last heartbeat may still be on its way): it is
+    // done, and exits with its own status; nor to one gone (its agent's connection may not be
+    // seen closed yet, and a message queued there would hold the socket's close for its linger).
+    for (const auto& [identity, w] : watched_) {
+      if (closed_.contains(identity) ||
+          (w.worker && (left_.contains(*w.worker) || gone_.contains(*w.worker)))) {
+        continue;
+      }
+      SendJobFailed(identity);
+    }
     if (monitor_) SendJobFailed(*monitor_);
     broadcast_ = true;
-    finished_ = true;
+    // A process that joined but whose agent has not been heard yet (a job failing right after its
+    // start) is told when its first heartbeat comes, for at most a silence; then the coordinator
+    // ends.
+    if (AwaitingAgents()) {
+      broadcast_until_ = Clock::now() + LivenessTiming::For(options_.heartbeat_timeout).silence;
+    } else {
+      finished_ = true;
+    }
+  }
+
+  // Whether a server, or a worker that neither left nor is gone, joined with heartbeats but its
+  // agent has not been heard.
+  bool AwaitingAgents() const {
+    for (const auto& [key, w] : unheard_) {
+      const bool worker = key.first == static_cast<int>(proto::Role::WORKER);
+      if (!worker || (!left_.contains(key.second) && !gone_.contains(key.second))) return true;
+    }
+    return false;
   }
 
   struct Waiter {
@@ -499,6 +602,7 @@ class Coordinator::Impl {
   struct Watched {
     std::string what;  // DescribeProcess
     Clock::time_point last_seen;
+    std::optional<uint32_t> worker;  // its rank, for a worker's agent
   };
 
   CoordinatorOptions options_;
@@ -519,6 +623,9 @@ class Coordinator::Impl {
   size_t servers_registered_ = 0;
   std::map<uint32_t, std::string> worker_ids_;
   std::set<uint32_t> left_;
+  std::set<uint32_t> gone_;  // workers whose connection closed before they left (OnDrop)
+  std::map<int, std::string> connections_;  // identity by the connection's file descriptor
+  std::set<std::string> closed_;             // watched_ identities whose connection closed
   std::vector<Waiter> waiting_;
   std::map<uint64_t, std::vector<Waiter>> barriers_;
   bool finished_ = false;
@@ -536,6 +643,7 @@ class Coordinator::Impl {
   std::optional<std::string> failure_;  // why the job failed
   Clock::time_point failed_at_;
   bool broadcast_ = false;  // every process was told
+  Clock::time_point broadcast_until_;  // with broadcast_: when to end without waiting further
   std::atomic<int> exit_code_{0};
 
   NodeThread loop_;  // last: stopped (by ~Impl) before the state it uses goes away

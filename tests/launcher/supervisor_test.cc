@@ -66,6 +66,39 @@ class SupervisorTest : public ::testing::Test {
   int err_fd_ = -1;
 };
 
+// A worker that exits 76 stopped only because another worker left the program early: the job's
+// status is that other worker's own, when it exits after it; 76 only when the other exited 0, or
+// did not exit within the wait (then it is stopped). (The launcher's report naming the worker is
+// checked on real jobs, tests/launcher_faults.)
+TEST_F(SupervisorTest, PeerLeftExitIsHeldForTheEarlyWorkersOwnStatus) {
+  RunIo io{out_fd_, err_fd_, -1};
+  {
+    RunOptions o = Options(2, {"after:1:exit:3", "exit:76"});
+    o.job.heartbeat_timeout = std::chrono::milliseconds(0);
+    Result<int> code = RunJob(o, io);
+    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    EXPECT_EQ(*code, 3) << Slurp("err");
+  }
+  std::remove((dir_ + "/exiting-1").c_str());
+  {
+    RunOptions o = Options(2, {"after:1:exit:0", "exit:76"});
+    o.job.heartbeat_timeout = std::chrono::milliseconds(0);
+    Result<int> code = RunJob(o, io);
+    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    EXPECT_EQ(*code, 76) << Slurp("err");
+  }
+  {
+    RunOptions o = Options(2, {"hang", "exit:76"});
+    o.job.heartbeat_timeout = std::chrono::milliseconds(0);
+    o.grace_period = std::chrono::milliseconds(500);  // also the wait for worker 0's own status
+    const auto start = Clock::now();
+    Result<int> code = RunJob(o, io);
+    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    EXPECT_EQ(*code, 76) << Slurp("err");
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));
+  }
+}
+
 TEST_F(SupervisorTest, StreamsPrefixedLinesToTheGivenDescriptors) {
   RunIo io{out_fd_, err_fd_, -1};
   Result<int> code = RunJob(Options(2, {"print:2", "nonl"}), io);

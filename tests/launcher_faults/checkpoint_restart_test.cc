@@ -8,6 +8,8 @@
 // checkpoint; a damaged file and bad directories are clear errors. TESSERA_FAULT_SEED=N replays
 // one random point.
 #include <dirent.h>
+#include <poll.h>
+#include <sys/inotify.h>
 
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -390,6 +392,72 @@ TEST_F(CheckpointRestartTest, ResumeSkipsAnIncompleteCheckpointAndADamagedFileIs
   EXPECT_NE(damaged.exit_code, 0);
   EXPECT_TRUE(Contains(damaged.out + damaged.err, victim + ": crc32")) << damaged.err;
   EXPECT_TRUE(Contains(damaged.out + damaged.err, "the file is damaged")) << damaged.err;
+}
+
+// A checkpoint really interrupted while it is written: worker 0 (the only one that renames a
+// checkpoint's MANIFEST into place) is stopped the moment a checkpoint's directory appears and,
+// if its MANIFEST is not there yet, killed. The restarted job does not use that checkpoint, says
+// so, resumes from the one before, and ends bit-exact.
+TEST_F(CheckpointRestartTest, ACheckpointKilledMidWriteIsNeverUsed) {
+  constexpr int kEpochs = 30;
+  RunResult reference = Run(Job("reference.jsonl", {}, kEpochs));
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  const std::vector<std::string> expected = Rmses(Slurp("reference.jsonl"));
+
+  const std::string ckpt = dir_ + "/ckpt";
+  ASSERT_TRUE(std::filesystem::create_directory(ckpt));
+  const int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(inotify_add_watch(watch, ckpt.c_str(), IN_CREATE | IN_MOVED_TO), 0);
+  const pid_t launcher = Start(Job(
+      "restarted.jsonl",
+      {"--checkpoint-dir", ckpt, "--checkpoint-interval", "0", "--max-restarts", "1"}, kEpochs));
+  const std::string err = "stderr." + std::to_string(runs_);
+
+  std::string interrupted;  // the checkpoint worker 0 was killed in the middle of
+  pid_t worker0 = -1;
+  int complete_seen = 0;
+  const auto deadline = Clock::now() + seconds(60);
+  while (interrupted.empty() && Clock::now() < deadline) {
+    pollfd p{watch, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    alignas(inotify_event) char buf[4096];
+    const ssize_t n = read(watch, buf, sizeof(buf));
+    for (ssize_t at = 0; at < n && interrupted.empty();) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      if ((e->mask & IN_ISDIR) == 0 || e->len == 0) continue;
+      const std::string name = ckpt + "/" + e->name;
+      if (worker0 < 0) {
+        const auto pids = StartedPids(Slurp(err));
+        if (pids.contains("worker 0")) worker0 = pids.at("worker 0");
+      }
+      // After a complete one, so that there is one to resume from.
+      if (worker0 < 0 || complete_seen == 0) {
+        complete_seen = CompleteCheckpoints(ckpt);
+        continue;
+      }
+      ASSERT_EQ(kill(worker0, SIGSTOP), 0);
+      if (std::filesystem::exists(name + "/MANIFEST")) {
+        kill(worker0, SIGCONT);  // written already: try the next one
+        continue;
+      }
+      interrupted = name;
+      ASSERT_EQ(kill(worker0, SIGKILL), 0);
+    }
+  }
+  close(watch);
+  ASSERT_FALSE(interrupted.empty()) << "no checkpoint caught while written\n" << Slurp(err);
+
+  RunResult r = Wait(launcher, seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.err, "restarting it from its newest checkpoint (restart 1 of 1)"))
+      << r.err;
+  const std::string said = r.out + r.err;
+  EXPECT_TRUE(Contains(said, interrupted + " is incomplete (no MANIFEST); not used")) << said;
+  EXPECT_TRUE(Contains(said, "resuming from " + ckpt)) << said;
+  EXPECT_FALSE(Contains(said, "resuming from " + interrupted)) << said;
+  EXPECT_EQ(Rmses(Slurp("restarted.jsonl")), expected);
 }
 
 // The ratings stay partitioned with checkpoints on: each worker writes the records it holds, and

@@ -226,7 +226,9 @@ class FaultInjectionTest : public TesseraHarness {
   // random number of epochs, and checks that every other task exits nonzero within the timeout.
   // --no-prefix: each task is its process (exec), so that the signal hits the process itself (a
   // relaying task cannot pass SIGSTOP on).
-  void InjectUnderFromEnv(int hit_rank, int sig) {
+  // With `relay`, each task runs its process as a child and relays its lines (the default): a
+  // killed task takes its process with it, and no process outlives the job.
+  void InjectUnderFromEnv(int hit_rank, int sig, bool relay = false) {
     SCOPED_TRACE("seed " + std::to_string(seed_) + " (replay with TESSERA_FAULT_SEED)");
     const int port = FreePort();
     ASSERT_GT(port, 0);
@@ -239,7 +241,6 @@ class FaultInjectionTest : public TesseraHarness {
                                        "-s",
                                        "1",
                                        "--from-env",
-                                       "--no-prefix",
                                        "--coordinator",
                                        "127.0.0.1:" + std::to_string(port),
                                        "--heartbeat-timeout",
@@ -248,6 +249,7 @@ class FaultInjectionTest : public TesseraHarness {
                                        TESSERA_SERVER_BINARY,
                                        "--"};
       for (const std::string& a : Program(App::kMf)) args.push_back(a);
+      if (!relay) args.insert(args.begin() + 6, "--no-prefix");
       tasks[rank] = Start(args, {{"SLURM_PROCID", std::to_string(rank)},
                                  {"SLURM_NTASKS", "4"},
                                  {"TESSERA_JOB_SECRET", "fault-secret"}});
@@ -265,6 +267,14 @@ class FaultInjectionTest : public TesseraHarness {
               static_cast<size_t>(point))
         << Slurp("stderr." + std::to_string(run_of[2]));
 
+    // Every task's processes (with --no-prefix, none: the task is the process).
+    std::vector<pid_t> processes;
+    for (const auto& [rank, task] : tasks) {
+      for (pid_t child : ChildrenOf(task)) processes.push_back(child);
+    }
+    if (relay) {
+      EXPECT_EQ(processes.size(), tasks.size());
+    }
     const auto hit = Clock::now();
     ASSERT_EQ(kill(tasks[hit_rank], sig), 0);
     std::map<int, std::string> said;
@@ -273,8 +283,15 @@ class FaultInjectionTest : public TesseraHarness {
       RunResult r = Wait(tasks[rank], seconds(30));
       const auto took = Clock::now() - hit;
       SCOPED_TRACE("task " + std::to_string(rank));
-      // The coordinator fails the job (124); every other process stops because it did (75).
-      EXPECT_EQ(r.exit_code, rank == 0 ? 124 : 75) << r.out << r.err;
+      // The coordinator fails the job (124); every other process stops because it did (75). A
+      // killed worker's connection closes: once the other worker has stopped too (its peer-mesh
+      // connection with the killed one lost, 75), every worker is gone and the coordinator fails
+      // the job at once (75) rather than after the killed worker's silence.
+      if (rank == 0 && sig == SIGKILL && hit_rank >= 2) {
+        EXPECT_TRUE(r.exit_code == 124 || r.exit_code == 75) << r.out << r.err;
+      } else {
+        EXPECT_EQ(r.exit_code, rank == 0 ? 124 : 75) << r.out << r.err;
+      }
       EXPECT_LT(took, kHeartbeat + seconds(2));
       said[rank] = r.out + r.err;
     }
@@ -286,6 +303,10 @@ class FaultInjectionTest : public TesseraHarness {
     for (const auto& [rank, text] : said) {
       SCOPED_TRACE("task " + std::to_string(rank));
       if (Contains(text, cause)) continue;
+      if (sig == SIGKILL && hit_rank >= 2 && rank < 2 &&
+          Contains(text, "exited without leaving the job")) {
+        continue;
+      }
       const int other = rank == 2 ? 3 : 2;  // the other worker's task
       const bool named_other = rank >= 2 && LostMeshConnectionWith(text, other - 2);
       EXPECT_TRUE(named_other &&
@@ -300,6 +321,37 @@ class FaultInjectionTest : public TesseraHarness {
     } else {
       EXPECT_EQ(Wait(tasks[hit_rank], seconds(5)).exit_code, 128 + SIGKILL);
     }
+    for (const pid_t pid : processes) {
+      // A killed task's process gets the kernel's parent-death signal.
+      const auto until = Clock::now() + seconds(5);
+      while (IsAlive(pid) && Clock::now() < until) std::this_thread::sleep_for(milliseconds(10));
+      EXPECT_FALSE(IsAlive(pid)) << "pid " << pid << " outlived its task";
+      if (IsAlive(pid)) kill(pid, SIGKILL);
+    }
+  }
+
+  // The processes whose parent is `parent` (from /proc).
+  static std::vector<pid_t> ChildrenOf(pid_t parent) {
+    std::vector<pid_t> children;
+    DIR* d = opendir("/proc");
+    if (d == nullptr) return children;
+    while (dirent* e = readdir(d)) {
+      const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (pid <= 0) continue;
+      std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      // pid (comm) state ppid ...: comm may hold spaces, so parse after its closing parenthesis.
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 1));
+      std::string state;
+      pid_t ppid = 0;
+      rest >> state >> ppid;
+      if (ppid == parent) children.push_back(pid);
+    }
+    closedir(d);
+    return children;
   }
 
   uint64_t seed_ = 0;
@@ -365,6 +417,11 @@ TEST_F(FaultInjectionTest, FromEnvCoordinatorKilled) { InjectUnderFromEnv(0, SIG
 TEST_F(FaultInjectionTest, FromEnvServerStopped) { InjectUnderFromEnv(1, SIGSTOP); }
 TEST_F(FaultInjectionTest, FromEnvWorkerKilled) { InjectUnderFromEnv(3, SIGKILL); }
 TEST_F(FaultInjectionTest, FromEnvWorkerStopped) { InjectUnderFromEnv(2, SIGSTOP); }
+TEST_F(FaultInjectionTest, FromEnvCoordinatorStopped) { InjectUnderFromEnv(0, SIGSTOP); }
+// Relaying tasks (no --no-prefix): a killed task takes its worker with it, nothing is left.
+TEST_F(FaultInjectionTest, FromEnvRelayingTaskKilledLeavesNoProcess) {
+  InjectUnderFromEnv(3, SIGKILL, /*relay=*/true);
+}
 
 // Liveness is about answering, not progress: workers whose main thread spins or sleeps for
 // twice the heartbeat timeout (a long load, a long loop body) do not fail the job.
@@ -377,54 +434,76 @@ TEST_F(FaultInjectionTest, BusyMainThreadsDoNotTripTheTimeout) {
   EXPECT_FALSE(Contains(r.err, "stopped answering")) << r.err;
 }
 
-// Killing the launcher itself leaves no scratch directory behind: it is removed once the
-// coordinator's endpoint is read, and a directory of a launcher killed before that is swept by
-// the next launch.
-// Worker 0 returns an error from main while worker 1 waits for it in a reduction: the job stops
-// at once, not after the runtime's 10-minute wait for a peer.
+// Worker 0 returns an error from main while worker 1 waits for it in a reduction (and, told so,
+// returns kExitAnotherWorkerFailed): the job stops at once, not after the runtime's 10-minute
+// wait for a peer, with worker 0's own status, naming it.
 TEST_F(FaultInjectionTest, WorkerReturningEarlyStopsTheJobAtOnce) {
   for (const std::string workers : {"2", "3"}) {
     SCOPED_TRACE(workers + " workers");
     RunResult r = Run({"run", "-w", workers, "-s", "1", "--server-bin", TESSERA_SERVER_BINARY, "--",
                        TESSERA_EARLY_EXIT_WORKER},
                       {});
-    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_LT(r.elapsed, seconds(15)) << r.err;
     EXPECT_TRUE(Contains(r.err, "worker 0 gives up")) << r.err;
     EXPECT_TRUE(Contains(r.err, "worker 0 left the program")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << r.err;
+    EXPECT_TRUE(Contains(r.err, ") exited with status 3; stopping the job")) << r.err;
     ExpectNoScratchDirectory();
   }
 }
 
-// Worker 0 returns an error from main while worker 1 waits for its clock on the parameter
-// servers (a relaxed array's read at a loop's end): the servers see worker 0 wait at its final
-// barrier and fail worker 1's read at once, naming worker 0, instead of the client's 10-minute
-// wait.
+// A worker returns an error from main while the others wait for its clock on the parameter
+// servers (a relaxed array's read at a loop's end): the servers see it wait at its final barrier
+// and fail the others' reads at once, naming it, instead of the client's 10-minute wait. Those
+// workers stop with 76 (a consequence); the job stops with the early worker's own status, naming
+// it, whatever its rank.
 TEST_F(FaultInjectionTest, WorkerReturningEarlyWhileOthersWaitOnTheServersStopsTheJob) {
-  for (const std::string servers : {"1", "2"}) {
-    SCOPED_TRACE(servers + " servers");
-    RunResult r = Run({"run", "-w", "2", "-s", servers, "--server-bin", TESSERA_SERVER_BINARY, "--",
-                       TESSERA_PS_WAIT_WORKER},
+  for (const auto& [early, servers] :
+       std::vector<std::pair<std::string, std::string>>{{"0", "1"}, {"1", "2"}}) {
+    SCOPED_TRACE("worker " + early + " returns early, " + servers + " servers");
+    RunResult r = Run({"run", "-w", "2", "-s", servers, "--server-bin", TESSERA_SERVER_BINARY, "-x",
+                       "EARLY_RANK=" + early, "--", TESSERA_PS_WAIT_WORKER},
                       {});
-    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_LT(r.elapsed, seconds(15)) << r.err;
-    EXPECT_TRUE(Contains(r.err, "worker 0 gives up")) << r.err;
-    EXPECT_TRUE(Contains(r.err, "worker 0 waits at a barrier")) << r.err;
-    EXPECT_TRUE(Contains(r.err, "did worker 0 stop early")) << r.err;
-    EXPECT_FALSE(Contains(r.out, "worker 1 finished")) << r.out;
+    EXPECT_TRUE(Contains(r.err, "worker " + early + " gives up")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "worker " + early + " waits at a barrier")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "did worker " + early + " stop early")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "stopping this worker (exit 76)")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "tessera: worker " + early + " (pid ")) << r.err;
+    EXPECT_TRUE(Contains(r.err, ") exited with status 3; stopping the job")) << r.err;
+    EXPECT_FALSE(Contains(r.err, "exited with status 76; stopping the job")) << r.err;
+    EXPECT_FALSE(Contains(r.out, "ps_wait_worker: worker")) << r.out;  // none finished
     ExpectNoScratchDirectory();
   }
+}
+
+// mf: only worker 0 writes --metrics, and /dev/full makes it fail after the first epoch; worker 1
+// learns so and stops too. The job's status is worker 0's own, naming it.
+TEST_F(FaultInjectionTest, MetricsWriteErrorOnWorker0IsTheJobsStatus) {
+  RunResult r = Run({"run", "-w", "2", "-s", "1", "--server-bin", TESSERA_SERVER_BINARY, "--",
+                     TESSERA_MF_BINARY, "--train", dir_ + "/ratings.txt", "--epochs", "50", "-k",
+                     "4", "--metrics", "/dev/full"},
+                    {});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "[worker 0] mf: --metrics: DataLoss: cannot write metrics to "
+                              "'/dev/full'"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, ") exited with status 1; stopping the job")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "tessera: worker 1 (pid ")) << r.err;
 }
 
 // The same under --max-restarts: the waiting worker stops with status 76 (another worker left
-// the program), not by a signal, so the job fails with a normal exit code (worker 0's 3 or 76)
-// and is not restarted -- it would fail the same way every time.
+// the program), not by a signal, and the job fails with worker 0's own status, 3, a program's
+// error: it is not restarted -- it would fail the same way every time.
 TEST_F(FaultInjectionTest, WorkerReturningEarlyIsNotRestarted) {
   RunResult r = Run({"run", "-w", "2", "-s", "1", "--server-bin", TESSERA_SERVER_BINARY,
                      "--checkpoint-dir", dir_ + "/ckpt", "--max-restarts", "2", "--",
                      TESSERA_PS_WAIT_WORKER},
                     {});
-  EXPECT_TRUE(r.exit_code == 3 || r.exit_code == 76) << r.exit_code << "\n" << r.err;
+  EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_LT(r.elapsed, seconds(15)) << r.err;
   EXPECT_FALSE(Contains(r.err, "restarting it")) << r.err;
   EXPECT_EQ(Count(r.err, "worker 0 gives up"), 1u) << r.err;
@@ -434,6 +513,45 @@ TEST_F(FaultInjectionTest, WorkerReturningEarlyIsNotRestarted) {
   ExpectNoScratchDirectory();
 }
 
+// Under --from-env (tasks as srun starts them) each task exits with its process's status: the
+// early worker's own (3, at once, not 75 after the heartbeat timeout), the worker stopped because
+// of it 76, the coordinator and the server 75 (the job failed elsewhere); all within seconds.
+TEST_F(FaultInjectionTest, FromEnvWorkerReturningEarlyExitsWithItsOwnStatus) {
+  for (const int early : {0, 1}) {
+    SCOPED_TRACE("worker " + std::to_string(early) + " returns early");
+    const int port = FreePort();
+    ASSERT_GT(port, 0);
+    std::map<int, pid_t> tasks;
+    const auto started = Clock::now();
+    for (int rank : {0, 1, 2, 3}) {
+      tasks[rank] = Start({"run", "-w", "2", "-s", "1", "--from-env", "--coordinator",
+                           "127.0.0.1:" + std::to_string(port), "--heartbeat-timeout", "30",
+                           "--server-bin", TESSERA_SERVER_BINARY, "--", TESSERA_PS_WAIT_WORKER},
+                          {{"SLURM_PROCID", std::to_string(rank)},
+                           {"SLURM_NTASKS", "4"},
+                           {"TESSERA_JOB_SECRET", "early-secret"},
+                           {"EARLY_RANK", std::to_string(early)}});
+    }
+    const int early_task = 2 + early, other_task = 2 + (1 - early);
+    for (int rank : {0, 1, 2, 3}) {
+      SCOPED_TRACE("task " + std::to_string(rank));
+      RunResult r = Wait(tasks[rank], seconds(30));
+      const int expected = rank == early_task ? 3 : rank == other_task ? 76 : 75;
+      EXPECT_EQ(r.exit_code, expected) << r.out << r.err;
+      // Well within the heartbeat timeout (30 s): nothing waited for a silence.
+      EXPECT_LT(Clock::now() - started, seconds(15));
+      if (rank == 0) {
+        EXPECT_TRUE(Contains(r.out + r.err, "worker(s) " + std::to_string(1 - early) +
+                                                " exited without leaving the job"))
+            << r.out << r.err;
+      }
+    }
+  }
+}
+
+// Killing the launcher itself leaves no scratch directory behind: it is removed once the
+// coordinator's endpoint is read, and a directory of a launcher killed before that is swept by
+// the next launch.
 TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   // A directory as a launcher killed during start-up leaves it (its pid is long gone).
   pid_t gone = fork();

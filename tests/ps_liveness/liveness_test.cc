@@ -100,6 +100,33 @@ class ManualPeer {
     }
     socket_.send(msg.ToFrame(), zmq::send_flags::none);
   }
+  // A worker's barrier `id` (answered later: a release or an error) and its Leave.
+  void Barrier(uint64_t id) {
+    OutgoingMessage msg(rank_, 100 + id);
+    msg.envelope().getBody().initBarrier().setId(id);
+    socket_.send(msg.ToFrame(), zmq::send_flags::none);
+  }
+  void Leave() {
+    OutgoingMessage msg(rank_, 0);
+    msg.envelope().getBody().initLeave().setRank(rank_);
+    socket_.send(msg.ToFrame(), zmq::send_flags::none);
+  }
+  // Closes the connection, as the process's exit would.
+  void Close() {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.close();
+  }
+  // The next message's error, waiting up to `within` (nullopt: none, or not an error).
+  std::optional<std::pair<proto::ErrorCode, std::string>> NextError(milliseconds within) {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, within) <= 0) return std::nullopt;
+    zmq::message_t frame;
+    (void)socket_.recv(frame);
+    auto msg = IncomingMessage::Parse(std::move(frame));
+    if (!msg.ok() || !(*msg)->envelope().getBody().isError()) return std::nullopt;
+    auto e = (*msg)->envelope().getBody().getError();
+    return std::make_pair(e.getCode(), std::string(e.getMessage().cStr()));
+  }
   // The next message's body kind, waiting up to `within`.
   std::optional<proto::Envelope::Body::Which> Next(milliseconds within) {
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
@@ -187,6 +214,37 @@ TEST_F(LivenessTest, SilentWorkerFailsTheJobAndIsNamed) {
   EXPECT_EQ(worker1.Next(milliseconds(5000)), proto::Envelope::Body::JOB_FAILED);
   coordinator_->WaitUntilDone();
   EXPECT_EQ(coordinator_->exit_code(), kExitUnresponsive);
+}
+
+// A worker whose connection closes before it left (it exited 76 because another worker left the
+// program early, or was killed): the barrier another worker waits at -- its final one -- fails at
+// once with peerLeft, so that it goes on to exit with its own status, and so does every later
+// one. Without a launcher, once every other worker has left, the job fails (75), at once.
+TEST_F(LivenessTest, AWorkerGoneWithoutLeavingFailsEveryBarrier) {
+  StartCoordinator();
+  ManualPeer worker0(ctx_, coordinator_->endpoint(), proto::Role::WORKER, 0, "s3cret");
+  ManualPeer worker1(ctx_, coordinator_->endpoint(), proto::Role::WORKER, 1, "s3cret");
+  ManualPeer server(ctx_, coordinator_->endpoint(), proto::Role::SERVER, 0, "s3cret");
+  server.Register();
+  worker0.Register();
+  worker1.Register();
+  // Every one registered (the membership answers once the server has).
+  ASSERT_EQ(worker0.Next(milliseconds(5000)), proto::Envelope::Body::MEMBERSHIP);
+  ASSERT_EQ(worker1.Next(milliseconds(5000)), proto::Envelope::Body::MEMBERSHIP);
+  worker0.Barrier(1);
+  worker1.Close();
+  auto error = worker0.NextError(milliseconds(5000));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->first, proto::ErrorCode::PEER_LEFT);
+  EXPECT_NE(error->second.find("worker 1 exited without leaving the job"), std::string::npos)
+      << error->second;
+  worker0.Barrier(2);
+  error = worker0.NextError(milliseconds(5000));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->first, proto::ErrorCode::PEER_LEFT);
+  worker0.Leave();
+  coordinator_->WaitUntilDone();
+  EXPECT_EQ(coordinator_->exit_code(), kExitJobFailed);
 }
 
 TEST_F(LivenessTest, WithALauncherOnlyTheLauncherIsTold) {

@@ -25,6 +25,12 @@ class Context;
 // alone (serial mode) it returns `value`. Errors: those of Context::AllGather (a peer gone).
 Result<double> SumOverWorkers(Context& ctx, double value);
 
+// The status a worker returns from main when it stops only because another worker failed (e.g.
+// it learned so from SumOverWorkers of a failure flag): `tessera run` then reports the other
+// worker, with that worker's own status, rather than this consequence (docs/operations.md, "Exit
+// codes"). The runtime exits with it too when another worker leaves the program early.
+inline constexpr int kExitAnotherWorkerFailed = 76;
+
 // "eta 3m20s" for a progress line: the time left when `done` of `total` steps took
 // `elapsed_seconds`, at their mean pace ("eta 45s", "eta 1h02m"). Empty when no step is done
 // yet or none is left.

@@ -8,6 +8,7 @@
 #   stubborn    like hang, but ignore SIGTERM (only SIGKILL stops it)
 #   nonl        print a last line without a trailing newline, exit 0
 #   await:B     wait until the file $FAKE_LOG_DIR/go exists, then do B
+#   after:R:B   wait until worker R is about to exit (exit:C), then do B
 # It also records its TESSERA_* environment and argv in $FAKE_LOG_DIR/worker-<rank>.env/.args.
 rank=${TESSERA_RANK:-0}
 dir=${FAKE_LOG_DIR:-/tmp}
@@ -43,6 +44,12 @@ case $what in
     k=0
     while [ ! -e "$dir/go" ] && [ $k -lt 2000 ]; do sleep 0.01; k=$((k + 1)); done
     what=${what#await:} ;;
+  after:*)
+    # Wait (bounded, 20 s) until worker R has written $FAKE_LOG_DIR/exiting-R, then do the rest.
+    rest=${what#after:}
+    k=0
+    while [ ! -e "$dir/exiting-${rest%%:*}" ] && [ $k -lt 2000 ]; do sleep 0.01; k=$((k + 1)); done
+    what=${rest#*:} ;;
 esac
 case $what in
   print:*)
@@ -51,7 +58,10 @@ case $what in
     while [ $j -le "$n" ]; do echo "line $j of worker $rank"; j=$((j + 1)); done
     echo "a warning from worker $rank" >&2
     exit 0 ;;
-  exit:*) echo "worker $rank exiting with ${what#exit:}"; exit "${what#exit:}" ;;
+  exit:*)
+    echo "worker $rank exiting with ${what#exit:}"
+    : > "$dir/exiting-$rank"
+    exit "${what#exit:}" ;;
   crash) echo "worker $rank crashing"; kill -SEGV $$ ;;
   hang|stubborn)
     [ "$what" = stubborn ] && trap '' TERM

@@ -4,7 +4,11 @@
 // connections, tessera/transport/security.h, and with the secret's proof); once every server has
 // registered it tells each registrant the server endpoints and the number of workers. It also
 // runs job-wide barriers (counting registered workers only, each once, at most 4 open per worker)
-// and, when every worker has left, tells the servers the job is over.
+// and, when every worker has left, tells the servers the job is over. A worker whose connection
+// closes before it left (its process exited or was killed) makes every open and later barrier
+// fail with ErrorCode peerLeft, so that a worker waiting at its final barrier goes on to exit
+// with its own status; with heartbeats and no launcher watching, once every worker has left or
+// gone so, the job fails at once (kExitJobFailed).
 //
 // Liveness (heartbeat_timeout > 0): every server and worker, and the launcher, heartbeats to the
 // coordinator (LivenessAgent, tessera/transport/liveness.h). A server or worker unheard for
