@@ -477,25 +477,21 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
   corpus->tokens = DistArray<int64_t, 3>::WithOrigin(
       ctx, {corpus->num_docs, corpus->vocab_size, extent}, /*sparse=*/true, tokens_origin);
   corpus->tokens.reserve(held_tokens);
-  std::vector<RecordOrder> order;
-  if (partition != nullptr) order.reserve(static_cast<size_t>(held_tokens));
   int64_t j = 0;
   for (size_t p = 0; p < entries.size(); ++p) {
     const Entry& e = entries[p];
     if (p > 0 && entries[p - 1].doc != e.doc) j = 0;
     for (int32_t c = 0; c < e.count; ++c, ++j) {
       corpus->tokens.append_unchecked({{e.doc, e.word, j}}, 0);
-      // Places in the serial (key) order: (doc, word * extent + j) orders as the keys do.
-      if (partition != nullptr)
-        order.push_back({static_cast<uint64_t>(e.doc), static_cast<uint64_t>(e.word * extent + j)});
     }
   }
   if (partition != nullptr) {
-    // The share is in serial order already: it becomes this worker's partition as it stands,
-    // without a copy through a record batch (ImportRecords would hold both).
+    // The share is in serial order, its keys' order, already: it becomes this worker's
+    // partition as it stands, without a copy through a record batch (ImportRecords would hold
+    // both) and without stored places (they are the keys').
     auto& storage =
         static_cast<ArrayStorage<int64_t, 3>&>(const_cast<ArrayBase&>(corpus->tokens.base()));
-    storage.AdoptPartition(std::move(order), *partition);
+    storage.AdoptPartitionInKeyOrder(*partition);
   }
   return Status::Ok();
 }
