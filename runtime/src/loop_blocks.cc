@@ -220,11 +220,14 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
   return b;
 }
 
-const Blocks& BlockCache::Get(const LoopSchedule& s, const ArrayBase& space, int64_t salt,
+const Blocks& BlockCache::Get(const LoopSchedule& s, const ArrayBase& space,
+                              const std::vector<int64_t>& salt,
                               const std::function<Blocks()>& make) {
   constexpr size_t kMaxEntries = 64;
   // What MakeBlocks reads from the schedule: the strategy's way of cutting, and its dims or skew.
-  std::vector<int64_t> key = {space.id(), salt, s.rank};
+  std::vector<int64_t> key = {space.id(), static_cast<int64_t>(salt.size())};
+  key.insert(key.end(), salt.begin(), salt.end());
+  key.push_back(s.rank);
   switch (s.strategy) {
     case LoopStrategy::kIndependent:
     case LoopStrategy::k1D:

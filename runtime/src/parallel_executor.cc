@@ -180,7 +180,7 @@ class ParallelExecutor final : public Executor {
 
   const Blocks& BlocksFor(SiteState* state, const ArrayBase& space) {
     const int t = options_.threads;
-    return blocks_.Get(state->schedule, space, /*salt=*/0, [&] {
+    return blocks_.Get(state->schedule, space, /*salt=*/{}, [&] {
       return MakeBlocks(state->schedule, space,
                         {.space_parts = t, .time_parts = t, .wave_parts = t, .exact_wave_parts = false});
     });

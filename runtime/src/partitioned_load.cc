@@ -440,25 +440,31 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
                     const RecordPartition* partition,
                     const std::function<Result<int64_t>(int64_t)>& global_max) {
   // This worker's entries in key order (its share's order is then the serial one), copied out
-  // compactly so that the entries' memory goes before the tokens are built. The storage is read
-  // directly: element access would gather a partitioned array whole.
+  // compactly so that the entries' memory goes before the tokens are built, in chunks that are
+  // freed (and, being large, unmapped) as soon as their tokens are made: the entries and the
+  // tokens are never both whole. The storage is read directly: element access would gather a
+  // partitioned array whole.
   corpus->counts.sort_keys();
   struct Entry {
     int64_t doc;
     int32_t word;
     int32_t count;
   };
-  std::vector<Entry> entries;
+  constexpr size_t kChunk = size_t{1} << 17;  // 2 MiB of entries
+  std::vector<std::vector<Entry>> entries;
   int64_t held_tokens = 0, longest = 0;
   {
     const auto& held =
         static_cast<const ArrayStorage<int32_t, 2>&>(corpus->counts.base());
-    entries.reserve(held.keys_.size());
     int64_t length = 0;
     for (size_t p = 0; p < held.keys_.size(); ++p) {
       const Key<2>& k = held.keys_[p];
       if (p > 0 && held.keys_[p - 1].idx[0] != k.idx[0]) length = 0;
-      entries.push_back({k.idx[0], static_cast<int32_t>(k.idx[1]), held.values_[p]});
+      if (p % kChunk == 0) {
+        entries.emplace_back();
+        entries.back().reserve(std::min(kChunk, held.keys_.size() - p));
+      }
+      entries.back().push_back({k.idx[0], static_cast<int32_t>(k.idx[1]), held.values_[p]});
       length += held.values_[p];
       held_tokens += held.values_[p];
       longest = std::max(longest, length);
@@ -477,25 +483,24 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
   corpus->tokens = DistArray<int64_t, 3>::WithOrigin(
       ctx, {corpus->num_docs, corpus->vocab_size, extent}, /*sparse=*/true, tokens_origin);
   corpus->tokens.reserve(held_tokens);
-  std::vector<RecordOrder> order;
-  if (partition != nullptr) order.reserve(static_cast<size_t>(held_tokens));
-  int64_t j = 0;
-  for (size_t p = 0; p < entries.size(); ++p) {
-    const Entry& e = entries[p];
-    if (p > 0 && entries[p - 1].doc != e.doc) j = 0;
-    for (int32_t c = 0; c < e.count; ++c, ++j) {
-      corpus->tokens.append_unchecked({{e.doc, e.word, j}}, 0);
-      // Places in the serial (key) order: (doc, word * extent + j) orders as the keys do.
-      if (partition != nullptr)
-        order.push_back({static_cast<uint64_t>(e.doc), static_cast<uint64_t>(e.word * extent + j)});
+  int64_t j = 0, doc = -1;
+  for (std::vector<Entry>& chunk : entries) {
+    for (const Entry& e : chunk) {
+      if (e.doc != doc) j = 0;
+      doc = e.doc;
+      for (int32_t c = 0; c < e.count; ++c, ++j) {
+        corpus->tokens.append_unchecked({{e.doc, e.word, j}}, 0);
+      }
     }
+    std::vector<Entry>().swap(chunk);
   }
   if (partition != nullptr) {
-    // The share is in serial order already: it becomes this worker's partition as it stands,
-    // without a copy through a record batch (ImportRecords would hold both).
+    // The share is in serial order, its keys' order, already: it becomes this worker's
+    // partition as it stands, without a copy through a record batch (ImportRecords would hold
+    // both) and without stored places (they are the keys').
     auto& storage =
         static_cast<ArrayStorage<int64_t, 3>&>(const_cast<ArrayBase&>(corpus->tokens.base()));
-    storage.AdoptPartition(std::move(order), *partition);
+    storage.AdoptPartitionInKeyOrder(*partition);
   }
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 // BlockCache: sites that cut an array alike share one set of blocks, made once; another cut, salt
-// or a change of the array's layout makes another. MakeBlocks: chunked key reads cut as a sort.
+// (compared whole) or a change of the array's layout makes another. MakeBlocks: chunked key
+// reads cut as a sort.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,7 +32,7 @@ TEST(BlockCacheTest, SitesThatCutAnArrayAlikeShareItsBlocks) {
   BlockCache cache;
   int made = 0;
   auto get = [&](const LoopSchedule& s, int64_t salt) -> const Blocks& {
-    return cache.Get(s, space, salt, [&] {
+    return cache.Get(s, space, salt == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{salt}, [&] {
       ++made;
       return MakeBlocks(s, space, {.space_parts = 2, .time_parts = 2});
     });
@@ -50,10 +51,24 @@ TEST(BlockCacheTest, SitesThatCutAnArrayAlikeShareItsBlocks) {
   EXPECT_EQ(made, 4);
   get(Along(LoopStrategy::kIndependent, 0), 0);
   EXPECT_EQ(made, 4);
+  // Salts are compared whole (a partitioned array's cuts): equal ones share, others do not.
+  auto get_cut = [&](std::vector<int64_t> cuts) -> const Blocks& {
+    return cache.Get(Along(LoopStrategy::k2D, 0, 1), space, cuts, [&] {
+      ++made;
+      return MakeBlocks(Along(LoopStrategy::k2D, 0, 1), space, {.space_parts = 2, .time_parts = 2});
+    });
+  };
+  const Blocks& cut = get_cut({1, 4, 2});
+  EXPECT_EQ(made, 5);
+  EXPECT_EQ(&get_cut({1, 4, 2}), &cut);
+  EXPECT_EQ(made, 5);
+  get_cut({1, 4, 3});
+  get_cut({1, 4});
+  EXPECT_EQ(made, 7);
   // A new element changes the layout: the blocks are remade and cover it.
   a.insert(Key<2>{{7, 4}}, 2.0f);
   const Blocks& fresh = get(Along(LoopStrategy::kIndependent, 0), 0);
-  EXPECT_EQ(made, 5);
+  EXPECT_EQ(made, 8);
   EXPECT_TRUE(fresh.Matches(space));
   EXPECT_EQ(fresh.offsets.back(), a.nnz());
 }

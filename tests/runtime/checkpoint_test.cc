@@ -235,6 +235,35 @@ TEST_F(CheckpointTest, RecordSharesRoundTripAndAreChecked) {
             StatusCode::kFailedPrecondition);
 }
 
+// A share in its keys' order stores no places; its checkpoint still has them, made from the keys.
+TEST_F(CheckpointTest, ARecordShareInKeyOrderIsWrittenWithItsPlaces) {
+  ContextOptions o;
+  o.read_environment = false;
+  Context ctx(std::move(o));
+  auto arr = DistArray<float, 2>::sparse(ctx, {6, 5});
+  auto& base = const_cast<internal::ArrayBase&>(arr.base());
+  internal::RecordBatch held;
+  const std::vector<std::array<int64_t, 2>> keys = {{2, 1}, {3, 4}, {4, 0}, {5, 2}};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    held.keys.insert(held.keys.end(), keys[i].begin(), keys[i].end());
+    const float v = 1.5f + static_cast<float>(i);
+    const char* bytes = reinterpret_cast<const char*>(&v);
+    held.values.insert(held.values.end(), bytes, bytes + sizeof(float));
+    held.order.push_back({0, static_cast<uint64_t>(keys[i][0] * 5 + keys[i][1])});
+  }
+  const internal::RecordPartition part{.dim = 0, .lo = 2, .hi = 6, .global_size = 9};
+  base.ImportRecords({held}, &part);
+  ASSERT_EQ(base.order_data(), nullptr);
+  auto f = ck::WriteRecordShare(dir_, "k0-w1.bin", base, 1);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->bytes, 4u * (16 + 4 + 16));
+  auto all = ck::ReadRecordShare(dir_, *f, base, std::nullopt);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->keys, held.keys);
+  EXPECT_EQ(all->values, held.values);
+  EXPECT_EQ(all->order, held.order);
+}
+
 // An accumulator's state is every partial sum: restored into another accumulator, later
 // additions give the same bits, not only the same value now.
 TEST_F(CheckpointTest, AccumulatorStateKeepsThePartialSums) {

@@ -155,6 +155,68 @@ TEST(RecordExchangeTest, ImportMergesManyBatchesIntoSerialOrder) {
   }
 }
 
+// A share whose serial order is its keys' order stores no places (16 bytes per element): they
+// are made from the keys wherever they are needed (exports, checkpoints), and become stored
+// again when the order stops being the keys'.
+TEST(RecordExchangeTest, AShareInKeyOrderStoresNoPlaces) {
+  Context ctx;
+  auto a = DistArray<double, 2>::sparse(ctx, {6, 4});
+  auto& base = const_cast<ArrayBase&>(a.base());
+  // Elements of rows [2, 5), arriving in file order (not key order), with file-order places.
+  RecordBatch file;
+  const std::vector<std::pair<int64_t, int64_t>> keys = {{4, 1}, {2, 3}, {3, 0}, {2, 0}, {4, 3}};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    file.keys.push_back(keys[i].first);
+    file.keys.push_back(keys[i].second);
+    const double v = 0.5 + static_cast<double>(i);
+    const char* bytes = reinterpret_cast<const char*>(&v);
+    file.values.insert(file.values.end(), bytes, bytes + sizeof(double));
+    file.order.push_back({0, i});
+  }
+  const RecordPartition part{0, 2, 5, 9};
+  base.ImportRecords({file}, &part);
+  ASSERT_NE(base.order_data(), nullptr);  // file order: the places are stored
+  EXPECT_EQ(base.place_at(0).low, 0u);
+  EXPECT_EQ(base.place_at(4).low, 4u);
+  // sort_keys: the places become the keys' (0, linear index), and are no longer stored.
+  a.sort_keys();
+  EXPECT_EQ(base.order_data(), nullptr);
+  const std::vector<int64_t> sorted = {2 * 4 + 0, 2 * 4 + 3, 3 * 4 + 0, 4 * 4 + 1, 4 * 4 + 3};
+  for (size_t p = 0; p < sorted.size(); ++p) {
+    EXPECT_EQ(base.key_component(static_cast<int64_t>(p), 0) * 4 +
+                  base.key_component(static_cast<int64_t>(p), 1),
+              sorted[p]);
+    EXPECT_EQ(base.place_at(p).high, 0u);
+    EXPECT_EQ(base.place_at(p).low, static_cast<uint64_t>(sorted[p])) << p;
+  }
+  // Exported, the elements carry those places; imported into another share in two batches in
+  // the other order, they come back in key order, again without stored places.
+  std::vector<RecordBatch> out(2);
+  base.ExportRecords([](const int64_t* key) { return static_cast<size_t>(key[0] < 4); }, &out);
+  ASSERT_EQ(out[0].size() + out[1].size(), sorted.size());
+  for (const RecordBatch& b : out) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      EXPECT_EQ(b.order[i].low, static_cast<uint64_t>(b.keys[2 * i] * 4 + b.keys[2 * i + 1]));
+    }
+  }
+  auto c = DistArray<double, 2>::sparse(ctx, {6, 4});
+  auto& base_c = const_cast<ArrayBase&>(c.base());
+  base_c.ImportRecords(std::move(out), &part);
+  EXPECT_EQ(base_c.order_data(), nullptr);
+  for (size_t p = 0; p < sorted.size(); ++p) {
+    EXPECT_EQ(base_c.key_component(static_cast<int64_t>(p), 0) * 4 +
+                  base_c.key_component(static_cast<int64_t>(p), 1),
+              sorted[p]);
+    EXPECT_EQ(base_c.place_at(p).low, static_cast<uint64_t>(sorted[p]));
+  }
+  // Blocks in another order: stored places again, in that order.
+  c.shuffle_blocks(5, {3, 1}, /*sort_within=*/true);
+  ASSERT_NE(base_c.order_data(), nullptr);
+  for (size_t p = 1; p < sorted.size(); ++p) {
+    EXPECT_LT(base_c.place_at(p - 1), base_c.place_at(p)) << p;
+  }
+}
+
 TEST(RecordExchangeTest, BlocksInStorageOrderKeepNoPositions) {
   Context ctx;
   auto a = DistArray<float, 2>::sparse(ctx, {8, 4});

@@ -141,8 +141,11 @@ class ArrayBase {
   // Checkpoints of a partitioned array, written from the storage itself: the held elements' keys
   // (rank() components each, in storage order) and their places in the serial order (size() of
   // them), valid until the array changes. REQUIRES: sparse; order_data: record_partition().
+  // order_data is null when the places are implicit (a share in its keys' order stores none);
+  // place_at(p) gives position p's place either way.
   virtual const int64_t* key_data() const = 0;
   virtual const RecordOrder* order_data() const = 0;
+  virtual RecordOrder place_at(size_t p) const = 0;
 };
 
 // A sum that loop bodies add to (tessera::Accumulator): what a distributed executor reduces

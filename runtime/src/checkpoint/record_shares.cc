@@ -21,11 +21,19 @@ Result<FileRecord> WriteRecordShare(const std::string& dir, const std::string& n
         fmt::format("array #{} is not partitioned: no share to write", a.id()));
   }
   const auto n = static_cast<size_t>(a.size());
-  // The storage itself, no copy: keys, values, places.
+  // The storage itself, no copy: keys, values, places (made here when the share keeps them
+  // implicit, in its keys' order).
+  std::vector<RecordOrder> made;
+  const RecordOrder* places = a.order_data();
+  if (places == nullptr) {
+    made.resize(n);
+    for (size_t p = 0; p < n; ++p) made[p] = a.place_at(p);
+    places = made.data();
+  }
   const std::vector<std::span<const char>> pieces = {
       {reinterpret_cast<const char*>(a.key_data()), n * static_cast<size_t>(a.rank()) * sizeof(int64_t)},
       {static_cast<const char*>(const_cast<ArrayBase&>(a).value_data()), n * a.element_bytes()},
-      {reinterpret_cast<const char*>(a.order_data()), n * sizeof(RecordOrder)}};
+      {reinterpret_cast<const char*>(places), n * sizeof(RecordOrder)}};
   Result<FileRecord> f = WriteDataFile(dir, name, pieces);
   if (!f.ok()) return f.status();
   f->share = RecordShare{

@@ -250,7 +250,7 @@ class DistributedExecutor::Impl {
     // Collectives with tags of their own, before the loop's tag: a peer's step messages carry
     // the loop's tag, and two messages of one sender with one tag and step would be confused.
     const bool split_space = records_->Place(s, space, binding);
-    const Blocks& b = BlocksFor(&state, s, space, split_space);
+    const Blocks& b = BlocksFor(s, space, split_space);
     ++tag_;
     servers_->AdoptSerialRelaxedChanges();
     steps_->BeginLoop(s, space, binding, &state.dense_writes, tag_);
@@ -490,11 +490,21 @@ class DistributedExecutor::Impl {
 
   // `split_space`: the space is partitioned (PartitionedRecords::Place), so its cuts and key
   // bounds come from every worker's elements.
-  const Blocks& BlocksFor(SiteState* state, const LoopSchedule& s, const ArrayBase& space,
-                          bool split_space) {
+  const Blocks& BlocksFor(const LoopSchedule& s, const ArrayBase& space, bool split_space) {
     // A partitioned space's cuts come from every worker's elements as this site placed them:
-    // such blocks are not shared with other sites.
-    const int64_t salt = split_space ? reinterpret_cast<int64_t>(state) : 0;
+    // such blocks are shared only by sites that cut it at the same keys (an LDA sampling loop
+    // and the count loop before it: one copy of the positions, not one per site). Every worker
+    // has the same cuts, so all make the blocks (and combine their key bounds) at the same loops.
+    std::vector<int64_t> salt;
+    if (split_space) {
+      BlockGrid cuts;
+      records_->FillGrid(&cuts);
+      salt.push_back(static_cast<int64_t>(cuts.space_cuts->size()));
+      salt.insert(salt.end(), cuts.space_cuts->begin(), cuts.space_cuts->end());
+      if (s.strategy == LoopStrategy::k2D) {
+        salt.insert(salt.end(), cuts.time_cuts->begin(), cuts.time_cuts->end());
+      }
+    }
     return blocks_.Get(s, space, salt, [&] {
       const int parts = options_.num_workers * options_.threads;
       BlockGrid grid{.space_parts = parts,

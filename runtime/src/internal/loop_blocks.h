@@ -88,9 +88,10 @@ Blocks MakeBlocks(const LoopSchedule& s, const ArrayBase& space, const BlockGrid
 class BlockCache {
  public:
   // The blocks of `space` under `s`, made by `make` when missing or stale. `salt` separates
-  // entries whose blocks depend on more than the array and the schedule (0: nothing more).
-  const Blocks& Get(const LoopSchedule& s, const ArrayBase& space, int64_t salt,
-                    const std::function<Blocks()>& make);
+  // entries whose blocks depend on more than the array and the schedule (empty: nothing more;
+  // e.g. the cuts a partitioned array's blocks are made from).
+  const Blocks& Get(const LoopSchedule& s, const ArrayBase& space,
+                    const std::vector<int64_t>& salt, const std::function<Blocks()>& make);
 
  private:
   std::map<std::vector<int64_t>, Blocks> entries_;

@@ -221,11 +221,12 @@ class ArrayStorage final : public ArrayBase {
       b.keys.insert(b.keys.end(), keys_[p].idx.begin(), keys_[p].idx.end());
       const char* v = reinterpret_cast<const char*>(&values_[p]);
       b.values.insert(b.values.end(), v, v + sizeof(T));
-      b.order.push_back(partition_ ? order_[p] : RecordOrder{0, p});
+      b.order.push_back(partition_ ? PlaceAt(p) : RecordOrder{0, p});
     }
     std::vector<Key<N>>().swap(keys_);
     std::vector<T>().swap(values_);
     std::vector<RecordOrder>().swap(order_);
+    key_places_ = false;
     Relaid();
   }
   // Each batch arrives in serial order (its sender's storage order), so the batches are appended
@@ -238,6 +239,7 @@ class ArrayStorage final : public ArrayBase {
     std::vector<Key<N>>().swap(keys_);
     std::vector<T>().swap(values_);
     std::vector<RecordOrder>().swap(order_);
+    key_places_ = false;
     keys_.reserve(n);
     values_.reserve(n);
     order_.reserve(n);
@@ -262,6 +264,7 @@ class ArrayStorage final : public ArrayBase {
     if (!sorted) MergeRuns(runs);
     if (partition != nullptr) {
       partition_ = *partition;
+      DropPlacesIfKeyOrder();
     } else {
       partition_.reset();
       std::vector<RecordOrder>().swap(order_);
@@ -275,7 +278,11 @@ class ArrayStorage final : public ArrayBase {
   }
   const RecordOrder* order_data() const override {
     TESSERA_CHECK_MSG(partition_.has_value(), "order_data of an array that is not partitioned");
-    return order_.data();
+    return key_places_ ? nullptr : order_.data();
+  }
+  RecordOrder place_at(size_t p) const override {
+    TESSERA_CHECK_MSG(partition_.has_value(), "place_at of an array that is not partitioned");
+    return PlaceAt(p);
   }
   // Makes the stored elements this worker's share of a partitioned array as they stand, without
   // a copy through record batches: order[p] is position p's place in the serial order.
@@ -287,6 +294,21 @@ class ArrayStorage final : public ArrayBase {
                       "AdoptPartition: places out of serial order");
     order_ = std::move(order);
     partition_ = partition;
+    key_places_ = false;
+    DropPlacesIfKeyOrder();
+    Relaid();
+  }
+  // The same for a share whose serial order is its keys' order (as after sort_keys): no place is
+  // stored (see key_places_). REQUIRES: sparse; keys strictly increasing.
+  void AdoptPartitionInKeyOrder(const RecordPartition& partition) {
+    TESSERA_CHECK_MSG(sparse_, "AdoptPartitionInKeyOrder of a dense array");
+    for (size_t p = 1; p < keys_.size(); ++p) {
+      TESSERA_CHECK_MSG(keys_[p - 1].idx < keys_[p].idx,
+                        "AdoptPartitionInKeyOrder: keys out of order");
+    }
+    std::vector<RecordOrder>().swap(order_);
+    partition_ = partition;
+    key_places_ = true;
     Relaid();
   }
   // Partitioned: gives every held element a new place in the serial order (order[p] for
@@ -296,7 +318,9 @@ class ArrayStorage final : public ArrayBase {
     std::iota(from.begin(), from.end(), 0);
     std::sort(from.begin(), from.end(), [&order](size_t a, size_t b) { return order[a] < order[b]; });
     order_ = std::move(order);
+    key_places_ = false;
     ApplyPermutation(0, from.size(), &from);
+    DropPlacesIfKeyOrder();
     Relaid();
   }
   // Sparse element lookup; the hash index is built on first use because loops only need the
@@ -373,9 +397,12 @@ class ArrayStorage final : public ArrayBase {
   std::vector<Key<N>> keys_;
   std::vector<T> values_;
   // Partitioned (see RecordPartition): what this worker holds, and each held element's place in
-  // the serial order (order_[p] for position p, increasing).
+  // the serial order (order_[p] for position p, increasing) -- or, when key_places_, no stored
+  // places: the serial order is the keys' order and position p's place is KeyPlace(keys_[p]),
+  // which saves 16 bytes per held element (a loaded or key-sorted share).
   std::optional<RecordPartition> partition_;
   std::vector<RecordOrder> order_;
+  bool key_places_ = false;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
   bool relaxed_ = false;  // set by RelaxedArray right after construction
@@ -456,6 +483,19 @@ class ArrayStorage final : public ArrayBase {
         j = k;
       }
     }
+  }
+
+  // The place a key-ordered share gives position p: sort_keys' places, (0, the linear index).
+  RecordOrder KeyPlace(const Key<N>& k) const { return {0, static_cast<uint64_t>(Linear(k))}; }
+  RecordOrder PlaceAt(size_t p) const { return key_places_ ? KeyPlace(keys_[p]) : order_[p]; }
+  // Forgets the stored places when each is its key's KeyPlace (they are then implicit).
+  void DropPlacesIfKeyOrder() {
+    if (key_places_ || order_.size() != keys_.size()) return;
+    for (size_t p = 0; p < keys_.size(); ++p) {
+      if (order_[p] != KeyPlace(keys_[p])) return;
+    }
+    std::vector<RecordOrder>().swap(order_);
+    key_places_ = true;
   }
 
   // Positions changed meaning.
