@@ -8,6 +8,9 @@
 #   SANITIZERS  which stages (default: "address,undefined thread")
 #   JOBS        parallel build and test jobs (default 2)
 #   CTEST_ARGS  extra ctest arguments (e.g. "-R ps_" for part of the suite)
+#   TEST_DIRS   run only the tests of these folders of tests/ (e.g. "runtime launcher"), and
+#               build only what they need (their folders' targets and the programs they start)
+#               unless BUILD_TARGETS says otherwise
 #   BUILD_TARGETS  build only these targets (default: all), e.g. the test binaries CTEST_ARGS
 #               selects and the programs they start (a bounded run on a small machine)
 #   TESSC       a tessc built without sanitizers (e.g. build/bin/tessc) for the programs' schedules
@@ -35,8 +38,19 @@ for san in ${SANITIZERS:-address,undefined thread}; do
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE="$san" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DTESSERA_BUILD_BENCH=OFF -DTESSERA_INSTALL=OFF "${tessc[@]}" "${launcher[@]}"
+  targets=${BUILD_TARGETS:-}
+  test_dirs=("$dir")
+  if [[ -n "${TEST_DIRS:-}" ]]; then
+    test_dirs=()
+    for d in $TEST_DIRS; do
+      [[ -f "tests/$d/CMakeLists.txt" ]] || { echo "TEST_DIRS: no folder tests/$d" >&2; exit 2; }
+      test_dirs+=("$dir/tests/$d")
+      # The Ninja generator's per-folder target: the folder's tests and their dependencies.
+      [[ -n "${BUILD_TARGETS:-}" ]] || targets+=" tests/$d/all"
+    done
+  fi
   # shellcheck disable=SC2086
-  cmake --build "$dir" -j "$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
+  cmake --build "$dir" -j "$JOBS" ${targets:+--target $targets}
   # halt_on_error: the first report ends the process, so its test fails. Every report is also
   # written to $reports/<sanitizer>.<pid> (log_path), where the check below finds it: a process
   # whose exit status no test looks at (a server stopped at a test's end, a leak found at exit)
@@ -51,12 +65,14 @@ for san in ${SANITIZERS:-address,undefined thread}; do
   # Rates over time windows (the communication budget's tests) mean nothing at sanitizer speed;
   # the rest of their binaries still runs.
   echo "== $san: running the suite"
-  # shellcheck disable=SC2086
-  if ! ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 1800 -E Budget \
-      ${CTEST_ARGS:-}; then
-    status=1
-    echo "== $san: FAILED (see above)"
-  fi
+  for tests in "${test_dirs[@]}"; do
+    # shellcheck disable=SC2086
+    if ! ctest --test-dir "$tests" --output-on-failure -j "$JOBS" --timeout 1800 -E Budget \
+        ${CTEST_ARGS:-}; then
+      status=1
+      echo "== $san: FAILED in $tests (see above)"
+    fi
+  done
   if compgen -G "$reports/*" >/dev/null; then
     status=1
     echo "== $san: sanitizer reports (also in $reports):"
