@@ -494,6 +494,8 @@ class PartitionedArrays::Impl {
     } else {
       virgin_.erase(a.id());
     }
+    // Serial code reading it before the next loop fetches what this worker no longer holds.
+    array->set_rows_elsewhere(!EverywhereComputed(a.id(), 0, a.extent(0)));
     return true;
   }
 
