@@ -53,7 +53,7 @@
 
 namespace {
 
-using lda::AllWorkersOk;
+using lda::AgreedStatus;
 using lda::IterationStats;
 using lda::LdaOptions;
 using lda::LgammaTable;
@@ -129,7 +129,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       ready = false;
     }
   }
-  if (!AllWorkersOk(ctx, ready)) return 1;
+  if (int status = AgreedStatus(ctx, ready); status != 0) return status;
   if (opt.sampler == "gibbs") return RunGibbs(ctx, opt, report, metrics, vocab);
 
   tessera::DocwordOptions read;
@@ -154,7 +154,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
                opt.vocab_path, vocab.size(), opt.docword_path, V);
     ready = false;
   }
-  if (!AllWorkersOk(ctx, ready)) return 1;
+  if (int status = AgreedStatus(ctx, ready); status != 0) return status;
   const float alpha = static_cast<float>(opt.alpha), beta = static_cast<float>(opt.beta);
   const float vbeta = static_cast<float>(V) * beta;
 
@@ -399,7 +399,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
     stats.acceptance = static_cast<double>(accepted.value()) /
                        static_cast<double>(num_tokens * opt.mh_steps);
-    if (!ReportIteration(ctx, opt, report, metrics, stats)) return 1;
+    if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
   }
   if (!opt.model.save_model.empty()) {
     // The counts of the tokens' current topics, made by a loop (the MH sampler keeps no count
@@ -410,9 +410,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       doc_topic_out(key[0], Topic(v)) += 1;
       word_topic_out(key[1], Topic(v)) += 1;
     });
-    if (!SaveModelFromWorker0(ctx, opt, report,
-                              {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab})) {
-      return 1;
+    if (int status = SaveModelFromWorker0(
+            ctx, opt, report, {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab});
+        status != 0) {
+      return status;
     }
   }
   if (report && !opt.vocab_path.empty()) {

@@ -59,10 +59,9 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
                "lda: --vocab '{}' has {} lines, but {} has W = {} words (wordID n is the "
                "word on line n)\n",
                opt.vocab_path, vocab.size(), opt.docword_path, V);
-    if (!AllWorkersOk(ctx, false)) return 1;
-  } else if (!AllWorkersOk(ctx, true)) {
-    return 1;
+    return AgreedStatus(ctx, false);
   }
+  if (int status = AgreedStatus(ctx, true); status != 0) return status;
   if (report) {
     fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
                num_tokens, K, opt.alpha, opt.beta,
@@ -182,7 +181,7 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
     }
     stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
     stats.acceptance = static_cast<double>(accepted.value()) / static_cast<double>(num_tokens);
-    if (!ReportIteration(ctx, opt, report, metrics, stats)) return 1;
+    if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
   }
   if (!opt.model.save_model.empty() || (report && !opt.vocab_path.empty())) {
     // Copies of the count tables made by loops, whole on every worker (serial code reads them),
@@ -197,10 +196,11 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
       tessera::parallel_for(doc_length, [&](const Key<1>& key, int64_t&) {
         for (int k = 0; k < K; ++k) doc_topic_out(key[0], k) = doc_topic(key[0], k);
       });
-      if (!SaveModelFromWorker0(
+      if (int status = SaveModelFromWorker0(
               ctx, opt, report,
-              {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab})) {
-        return 1;
+              {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab});
+          status != 0) {
+        return status;
       }
     }
     if (report && !opt.vocab_path.empty()) {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/app_io.h"
+#include "lda/lda_run.h"
 #include "tessera/array_io.h"
 #include "tessera/version.h"
 
@@ -27,13 +28,6 @@ constexpr int kModelVersion = 1;
 
 std::string In(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
-}
-
-bool AllWorkersOk(tessera::Context& ctx, bool ok) {
-  auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (ok && failed.ok() && *failed > 0)
-    fmt::print(stderr, "lda: another worker failed; stopping\n");
-  return failed.ok() && *failed == 0;
 }
 
 // Writes `path` through a temporary file renamed into place.
@@ -300,7 +294,7 @@ int RunInference(tessera::Context& ctx, const ModelOptions& o) {
   if (ready.ok()) ready = tessera::apps::CheckInputFile(o.infer_path);
   if (ready.ok() && report) ready = tessera::apps::CheckOutputFile(o.out_path);
   if (!ready.ok()) fmt::print(stderr, "lda: {}\n", ready.ToString());
-  if (!AllWorkersOk(ctx, ready.ok())) return 1;
+  if (int status = AgreedStatus(ctx, ready.ok()); status != 0) return status;
   auto model = LoadModel(ctx, o.load_model);
   if (!model.ok()) {
     fmt::print(stderr, "lda: --load-model: {}\n", model.status().ToString());
@@ -334,7 +328,7 @@ int RunInference(tessera::Context& ctx, const ModelOptions& o) {
       fmt::print(stderr, "lda: --out: {}\n", written.ToString());
     }
   }
-  return AllWorkersOk(ctx, written.ok()) ? 0 : 1;
+  return AgreedStatus(ctx, written.ok());
 }
 
 }  // namespace lda

@@ -23,11 +23,13 @@ std::vector<double> LgammaTable(double a, int64_t size) {
   return t;
 }
 
-bool AllWorkersOk(tessera::Context& ctx, bool ok) {
+int AgreedStatus(tessera::Context& ctx, bool ok) {
   auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (ok && failed.ok() && *failed > 0)
-    fmt::print(stderr, "lda: another worker failed; stopping\n");
-  return failed.ok() && *failed == 0;
+  if (!ok) return 1;
+  if (!failed.ok()) return tessera::kExitAnotherWorkerFailed;  // a peer left: its output says why
+  if (*failed == 0) return 0;
+  fmt::print(stderr, "lda: another worker failed; stopping\n");
+  return tessera::kExitAnotherWorkerFailed;
 }
 
 double PhysicalMemoryBytes() {
@@ -35,7 +37,7 @@ double PhysicalMemoryBytes() {
   return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
 }
 
-bool ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
+int ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
                      std::optional<tessera::MetricsLog>& metrics, const IterationStats& s) {
   const bool distributed = ctx.mode() == tessera::ExecutionMode::kDistributed;
   if (report) {
@@ -67,7 +69,7 @@ bool ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
       written = false;
     }
   }
-  return AllWorkersOk(ctx, written);
+  return AgreedStatus(ctx, written);
 }
 
 void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
@@ -94,7 +96,7 @@ void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
   }
 }
 
-bool SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool report,
+int SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool report,
                           const TrainedModel& model) {
   tessera::Status saved;
   if (report) {
@@ -102,7 +104,7 @@ bool SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool rep
     if (saved.ok()) fmt::print("lda: model saved to {}\n", opt.model.save_model);
     if (!saved.ok()) fmt::print(stderr, "lda: --save-model: {}\n", saved.ToString());
   }
-  return AllWorkersOk(ctx, saved.ok());
+  return AgreedStatus(ctx, saved.ok());
 }
 
 }  // namespace lda

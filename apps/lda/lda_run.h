@@ -58,9 +58,11 @@ double Seconds(std::chrono::steady_clock::duration d);
 // lgamma(n + a) - lgamma(a) for n in [0, size), precomputed: the log-likelihood needs millions.
 std::vector<double> LgammaTable(double a, int64_t size);
 
-// Whether `ok` holds on every worker. A check that only worker 0 makes (its output files) must
-// stop every worker, or the others would wait for it forever; serially it is `ok` itself.
-bool AllWorkersOk(tessera::Context& ctx, bool ok);
+// 0 when `ok` holds on every worker, else the status to stop with: 1 on a worker where it does
+// not, tessera::kExitAnotherWorkerFailed on the others (so that `tessera run` names the worker
+// that failed). A check that only worker 0 makes (its output files) must stop every worker, or
+// the others would wait for it forever; serially it is 0 or 1.
+int AgreedStatus(tessera::Context& ctx, bool ok);
 
 // A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.
 inline int64_t Pack(int32_t topic, int32_t proposal) { return PackTopic(topic, proposal); }
@@ -76,9 +78,9 @@ struct IterationStats {
   double tokens_per_s = 0, tokens_per_cpu_s = 0, acceptance = 0, iteration_s = 0, elapsed_s = 0;
 };
 
-// Worker 0's progress line and metrics record of one iteration. False when some worker could not
-// write its metrics: every worker then stops.
-bool ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
+// Worker 0's progress line and metrics record of one iteration. 0, or the status every worker
+// stops with (AgreedStatus) when some worker could not write its metrics.
+int ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
                      std::optional<tessera::MetricsLog>& metrics, const IterationStats& s);
 
 // Calls f(word, topic, count) for every non-zero count of a word in a topic, words in increasing
@@ -89,9 +91,9 @@ using CountVisitor = std::function<void(const std::function<void(int64_t, int32_
 void PrintTopics(const LdaOptions& opt, const std::vector<std::string>& vocab,
                  const std::vector<int64_t>& sizes, const CountVisitor& for_each_count);
 
-// --save-model: worker 0 (`report`) writes `model` and says where; false on every worker when it
-// could not.
-bool SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool report,
+// --save-model: worker 0 (`report`) writes `model` and says where; 0, or the status every worker
+// stops with (AgreedStatus) when it could not.
+int SaveModelFromWorker0(tessera::Context& ctx, const LdaOptions& opt, bool report,
                           const TrainedModel& model);
 
 // --sampler gibbs (lda_gibbs.cc). Returns the process's exit status.

@@ -495,6 +495,21 @@ TEST_F(FaultInjectionTest, MetricsWriteErrorOnWorker0IsTheJobsStatus) {
   EXPECT_FALSE(Contains(r.err, "tessera: worker 1 (pid ")) << r.err;
 }
 
+// lda likewise: worker 1 stops with 76 (another worker failed), so the launcher names worker 0.
+TEST_F(FaultInjectionTest, LdaMetricsWriteErrorOnWorker0IsTheJobsStatus) {
+  RunResult r = Run({"run", "-w", "2", "-s", "1", "--server-bin", TESSERA_SERVER_BINARY, "--",
+                     TESSERA_LDA_BINARY, "--docword", dir_ + "/docword.txt", "--iterations", "50",
+                     "--topics", "4", "--metrics", "/dev/full"},
+                    {});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "[worker 0] lda: --metrics: DataLoss: cannot write metrics to "
+                              "'/dev/full'"))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, ") exited with status 1; stopping the job")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "tessera: worker 1 (pid ")) << r.err;
+}
+
 // The same under --max-restarts: the waiting worker stops with status 76 (another worker left
 // the program), not by a signal, and the job fails with worker 0's own status, 3, a program's
 // error: it is not restarted -- it would fail the same way every time.
