@@ -24,12 +24,7 @@ std::vector<double> LgammaTable(double a, int64_t size) {
 }
 
 int AgreedStatus(tessera::Context& ctx, bool ok) {
-  auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (!ok) return 1;
-  if (!failed.ok()) return tessera::kExitAnotherWorkerFailed;  // a peer left: its output says why
-  if (*failed == 0) return 0;
-  fmt::print(stderr, "lda: another worker failed; stopping\n");
-  return tessera::kExitAnotherWorkerFailed;
+  return tessera::AgreedExitStatus(ctx, ok, "lda");
 }
 
 double PhysicalMemoryBytes() {

@@ -58,10 +58,8 @@ double Seconds(std::chrono::steady_clock::duration d);
 // lgamma(n + a) - lgamma(a) for n in [0, size), precomputed: the log-likelihood needs millions.
 std::vector<double> LgammaTable(double a, int64_t size);
 
-// 0 when `ok` holds on every worker, else the status to stop with: 1 on a worker where it does
-// not, tessera::kExitAnotherWorkerFailed on the others (so that `tessera run` names the worker
-// that failed). A check that only worker 0 makes (its output files) must stop every worker, or
-// the others would wait for it forever; serially it is 0 or 1.
+// tessera::AgreedExitStatus, as lda: 0 when `ok` holds on every worker, else the status to stop
+// with (1 here, 76 on the workers that stop only because another failed).
 int AgreedStatus(tessera::Context& ctx, bool ok);
 
 // A token's element: its topic in the low 32 bits, its pending MH proposal in the high 32.

@@ -86,18 +86,9 @@ std::string EtaSuffix(double elapsed, int done, int total) {
   return eta.empty() ? eta : "  " + eta;
 }
 
-// 0 when `ok` holds on every worker, else the status to stop with: 1 on a worker where it does
-// not, kExitAnotherWorkerFailed on the others (so that `tessera run` reports the worker that
-// failed). A check that only worker 0 makes (its --metrics file) must stop every worker, or the
-// others would wait for it forever; serially it is `ok` itself.
-int AgreedStatus(tessera::Context& ctx, bool ok) {
-  auto failed = tessera::SumOverWorkers(ctx, ok ? 0.0 : 1.0);
-  if (!ok) return 1;
-  if (!failed.ok()) return tessera::kExitAnotherWorkerFailed;  // a peer left: its output says why
-  if (*failed == 0) return 0;
-  fmt::print(stderr, "mf: another worker failed; stopping\n");
-  return tessera::kExitAnotherWorkerFailed;
-}
+// tessera::AgreedExitStatus, as mf: 0, or the status to stop with (76 on the workers that stop
+// only because another failed, so that `tessera run` reports the worker that failed).
+int AgreedStatus(tessera::Context& ctx, bool ok) { return tessera::AgreedExitStatus(ctx, ok, "mf"); }
 
 int Run(tessera::Context& ctx, const MfOptions& opt) {
   using tessera::DistArray;

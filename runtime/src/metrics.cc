@@ -42,6 +42,15 @@ Result<double> SumOverWorkers(Context& ctx, double value) {
   return total;
 }
 
+int AgreedExitStatus(Context& ctx, bool ok, std::string_view program) {
+  Result<double> failed = SumOverWorkers(ctx, ok ? 0.0 : 1.0);
+  if (!ok) return 1;
+  if (!failed.ok()) return kExitAnotherWorkerFailed;  // a peer left: its output says why
+  if (*failed == 0) return 0;
+  fmt::print(stderr, "{}: another worker failed; stopping\n", program);
+  return kExitAnotherWorkerFailed;
+}
+
 MetricsRecord& MetricsRecord::set(std::string name, double value) {
   fields_.emplace_back(std::move(name), value);
   return *this;

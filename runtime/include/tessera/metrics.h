@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -30,6 +31,13 @@ Result<double> SumOverWorkers(Context& ctx, double value);
 // worker, with that worker's own status, rather than this consequence (docs/operations.md, "Exit
 // codes"). The runtime exits with it too when another worker leaves the program early.
 inline constexpr int kExitAnotherWorkerFailed = 76;
+
+// Agrees on a check every worker makes (collective, like SumOverWorkers): 0 when `ok` holds on
+// every worker, else the status to return from main -- 1 on a worker where it does not,
+// kExitAnotherWorkerFailed on the others, which print "<program>: another worker failed;
+// stopping" to stderr. A check that only some workers make (worker 0's output files) must be
+// agreed on, or the others would wait for that worker forever. Serially: 0 or 1.
+int AgreedExitStatus(Context& ctx, bool ok, std::string_view program);
 
 // "eta 3m20s" for a progress line: the time left when `done` of `total` steps took
 // `elapsed_seconds`, at their mean pace ("eta 45s", "eta 1h02m"). Empty when no step is done
