@@ -229,14 +229,9 @@ class OriginFinder {
   // reference or pointer kept from it (`auto& x = A(i)`, `&A(i)`) and row views are not: a
   // later loop may move the row away from under them.
   bool ElementAccess(const clang::Expr* use) {
-    const clang::Decl* decl_parent = nullptr;
     const clang::Stmt* child = use;
-    const clang::Stmt* parent = ParentOf(use, &decl_parent);
-    while (parent != nullptr &&
-           (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
-      child = parent;
-      parent = ParentOf(parent, &decl_parent);
-    }
+    const clang::Stmt* parent = EnclosingUse(use, &child);
+    const clang::Decl* decl_parent = nullptr;
     const clang::Expr* access = nullptr;
     if (const auto* op = dyn_cast_or_null<clang::CXXOperatorCallExpr>(parent)) {
       const auto* method = dyn_cast_or_null<clang::CXXMethodDecl>(op->getDirectCallee());
@@ -298,6 +293,18 @@ class OriginFinder {
     return true;
   }
 
+  // The parent of `use` above its parentheses and implicit casts; *child the expression under it.
+  const clang::Stmt* EnclosingUse(const clang::Expr* use, const clang::Stmt** child) {
+    const clang::Decl* decl_parent = nullptr;
+    const clang::Stmt* parent = ParentOf(use, &decl_parent);
+    while (parent != nullptr &&
+           (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
+      *child = parent;
+      parent = ParentOf(parent, &decl_parent);
+    }
+    return parent;
+  }
+
   std::string LineOf(const clang::Expr* use) {
     const clang::PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(use->getBeginLoc()));
     return "line " + std::to_string(p.isValid() ? p.getLine() : 0);
@@ -307,14 +314,8 @@ class OriginFinder {
   // elements inside the runtime (which gathers a partitioned array first when it must): code
   // outside loops calling only these never sees where the elements are.
   bool MetadataUse(const clang::Expr* use) {
-    const clang::Decl* decl_parent = nullptr;
     const clang::Stmt* child = use;
-    const clang::Stmt* parent = ParentOf(use, &decl_parent);
-    while (parent != nullptr &&
-           (isa<clang::ParenExpr>(parent) || isa<clang::ImplicitCastExpr>(parent))) {
-      child = parent;
-      parent = ParentOf(parent, &decl_parent);
-    }
+    const clang::Stmt* parent = EnclosingUse(use, &child);
     // save_array(A, path): the runtime saves a partitioned array where its rows live, as a
     // collective of every worker -- so only when no rank-dependent condition guards the call
     // (SaveUnderRankCondition warns about those; A then stays whole and saves locally).
