@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -168,6 +169,19 @@ TEST(ArrayOriginTest, ArraysTouchedOnlyInLoopBodiesAreLoopOnly) {
   EXPECT_TRUE(d->serial_access.empty()) << d->serial_access;
 }
 
+// What tessc records for C, a dense array that `code` (from line 10) uses outside loops and one
+// loop then updates.
+std::optional<ArrayInfo> ArrayCWith(const std::string& code) {
+  const std::string program = std::string("#include <cstdio>\n") + kPrologue +
+      "  auto C = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + code +
+      "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) { C(k[0]) += v; });\n"
+      "}\n";
+  const auto arrays = SiteArrays(program);
+  const ArrayInfo* c = Named(arrays, "C");
+  if (c == nullptr) return std::nullopt;
+  return *c;
+}
+
 // Single elements read or written outside loops keep the array loop_only only where every worker
 // makes the access and nothing keeps a reference to the element past it.
 TEST(ArrayOriginTest, SerialElementAccessesThatEveryWorkerMakesKeepTheArrayLoopOnly) {
@@ -177,13 +191,8 @@ TEST(ArrayOriginTest, SerialElementAccessesThatEveryWorkerMakesKeepTheArrayLoopO
       "  for (int i = 0; i < 3; ++i) std::printf(\"%f\", C(i));\n",
   };
   for (const char* access : kAccesses) {
-    const std::string program = std::string("#include <cstdio>\n") + kPrologue +
-        "  auto C = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + access +
-        "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) { C(k[0]) += v; });\n"
-        "}\n";
-    const auto arrays = SiteArrays(program);
-    const ArrayInfo* c = Named(arrays, "C");
-    ASSERT_NE(c, nullptr) << access;
+    const std::optional<ArrayInfo> c = ArrayCWith(access);
+    ASSERT_TRUE(c.has_value()) << access;
     EXPECT_TRUE(c->loop_only) << access << c->serial_use;
     EXPECT_EQ(c->serial_access, "line 10") << access;
   }
@@ -202,13 +211,8 @@ TEST(ArrayOriginTest, SerialElementAccessesOnlySomeWorkersMakeOrThatKeepAReferen
       "  float* d = C.data(); (void)d;\n",
   };
   for (const char* access : kAccesses) {
-    const std::string program = std::string(kPrologue) +
-        "  auto C = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + access +
-        "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) { C(k[0]) += v; });\n"
-        "}\n";
-    const auto arrays = SiteArrays(program);
-    const ArrayInfo* c = Named(arrays, "C");
-    ASSERT_NE(c, nullptr) << access;
+    const std::optional<ArrayInfo> c = ArrayCWith(access);
+    ASSERT_TRUE(c.has_value()) << access;
     EXPECT_FALSE(c->loop_only) << access;
     EXPECT_FALSE(c->serial_use.empty()) << access;
   }
