@@ -479,35 +479,30 @@ TEST_F(FaultInjectionTest, WorkerReturningEarlyWhileOthersWaitOnTheServersStopsT
   }
 }
 
-// mf: only worker 0 writes --metrics, and /dev/full makes it fail after the first epoch; worker 1
-// learns so and stops too. The job's status is worker 0's own, naming it.
+// mf and lda: only worker 0 writes --metrics, and /dev/full makes it fail after the first epoch
+// (iteration); worker 1 learns so and stops with 76 (another worker failed). The job's status is
+// worker 0's own, naming it.
 TEST_F(FaultInjectionTest, MetricsWriteErrorOnWorker0IsTheJobsStatus) {
-  RunResult r = Run({"run", "-w", "2", "-s", "1", "--server-bin", TESSERA_SERVER_BINARY, "--",
-                     TESSERA_MF_BINARY, "--train", dir_ + "/ratings.txt", "--epochs", "50", "-k",
-                     "4", "--metrics", "/dev/full"},
-                    {});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(Contains(r.err, "[worker 0] mf: --metrics: DataLoss: cannot write metrics to "
-                              "'/dev/full'"))
-      << r.err;
-  EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << r.err;
-  EXPECT_TRUE(Contains(r.err, ") exited with status 1; stopping the job")) << r.err;
-  EXPECT_FALSE(Contains(r.err, "tessera: worker 1 (pid ")) << r.err;
-}
-
-// lda likewise: worker 1 stops with 76 (another worker failed), so the launcher names worker 0.
-TEST_F(FaultInjectionTest, LdaMetricsWriteErrorOnWorker0IsTheJobsStatus) {
-  RunResult r = Run({"run", "-w", "2", "-s", "1", "--server-bin", TESSERA_SERVER_BINARY, "--",
-                     TESSERA_LDA_BINARY, "--docword", dir_ + "/docword.txt", "--iterations", "50",
-                     "--topics", "4", "--metrics", "/dev/full"},
-                    {});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(Contains(r.err, "[worker 0] lda: --metrics: DataLoss: cannot write metrics to "
-                              "'/dev/full'"))
-      << r.err;
-  EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << r.err;
-  EXPECT_TRUE(Contains(r.err, ") exited with status 1; stopping the job")) << r.err;
-  EXPECT_FALSE(Contains(r.err, "tessera: worker 1 (pid ")) << r.err;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> apps = {
+      {"mf",
+       {TESSERA_MF_BINARY, "--train", dir_ + "/ratings.txt", "--epochs", "50", "-k", "4"}},
+      {"lda",
+       {TESSERA_LDA_BINARY, "--docword", dir_ + "/docword.txt", "--iterations", "50", "--topics",
+        "4"}}};
+  for (const auto& [app, program] : apps) {
+    std::vector<std::string> args = {"run", "-w", "2", "-s", "1", "--server-bin",
+                                     TESSERA_SERVER_BINARY, "--"};
+    args.insert(args.end(), program.begin(), program.end());
+    args.insert(args.end(), {"--metrics", "/dev/full"});
+    RunResult r = Run(args, {});
+    EXPECT_EQ(r.exit_code, 1) << app << r.err;
+    EXPECT_TRUE(Contains(r.err, "[worker 0] " + app + ": --metrics: DataLoss: cannot write metrics "
+                                "to '/dev/full'"))
+        << r.err;
+    EXPECT_TRUE(Contains(r.err, "tessera: worker 0 (pid ")) << app << r.err;
+    EXPECT_TRUE(Contains(r.err, ") exited with status 1; stopping the job")) << app << r.err;
+    EXPECT_FALSE(Contains(r.err, "tessera: worker 1 (pid ")) << app << r.err;
+  }
 }
 
 // The same under --max-restarts: the waiting worker stops with status 76 (another worker left
