@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "tessera/common/log_throttle.h"
@@ -494,23 +495,21 @@ class Coordinator::Impl {
       CheckEveryoneHeard(now);
       if (failure_) return;
     }
+    // Silent too long: a process heard before, or one that joined and has not been heard since.
+    auto silent = [&](const Watched& w, std::string_view since) {
+      if (now - w.last_seen <= timing.silence) return false;
+      Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s{} (heartbeat timeout "
+                       "{:.1f} s)",
+                       w.what, Seconds(now - w.last_seen), since,
+                       Seconds(options_.heartbeat_timeout)),
+           kExitUnresponsive, now);
+      return true;
+    };
     for (const auto& [identity, w] : watched_) {
-      if (now - w.last_seen > timing.silence) {
-        Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s (heartbeat timeout "
-                         "{:.1f} s)",
-                         w.what, Seconds(now - w.last_seen), Seconds(options_.heartbeat_timeout)),
-             kExitUnresponsive, now);
-        return;
-      }
+      if (silent(w, "")) return;
     }
     for (const auto& [key, w] : unheard_) {
-      if (now - w.last_seen > timing.silence) {
-        Fail(fmt::format("{} stopped answering: no heartbeat for {:.1f} s since it joined the job "
-                         "(heartbeat timeout {:.1f} s)",
-                         w.what, Seconds(now - w.last_seen), Seconds(options_.heartbeat_timeout)),
-             kExitUnresponsive, now);
-        return;
-      }
+      if (silent(w, " since it joined the job")) return;
     }
   }
 
