@@ -212,14 +212,24 @@ int64_t ElementCount(const std::vector<int64_t>& shape) {
 
 class ArrayStreamWriter::Impl {
  public:
+  // count < 0: dense, every element of the shape; otherwise sparse with `count` elements.
   Impl(std::unique_ptr<AtomicFile> file, ArrayFileKind kind, ArrayElementType type,
-       std::vector<int64_t> shape)
+       std::vector<int64_t> shape, int64_t count)
       : file_(std::move(file)), kind_(kind), type_(type), shape_(std::move(shape)),
-        count_(ElementCount(shape_)), key_(shape_.size(), 0) {}
+        sparse_(count >= 0), count_(sparse_ ? count : ElementCount(shape_)),
+        key_(shape_.size(), 0) {}
 
   void Append(const void* values, int64_t n) {
     if (kind_ == ArrayFileKind::kBinary) {
+      if (sparse_ && keys_ != count_) {
+        misuse_ = "values before every key";
+        return;
+      }
       file_->Write(values, static_cast<size_t>(n) * ElementBytes(type_));
+      return;
+    }
+    if (sparse_) {
+      misuse_ = "values without their keys";
       return;
     }
     const size_t rank = shape_.size();
@@ -245,10 +255,36 @@ class ArrayStreamWriter::Impl {
     }
   }
 
+  void AppendKeys(const int64_t* keys, int64_t n) {
+    if (!sparse_ || kind_ != ArrayFileKind::kBinary) {
+      misuse_ = "keys given to a file that stores none apart";
+      return;
+    }
+    file_->Write(keys, static_cast<size_t>(n) * shape_.size() * sizeof(int64_t));
+    keys_ += n;
+  }
+
+  void AppendElements(const int64_t* keys, const void* values, int64_t n) {
+    if (!sparse_ || kind_ != ArrayFileKind::kText) {
+      misuse_ = "whole elements given to a binary or dense file";
+      return;
+    }
+    const size_t rank = shape_.size();
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t d = 0; d < rank; ++d) {
+        fmt::format_to(std::back_inserter(buf_), "{} ", keys[static_cast<size_t>(i) * rank + d]);
+      }
+      FormatValue(type_, values, i, &buf_);
+      buf_.push_back('\n');
+      Flush(false);
+    }
+  }
+
   Status Finish(int64_t given) {
-    if (given != count_) {
+    if (!misuse_.empty()) return Status::Internal("array file writer given " + misuse_);
+    if (given != count_ || (sparse_ && kind_ == ArrayFileKind::kBinary && keys_ != count_)) {
       return Status::Internal(fmt::format("an array file of {} elements was given {}", count_,
-                                          given));
+                                          given != count_ ? given : keys_));
     }
     if (kind_ == ArrayFileKind::kBinary) {
       std::string trailer;
@@ -259,8 +295,6 @@ class ArrayStreamWriter::Impl {
     }
     return file_->Commit();
   }
-
-  AtomicFile& file() { return *file_; }
 
  private:
   void Flush(bool force) {
@@ -274,27 +308,49 @@ class ArrayStreamWriter::Impl {
   ArrayFileKind kind_;
   ArrayElementType type_;
   std::vector<int64_t> shape_;
+  bool sparse_;
   int64_t count_;
-  std::vector<int64_t> key_;  // text, rank >= 3: the next element's key
-  int64_t at_ = 0;            // text: elements formatted so far
+  int64_t keys_ = 0;          // sparse binary: keys written so far
+  std::vector<int64_t> key_;  // dense text, rank >= 3: the next element's key
+  int64_t at_ = 0;            // dense text: elements formatted so far
+  std::string misuse_;        // the first call that did not fit the file, reported by Finish
   fmt::memory_buffer buf_;
 };
 
-Result<std::unique_ptr<ArrayStreamWriter>> ArrayStreamWriter::Create(const std::string& path,
-                                                                      ArrayFileKind kind,
-                                                                      ArrayElementType type,
-                                                                      std::vector<int64_t> shape) {
+namespace {
+
+Result<std::unique_ptr<AtomicFile>> CreateArrayFile(const std::string& path, ArrayFileKind kind,
+                                                    ArrayElementType type,
+                                                    const std::vector<int64_t>& shape, bool sparse,
+                                                    int64_t count) {
   ArrayWriteView v{type};
   v.shape = shape;
   TESSERA_RETURN_IF_ERROR(CheckView(v));
   auto created = AtomicFile::Create(path);
   if (!created.ok()) return created.status();
-  std::unique_ptr<AtomicFile> file = std::move(created).value();
-  if (kind == ArrayFileKind::kBinary) {
-    file->Write(BinaryHeader(type, /*sparse=*/false, shape, ElementCount(shape)));
-  }
+  if (kind == ArrayFileKind::kBinary) (*created)->Write(BinaryHeader(type, sparse, shape, count));
+  return created;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ArrayStreamWriter>> ArrayStreamWriter::Create(const std::string& path,
+                                                                      ArrayFileKind kind,
+                                                                      ArrayElementType type,
+                                                                      std::vector<int64_t> shape) {
+  auto file = CreateArrayFile(path, kind, type, shape, /*sparse=*/false, ElementCount(shape));
+  if (!file.ok()) return file.status();
   return std::unique_ptr<ArrayStreamWriter>(new ArrayStreamWriter(
-      std::make_unique<Impl>(std::move(file), kind, type, std::move(shape))));
+      std::make_unique<Impl>(std::move(file).value(), kind, type, std::move(shape), -1)));
+}
+
+Result<std::unique_ptr<ArrayStreamWriter>> ArrayStreamWriter::CreateSparse(
+    const std::string& path, ArrayFileKind kind, ArrayElementType type,
+    std::vector<int64_t> shape, int64_t count) {
+  auto file = CreateArrayFile(path, kind, type, shape, /*sparse=*/true, count);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<ArrayStreamWriter>(new ArrayStreamWriter(
+      std::make_unique<Impl>(std::move(file).value(), kind, type, std::move(shape), count)));
 }
 
 ArrayStreamWriter::ArrayStreamWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -303,6 +359,16 @@ ArrayStreamWriter::~ArrayStreamWriter() = default;
 void ArrayStreamWriter::Append(const void* values, int64_t count) {
   if (count <= 0) return;
   impl_->Append(values, count);
+  next_ += count;
+}
+
+void ArrayStreamWriter::AppendKeys(const int64_t* keys, int64_t count) {
+  if (count > 0) impl_->AppendKeys(keys, count);
+}
+
+void ArrayStreamWriter::AppendElements(const int64_t* keys, const void* values, int64_t count) {
+  if (count <= 0) return;
+  impl_->AppendElements(keys, values, count);
   next_ += count;
 }
 
@@ -315,6 +381,24 @@ Status WriteDense(const std::string& path, const ArrayWriteView& v, ArrayFileKin
   auto w = ArrayStreamWriter::Create(path, kind, v.type, v.shape);
   if (!w.ok()) return w.status();
   (*w)->Append(v.values, v.count);
+  return (*w)->Finish();
+}
+
+// A sparse array through the stream writer: keys in chunks, then the values (binary), or whole
+// elements in chunks (text).
+Status WriteSparse(const std::string& path, const ArrayWriteView& v, ArrayFileKind kind) {
+  auto w = ArrayStreamWriter::CreateSparse(path, kind, v.type, v.shape, v.count);
+  if (!w.ok()) return w.status();
+  const size_t e = ElementBytes(v.type);
+  const char* values = static_cast<const char*>(v.values);
+  ForEachKeyChunk(v, [&](int64_t first, int64_t n, const int64_t* keys) {
+    if (kind == ArrayFileKind::kBinary) {
+      (*w)->AppendKeys(keys, n);
+    } else {
+      (*w)->AppendElements(keys, values + static_cast<size_t>(first) * e, n);
+    }
+  });
+  if (kind == ArrayFileKind::kBinary) (*w)->Append(v.values, v.count);
   return (*w)->Finish();
 }
 
@@ -332,48 +416,14 @@ Status SaveArray(Context& ctx, const ArrayBase& array, const std::string& path, 
 
 Status WriteArrayFile(const std::string& path, const ArrayWriteView& v) {
   TESSERA_RETURN_IF_ERROR(CheckView(v));
-  if (!v.sparse) return WriteDense(path, v, ArrayFileKind::kBinary);
-  auto created = AtomicFile::Create(path);
-  if (!created.ok()) return created.status();
-  AtomicFile& f = *created.value();
-  f.Write(BinaryHeader(v.type, /*sparse=*/true, v.shape, v.count));
-  const size_t rank = v.shape.size();
-  ForEachKeyChunk(v, [&](int64_t, int64_t n, const int64_t* keys) {
-    f.Write(keys, static_cast<size_t>(n) * rank * sizeof(int64_t));
-  });
-  f.Write(v.values, static_cast<size_t>(v.count) * ElementBytes(v.type));
-  std::string trailer;
-  Put<uint32_t>(&trailer, f.crc());
-  f.Write(trailer);
-  return f.Commit();
+  return v.sparse ? WriteSparse(path, v, ArrayFileKind::kBinary)
+                  : WriteDense(path, v, ArrayFileKind::kBinary);
 }
 
 Status WriteArrayText(const std::string& path, const ArrayWriteView& v) {
   TESSERA_RETURN_IF_ERROR(CheckView(v));
-  if (!v.sparse) return WriteDense(path, v, ArrayFileKind::kText);
-  auto created = AtomicFile::Create(path);
-  if (!created.ok()) return created.status();
-  AtomicFile& f = *created.value();
-  const size_t rank = v.shape.size();
-  fmt::memory_buffer buf;
-  auto flush = [&](bool force) {
-    if (force || buf.size() > (1 << 20)) {
-      f.Write(buf.data(), buf.size());
-      buf.clear();
-    }
-  };
-  ForEachKeyChunk(v, [&](int64_t first, int64_t n, const int64_t* keys) {
-    for (int64_t i = 0; i < n; ++i) {
-      for (size_t d = 0; d < rank; ++d) {
-        fmt::format_to(std::back_inserter(buf), "{} ", keys[static_cast<size_t>(i) * rank + d]);
-      }
-      FormatValue(v.type, v.values, first + i, &buf);
-      buf.push_back('\n');
-      flush(false);
-    }
-  });
-  flush(true);
-  return f.Commit();
+  return v.sparse ? WriteSparse(path, v, ArrayFileKind::kText)
+                  : WriteDense(path, v, ArrayFileKind::kText);
 }
 
 Result<ArrayFileContents> ReadArrayFile(const std::string& path, ArrayElementType type, int rank) {

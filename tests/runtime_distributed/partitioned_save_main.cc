@@ -1,5 +1,5 @@
 // A program that saves arrays a distributed job keeps partitioned (only loops and saves touch
-// them): every worker calls save_array / save_array_text, worker 0 writes, and the files must be
+// them; the ratings are records in shuffled blocks, the rest dense): every worker calls save_array / save_array_text, worker 0 writes, and the files must be
 // byte-for-byte those of a serial run where the loop is bit-exact, and those of whole copies of
 // the same arrays (made by a loop, read by serial code, saved by each worker to its own
 // <name>.whole.<rank> files) where it is not (partitioned_save_test.cc). Each worker writes the
@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     keep(tessera::save_array_text(item_bias, out + "/item_bias.txt"));
     keep(tessera::save_array(C, out + "/C.tarr"));
     keep(tessera::save_array(ratings, out + "/ratings.tarr"));
+    keep(tessera::save_array_text(ratings, out + "/ratings.txt"));
     // Whole copies: the serial reads below keep them whole on every worker, so each worker
     // saves its own copy locally.
     auto W_whole = DistArray<float, 2>::dense(ctx, {users, 5});

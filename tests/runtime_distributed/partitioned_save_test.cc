@@ -4,9 +4,9 @@
 // the rows the workers stream to it. Every file must equal byte for byte the serial run's where
 // the loop's result is bit-exact (counts, the untrained array, the ratings), and the file each
 // worker saves from a whole copy of the same array where it is not (W and H: the 2d order of
-// updates rounds differently); the arrays must still be partitioned afterwards; and a save that
-// only some workers make, or that worker 0 cannot write, must fail every worker with a clear
-// error.
+// updates rounds differently); the arrays, the sparse ratings included, must still be
+// partitioned afterwards; and a save that only some workers make, or that worker 0 cannot write,
+// must fail every worker with a clear error.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 // Equal to the serial run's files.
 const std::vector<std::string> kExact = {"user_count.tarr", "item_bias.tarr", "item_bias.txt",
-                                         "C.tarr", "ratings.tarr"};
+                                         "C.tarr", "ratings.tarr", "ratings.txt"};
 // Equal to the whole copies' files (<name>.whole.<rank>.<ext>).
 const std::vector<std::pair<std::string, std::string>> kTrained = {
     {"W", "tarr"}, {"W", "txt"}, {"H", "tarr"}, {"H", "txt"}};
@@ -113,6 +113,14 @@ TEST_F(PartitionedSaveTest, EveryWorkerSavesAndWorkerZeroWritesTheSerialFilesByt
       EXPECT_EQ((*it)[1], "0") << log;
     }
     EXPECT_EQ(reports, workers) << log;
+    // The saves kept the ratings (a sparse array) partitioned too: no worker gathered them.
+    const std::regex gathered(R"((\d+) relayouts, (\d+) gathered whole)");
+    int sparse_reports = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), gathered);
+         it != std::sregex_iterator(); ++it, ++sparse_reports) {
+      EXPECT_EQ((*it)[2], "0") << log;
+    }
+    EXPECT_EQ(sparse_reports, workers) << log;
   }
 }
 

@@ -1,6 +1,7 @@
-// The collective save of a dense array the distributed executor keeps partitioned
+// The collective save of an array the distributed executor keeps partitioned
 // (tessera::save_array and save_array_text in a distributed job; docs/programming-model.md,
-// "What lives where and what it costs").
+// "What lives where and what it costs"): a dense array's rows (SaveRows) or a sparse array's
+// records (SaveRecords).
 //
 // Every worker calls SaveRows at the same point of the program with the same layout (the
 // executor's RowLayout is identical on every worker). Rank 0 writes the file through
@@ -54,17 +55,25 @@ struct RowSaveOptions {
 Status SaveRows(PeerMesh& mesh, uint64_t tag, const ArrayBase& array,
                 const std::vector<SavedRows>& rows, const RowSaveOptions& options);
 
+// The collective save of a sparse array the job keeps partitioned (RecordPartition): each worker
+// holds its share in serial order; rank 0 merges the shares by place into the file, which is byte
+// for byte a local save's of the whole array. A binary file takes two passes over the shares
+// (places and keys, then values), a text file one; each worker sends messages of at most
+// `chunk_bytes`, at most `window` ahead of rank 0's credits, so rank 0 holds at most a few chunks
+// per worker besides 8 bytes per run of consecutive elements from one worker. Results and errors
+// as SaveRows. REQUIRES: `array` sparse and partitioned, not written meanwhile.
+Status SaveRecords(PeerMesh& mesh, uint64_t tag, const ArrayBase& array,
+                   const RowSaveOptions& options);
+
 class PartitionedArrays;
-class PartitionedRecords;
 
 // save_array of `array` in a distributed job (Context::SavePartitioned): SaveRows for a dense
-// array kept partitioned; for a sparse one kept partitioned, the array is first gathered whole
-// on every worker (PartitionedRecords::GatherWhole), then worker 0 writes it and every worker
-// returns its result; nullopt when the array is whole here. `tag` is the executor's exchange
-// counter (advanced as every worker advances it). Collective for partitioned arrays.
+// array kept partitioned, SaveRecords for a sparse one; nullopt when the array is whole here.
+// `tag` is the executor's exchange counter (advanced as every worker advances it). Collective for
+// partitioned arrays.
 std::optional<Status> SavePartitionedArray(PeerMesh& mesh, uint64_t* tag, PartitionedArrays& arrays,
-                                           PartitionedRecords& records, const ArrayBase& array,
-                                           const std::string& path, bool text);
+                                           const ArrayBase& array, const std::string& path,
+                                           bool text);
 
 }  // namespace tessera::internal
 

@@ -200,7 +200,7 @@ class DistributedExecutor::Impl {
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
   void FetchRow(ArrayBase& array, int64_t row) { partitioned_->FetchRow(array, row, ++tag_); }
   std::optional<Status> SavePartitioned(const ArrayBase& a, const std::string& path, bool text) {
-    return SavePartitionedArray(*mesh_, &tag_, *partitioned_, *records_, a, path, text);
+    return SavePartitionedArray(*mesh_, &tag_, *partitioned_, a, path, text);
   }
 
   Traffic traffic() const {
