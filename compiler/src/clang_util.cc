@@ -28,7 +28,7 @@ const CXXRecordDecl* RecordOf(QualType t) {
 TypeKind Classify(QualType t) {
   const CXXRecordDecl* rd = RecordOf(t);
   if (rd == nullptr) return TypeKind::kOther;
-  // SparseRowView<T>::Iterator and ::Entry are nested in the view.
+  // SparseRowView<T, N>::Iterator is nested in the view; its Entry is a SparseRowEntry.
   if (const auto* outer = dyn_cast<CXXRecordDecl>(rd->getDeclContext())) {
     if (outer->getName() == "SparseRowView" && InTesseraNamespace(outer)) {
       return TypeKind::kSparseRowView;
@@ -45,7 +45,7 @@ TypeKind Classify(QualType t) {
   if (name == "RowView") return TypeKind::kRowView;
   if (name == "RelaxedRowView") return TypeKind::kRelaxedRowView;
   if (name == "Key") return TypeKind::kKey;
-  if (name == "SparseRowView") return TypeKind::kSparseRowView;
+  if (name == "SparseRowView" || name == "SparseRowEntry") return TypeKind::kSparseRowView;
   if (name == "Accumulator") return TypeKind::kAccumulator;
   return TypeKind::kOther;
 }

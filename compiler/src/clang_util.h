@@ -23,7 +23,7 @@ enum class TypeKind {
   kRowView,
   kRelaxedRowView,
   kKey,
-  kSparseRowView,  // and its Iterator / Entry: views of one sparse row
+  kSparseRowView,  // and its Iterator and SparseRowEntry: views of one sparse row
   kAccumulator,
 };
 

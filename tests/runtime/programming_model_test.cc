@@ -256,6 +256,25 @@ TEST(DistArrayTest, SparseRowViewListsARowsElements) {
   EXPECT_EQ(x.sparse_row(1).value(0), 5.0f);
 }
 
+TEST(DistArrayTest, SparseRowOfAHigherRankArrayListsItsElementsByKey) {
+  Context ctx(Hermetic());
+  auto t = DistArray<int64_t, 3>::sparse(ctx, {3, 4, 5});
+  t.append_unchecked({{1, 3, 0}}, 10);
+  t.append_unchecked({{0, 0, 4}}, 20);
+  t.append_unchecked({{1, 0, 2}}, 30);
+  t.append_unchecked({{2, 1, 1}}, 40);
+  auto r1 = t.sparse_row(1);
+  ASSERT_EQ(r1.size(), 2);
+  EXPECT_EQ(r1.key(0), (Key<3>{{1, 3, 0}}));  // storage order within the row
+  EXPECT_EQ(r1.key(1), (Key<3>{{1, 0, 2}}));
+  for (auto [key, value] : t.sparse_row(1)) value += key[1] * 100 + key[2];
+  EXPECT_EQ(t(1, 3, 0), 310);
+  EXPECT_EQ(t(1, 0, 2), 32);
+  EXPECT_EQ(t(0, 0, 4), 20);  // other rows untouched
+  EXPECT_EQ(t.sparse_row(2).size(), 1);
+  EXPECT_EQ(t.sparse_row(2).value(0), 40);
+}
+
 // Sparse logistic regression with the data-parallel permission, the third program the model must
 // express: the space is the labels, each sample's features come from a sparse row of X.
 TEST(ProgrammingModelTest, SparseLogisticRegressionRunsSerially) {

@@ -63,20 +63,38 @@ class RowView {
   int64_t size_;
 };
 
-// The stored elements of one row of a sparse 2-D DistArray, in storage order:
-//   for (auto [col, value] : X.sparse_row(i)) dot += value * w(col);
-// Valid until the array is changed (insert, reorder) or moved from.
+// One stored element of a sparse row: a matrix's element by its column, a higher-rank array's by
+// its whole key.
+template <typename T, int N>
+struct SparseRowEntry {
+  const Key<N>& key;
+  T& value;
+};
 template <typename T>
+struct SparseRowEntry<T, 2> {
+  int64_t col;  // key[1] of the element
+  T& value;
+};
+
+// The stored elements of one row (the elements whose key[0] is the row) of a sparse DistArray, in
+// storage order:
+//   for (auto [col, value] : X.sparse_row(i)) dot += value * w(col);     // rank 2
+//   for (auto [key, value] : T.sparse_row(i)) sum += value * w(key[2]);  // rank 3 and more
+// Valid until the array is changed (insert, reorder) or moved from.
+template <typename T, int N = 2>
 class SparseRowView {
  public:
-  struct Entry {
-    int64_t col;  // key[1] of the element
-    T& value;
-  };
+  using Entry = SparseRowEntry<T, N>;
   class Iterator {
    public:
     Iterator(const SparseRowView* row, int64_t j) : row_(row), j_(j) {}
-    Entry operator*() const { return {row_->col(j_), row_->value(j_)}; }
+    Entry operator*() const {
+      if constexpr (N == 2) {
+        return {row_->col(j_), row_->value(j_)};
+      } else {
+        return {row_->key(j_), row_->value(j_)};
+      }
+    }
     Iterator& operator++() {
       ++j_;
       return *this;
@@ -88,11 +106,16 @@ class SparseRowView {
     int64_t j_;
   };
 
-  SparseRowView(const int64_t* positions, int64_t size, const Key<2>* keys, T* values)
+  SparseRowView(const int64_t* positions, int64_t size, const Key<N>* keys, T* values)
       : positions_(positions), size_(size), keys_(keys), values_(values) {}
   int64_t size() const { return size_; }
   // REQUIRES: 0 <= j < size().
-  int64_t col(int64_t j) const { return keys_[positions_[j]].idx[1]; }
+  const Key<N>& key(int64_t j) const { return keys_[positions_[j]]; }
+  int64_t col(int64_t j) const
+    requires(N == 2)
+  {
+    return keys_[positions_[j]].idx[1];
+  }
   T& value(int64_t j) const { return values_[positions_[j]]; }
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, size_); }
@@ -100,7 +123,7 @@ class SparseRowView {
  private:
   const int64_t* positions_;
   int64_t size_;
-  const Key<2>* keys_;
+  const Key<N>* keys_;
   T* values_;
 };
 
@@ -252,17 +275,17 @@ class DistArray {
   }
 
   // --- Sparse arrays only (checked). ---
-  // The stored elements of row i. REQUIRES: N == 2, sparse, 0 <= i < extent(0). The first call
-  // after a change groups the elements by row (O(nnz)); not thread-safe until then.
-  SparseRowView<T> sparse_row(int64_t i)
-    requires(N == 2)
+  // The stored elements whose key[0] is i. REQUIRES: N >= 2, sparse, 0 <= i < extent(0). The
+  // first call after a change groups the elements by row (O(nnz)); not thread-safe until then.
+  SparseRowView<T, N> sparse_row(int64_t i)
+    requires(N >= 2)
   {
     CheckSparse();
     TESSERA_CHECK_MSG(i >= 0 && i < s_->shape_[0], "DistArray::sparse_row index out of range");
     Whole();
     s_->EnsureRows();
     const int64_t b = s_->row_start_[i];
-    return SparseRowView<T>(s_->row_pos_.data() + b, s_->row_start_[i + 1] - b, s_->keys_.data(),
+    return SparseRowView<T, N>(s_->row_pos_.data() + b, s_->row_start_[i + 1] - b, s_->keys_.data(),
                             s_->values_.data());
   }
 
