@@ -46,28 +46,62 @@ std::vector<int64_t> DimCuts(const ArrayBase& space, int dim, int parts) {
 
 // Counting sort of the positions by block, positions increasing inside each block, where
 // block_ids(first, m, out) gives the blocks of positions [first, first + m). Two passes over the
-// keys, a chunk at a time: a space costs its 8-byte positions and nothing else, and nothing at
-// all when every block is a range of consecutive positions (b->identity).
+// keys, a chunk at a time: the first counts each block's positions and runs of consecutive
+// positions, so that the second stores the cheapest of the three forms (see Blocks): nothing when
+// every block is a range (identity), the runs when they are at most half the positions, else
+// the 8-byte positions. Nothing else of the size of the space is held.
 template <typename BlockIds>
 void FillBlocksByChunks(int64_t n, int num_blocks, BlockIds&& block_ids, Blocks* b) {
   b->offsets.assign(static_cast<size_t>(num_blocks) + 1, 0);
+  b->positions.clear();
+  b->run_begin.clear();
+  b->run_index.clear();
   std::vector<int> ids(static_cast<size_t>(std::min(n, kKeyChunk)));
+  // last[k]: the last position seen in block k (-2: none yet, so that position 0 starts a run).
+  std::vector<int64_t> last(static_cast<size_t>(num_blocks), -2);
+  std::vector<int64_t> block_runs(static_cast<size_t>(num_blocks), 0);
   bool ordered = true;  // block ids never decrease along the positions
-  int last = 0;
+  int last_id = 0;
   for (int64_t first = 0; first < n; first += kKeyChunk) {
     const int64_t m = std::min(kKeyChunk, n - first);
     block_ids(first, m, ids.data());
     for (int64_t i = 0; i < m; ++i) {
-      ++b->offsets[ids[i] + 1];
-      ordered = ordered && ids[i] >= last;
-      last = ids[i];
+      const int k = ids[i];
+      ++b->offsets[k + 1];
+      if (last[k] + 1 != first + i) ++block_runs[k];
+      last[k] = first + i;
+      ordered = ordered && k >= last_id;
+      last_id = k;
     }
   }
   for (int i = 0; i < num_blocks; ++i) b->offsets[i + 1] += b->offsets[i];
-  b->positions.clear();
   b->identity = ordered;
   if (ordered) return;
+  int64_t runs = 0;
+  for (int64_t r : block_runs) runs += r;
   std::vector<int64_t> fill(b->offsets.begin(), b->offsets.end() - 1);
+  if (2 * runs <= n) {
+    std::vector<int64_t> next_run(static_cast<size_t>(num_blocks), 0);
+    for (int k = 1; k < num_blocks; ++k) next_run[k] = next_run[k - 1] + block_runs[k - 1];
+    b->run_begin.resize(static_cast<size_t>(runs));
+    b->run_index.resize(static_cast<size_t>(runs) + 1);
+    b->run_index.back() = n;
+    std::fill(last.begin(), last.end(), -2);
+    for (int64_t first = 0; first < n; first += kKeyChunk) {
+      const int64_t m = std::min(kKeyChunk, n - first);
+      block_ids(first, m, ids.data());
+      for (int64_t i = 0; i < m; ++i) {
+        const int k = ids[i];
+        if (last[k] + 1 != first + i) {
+          b->run_begin[next_run[k]] = first + i;
+          b->run_index[next_run[k]++] = fill[k];
+        }
+        last[k] = first + i;
+        ++fill[k];
+      }
+    }
+    return;
+  }
   b->positions.resize(static_cast<size_t>(n));
   for (int64_t first = 0; first < n; first += kKeyChunk) {
     const int64_t m = std::min(kKeyChunk, n - first);
@@ -125,6 +159,13 @@ void MarkContiguous(Blocks* b) {
   b->contiguous.assign(static_cast<size_t>(b->num_blocks()), 1);
   if (b->identity) return;
   for (int64_t blk = 0; blk < b->num_blocks(); ++blk) {
+    if (b->runs()) {  // one run at most: the run starting at the block's first index, if any
+      const int64_t first = b->offsets[blk];
+      if (b->block_size(blk) == 0) continue;
+      const auto r = std::lower_bound(b->run_index.begin(), b->run_index.end(), first);
+      b->contiguous[blk] = *(r + 1) >= b->offsets[blk + 1];
+      continue;
+    }
     for (int64_t i = b->offsets[blk] + 1; i < b->offsets[blk + 1]; ++i) {
       if (b->positions[i] != b->positions[i - 1] + 1) {
         b->contiguous[blk] = 0;
@@ -254,32 +295,41 @@ void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {
   b->rank = rank;
   b->key_lo.assign(static_cast<size_t>(blocks * rank), INT64_MAX);
   b->key_hi.assign(static_cast<size_t>(blocks * rank), INT64_MIN);
-  // Chunk by chunk of storage positions, each position's block found by walking the blocks in
-  // order (identity) or from an inverse of the positions (4 bytes per position, not 8 per dim).
   const int64_t n = space.size();
-  std::vector<int> block_of;
-  if (!b->identity) {
-    block_of.resize(static_cast<size_t>(n));
+  std::vector<int64_t> keys(static_cast<size_t>(std::min(n, kKeyChunk)));
+  if (b->identity || b->runs()) {
+    // Block by block, range by range (a chunk of keys at a time): nothing per position.
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      for (int64_t i = b->offsets[blk]; i < b->offsets[blk + 1]; ++i) {
-        block_of[static_cast<size_t>(b->positions[i])] = static_cast<int>(blk);
-      }
+      b->ForEachRange(blk, 0, b->block_size(blk), [&](int64_t lo, int64_t hi) {
+        for (int64_t first = lo; first < hi; first += kKeyChunk) {
+          const int64_t m = std::min(kKeyChunk, hi - first);
+          for (int d = 0; d < rank; ++d) {
+            space.key_components(d, first, m, keys.data());
+            const size_t at = static_cast<size_t>(blk * rank + d);
+            for (int64_t i = 0; i < m; ++i) {
+              b->key_lo[at] = std::min(b->key_lo[at], keys[i]);
+              b->key_hi[at] = std::max(b->key_hi[at], keys[i]);
+            }
+          }
+        }
+      });
+    }
+    return;
+  }
+  // Listed positions: chunk by chunk of storage positions, each position's block from an inverse
+  // of the positions (4 bytes per position, not 8 per dim).
+  std::vector<int> block_of(static_cast<size_t>(n));
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    for (int64_t i = b->offsets[blk]; i < b->offsets[blk + 1]; ++i) {
+      block_of[static_cast<size_t>(b->positions[i])] = static_cast<int>(blk);
     }
   }
-  std::vector<int64_t> keys(static_cast<size_t>(std::min(n, kKeyChunk)));
   for (int d = 0; d < rank; ++d) {
-    int64_t blk = 0;  // identity: the block of the chunk's next position
     for (int64_t first = 0; first < n; first += kKeyChunk) {
       const int64_t m = std::min(kKeyChunk, n - first);
       space.key_components(d, first, m, keys.data());
       for (int64_t i = 0; i < m; ++i) {
-        int64_t at;
-        if (b->identity) {
-          while (b->offsets[blk + 1] <= first + i) ++blk;
-          at = blk * rank + d;
-        } else {
-          at = block_of[static_cast<size_t>(first + i)] * rank + d;
-        }
+        const int64_t at = block_of[static_cast<size_t>(first + i)] * rank + d;
         b->key_lo[at] = std::min(b->key_lo[at], keys[i]);
         b->key_hi[at] = std::max(b->key_hi[at], keys[i]);
       }
@@ -287,15 +337,20 @@ void ComputeKeyBounds(const ArrayBase& space, Blocks* b) {
   }
 }
 
-void RunBlock(const Blocks& b, int64_t block, const LoopTask& task) {
-  const int64_t begin = b.offsets[block];
-  const int64_t count = b.block_size(block);
-  if (count == 0) return;
+void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
+  if (to <= from) return;
+  const int64_t begin = b.offsets[block] + from;
   if (b.contiguous[block]) {
-    task.RunRange(b.position(begin), b.position(begin) + count);
+    task.RunRange(b.position(begin), b.position(begin) + (to - from));
+  } else if (b.runs()) {
+    b.ForEachRange(block, from, to, [&task](int64_t lo, int64_t hi) { task.RunRange(lo, hi); });
   } else {
-    task.RunPositions(b.positions.data() + begin, static_cast<size_t>(count));
+    task.RunPositions(b.positions.data() + begin, static_cast<size_t>(to - from));
   }
+}
+
+void RunBlock(const Blocks& b, int64_t block, const LoopTask& task) {
+  RunBlockPart(b, block, 0, b.block_size(block), task);
 }
 
 }  // namespace tessera::internal

@@ -153,6 +153,202 @@ std::optional<std::pair<int64_t, int64_t>> SmallestDuplicate(const ArrayBase& a)
   return std::make_pair(*dup / width, *dup % width);
 }
 
+// A docword entry as the tokens are made from it (0-based ids): 16 bytes.
+struct TokenEntry {
+  int64_t doc;
+  int32_t word;
+  int32_t count;
+};
+
+bool KeyLess(const TokenEntry& a, const TokenEntry& b) {
+  return a.doc < b.doc || (a.doc == b.doc && a.word < b.word);
+}
+
+// Parsed entries a worker ships at a time to the tokens path's holders: the batches and messages
+// of a round (about 20 bytes per entry each) stay small beside the share and what it receives.
+// A share is shipped in at least kMinRounds rounds, so that small files take the same path.
+constexpr size_t kRoundEntries = size_t{1} << 19;
+constexpr size_t kMinRounds = 8;
+
+// A RecordShipment of one SparseRecords holding `entries` as keys (doc, word) and 4-byte counts,
+// without places: the tokens path orders what it receives by key itself.
+std::string EncodeEntries(const std::vector<TokenEntry>& entries) {
+  capnp::MallocMessageBuilder message(
+      static_cast<unsigned>(std::min<size_t>(32 + 3 * entries.size(), 1u << 28)));
+  auto records = message.initRoot<proto::RecordShipment>().initArrays(1)[0];
+  auto keys = records.initKeys(static_cast<unsigned>(2 * entries.size()));
+  std::vector<int32_t> counts(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    keys.set(static_cast<unsigned>(2 * i), entries[i].doc);
+    keys.set(static_cast<unsigned>(2 * i + 1), entries[i].word);
+    counts[i] = entries[i].count;
+  }
+  records.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(counts.data()),
+                                 counts.size() * sizeof(int32_t)));
+  return FlattenMessage(message);
+}
+
+// Appends the entries of an EncodeEntries message from worker `from` to `into`, checking that
+// each is one this worker holds: docs in [lo, hi), words below `vocab`.
+Status DecodeEntries(const std::string& bytes, int from, int64_t lo, int64_t hi, int64_t vocab,
+                     std::vector<TokenEntry>* into) {
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    return Status::DataLoss(fmt::format("worker {} sent {} bytes of entries", from, bytes.size()));
+  }
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  try {
+    capnp::FlatArrayMessageReader reader(words.asPtr(), PeerPayloadOptions(words.size()));
+    const auto arrays = reader.getRoot<proto::RecordShipment>().getArrays();
+    if (arrays.size() != 1) {
+      return Status::DataLoss(
+          fmt::format("worker {} sent entries of {} arrays", from, arrays.size()));
+    }
+    const auto keys = arrays[0].getKeys();
+    const auto values = arrays[0].getValues();
+    const size_t n = values.size() / sizeof(int32_t);
+    if (values.size() % sizeof(int32_t) != 0 || keys.size() != 2 * n ||
+        arrays[0].getOrderHigh().size() != 0 || arrays[0].getOrderLow().size() != 0) {
+      return Status::DataLoss(fmt::format("worker {} sent {} keys and {} count bytes", from,
+                                          keys.size(), values.size()));
+    }
+    into->reserve(into->size() + n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t doc = keys[static_cast<unsigned>(2 * i)];
+      const int64_t word = keys[static_cast<unsigned>(2 * i + 1)];
+      if (doc < lo || doc >= hi || word < 0 || word >= vocab) {
+        return Status::DataLoss(fmt::format(
+            "worker {} sent entry (doc {}, word {}) outside docs [{}, {}) x words [0, {})", from,
+            doc, word, lo, hi, vocab));
+      }
+      int32_t count;
+      std::memcpy(&count, values.begin() + i * sizeof(int32_t), sizeof(int32_t));
+      into->push_back({doc, static_cast<int32_t>(word), count});
+    }
+  } catch (const kj::Exception& e) {
+    return Status::DataLoss(
+        fmt::format("malformed entries from worker {}: {}", from, e.getDescription().cStr()));
+  }
+  return Status::Ok();
+}
+
+// The tokens path's exchange: each parsed entry to the holder of its document, without its
+// place, in rounds of at most kRoundEntries parsed entries per worker (`most` parsed entries on
+// the busiest worker fixes the rounds, alike on every worker). Returns what this worker
+// holds, as one run per round and sender (each in its sender's file order); the parsed share
+// goes when the last round is sent.
+Result<std::vector<std::vector<TokenEntry>>> ShipEntries(const LoadSplit& split,
+                                                         const RecordPlan& plan, int64_t vocab,
+                                                         std::vector<DocwordEntry> entries,
+                                                         uint64_t most) {
+  const size_t W = static_cast<size_t>(split.num_workers), rank = static_cast<size_t>(split.rank);
+  const int64_t lo = plan.bounds[rank], hi = plan.bounds[rank + 1];
+  const size_t round = std::clamp<size_t>((most + kMinRounds - 1) / kMinRounds, 1, kRoundEntries);
+  std::vector<std::vector<TokenEntry>> held;
+  for (size_t begin = 0; begin < most; begin += round) {
+    const size_t first = std::min(begin, entries.size());
+    const size_t last = std::min(begin + round, entries.size());
+    std::vector<std::vector<TokenEntry>> out(W);
+    for (size_t i = first; i < last; ++i) {
+      const DocwordEntry& e = entries[i];
+      out[OwnerOf(plan, e.doc - 1)].push_back(
+          {e.doc - 1, static_cast<int32_t>(e.word - 1), e.count});
+    }
+    std::vector<std::string> messages(W);
+    for (size_t w = 0; w < W; ++w) {
+      if (w == rank) continue;
+      messages[w] = EncodeEntries(out[w]);
+      std::vector<TokenEntry>().swap(out[w]);
+    }
+    if (!out[rank].empty()) held.push_back(std::move(out[rank]));
+    Result<std::vector<std::string>> got = split.exchange(std::move(messages));
+    if (!got.ok()) return got.status();
+    for (size_t w = 0; w < W; ++w) {
+      if (w == rank) continue;
+      std::vector<TokenEntry> from;
+      TESSERA_RETURN_IF_ERROR(DecodeEntries((*got)[w], static_cast<int>(w), lo, hi, vocab, &from));
+      std::string().swap((*got)[w]);
+      if (!from.empty()) held.push_back(std::move(from));
+    }
+  }
+  return held;
+}
+
+// Calls emit(e) for every entry of `runs` (each sorted by key) in key order, freeing each run
+// once used up; the smallest key met twice goes to *dup.
+template <typename Emit>
+void MergeSortedRuns(std::vector<std::vector<TokenEntry>>* runs, Emit&& emit,
+                     std::optional<std::pair<int64_t, int64_t>>* dup) {
+  std::vector<std::vector<TokenEntry>>& r = *runs;
+  std::vector<size_t> at(r.size(), 0), heap;
+  // A min-heap of runs by their next entry.
+  auto later = [&](size_t a, size_t b) { return KeyLess(r[b][at[b]], r[a][at[a]]); };
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (!r[i].empty()) heap.push_back(i);
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  bool any = false;
+  TokenEntry last{};
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const size_t c = heap.back();
+    // The run's entries go while they stay below every other run's next one.
+    do {
+      const TokenEntry& e = r[c][at[c]];
+      if (any && !dup->has_value() && e.doc == last.doc && e.word == last.word) {
+        *dup = std::make_pair(e.doc, static_cast<int64_t>(e.word));
+      }
+      last = e;
+      any = true;
+      emit(e);
+      ++at[c];
+    } while (at[c] < r[c].size() && (heap.size() == 1 || !later(c, heap.front())));
+    if (at[c] < r[c].size()) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      std::vector<TokenEntry>().swap(r[c]);
+      heap.pop_back();
+    }
+  }
+}
+
+// Replaces corpus->counts by an empty array and makes corpus->tokens from the entries that
+// for_each_entry(emit) passes to emit in key order: `held_tokens` tokens, the last key dim as
+// long as the job's longest document (`longest`). With `partition` the tokens are this worker's
+// share, in serial order (their keys'), without stored places.
+template <typename ForEachEntry>
+void MakeTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
+                const RecordPartition* partition, int64_t held_tokens, int64_t longest,
+                ForEachEntry&& for_each_entry) {
+  ArrayOrigin counts_origin = origin;
+  counts_origin.member = "counts";
+  corpus->counts = DistArray<int32_t, 2>::WithOrigin(ctx, {corpus->num_docs, corpus->vocab_size},
+                                                     /*sparse=*/true, counts_origin);
+  corpus->max_doc_length = longest;
+  ArrayOrigin tokens_origin = origin;
+  tokens_origin.member = "tokens";
+  corpus->tokens = DistArray<int64_t, 3>::WithOrigin(
+      ctx, {corpus->num_docs, corpus->vocab_size, std::max<int64_t>(1, longest)},
+      /*sparse=*/true, tokens_origin);
+  corpus->tokens.reserve(held_tokens);
+  int64_t j = 0, doc = -1;
+  for_each_entry([&](const TokenEntry& e) {
+    if (e.doc != doc) j = 0;
+    doc = e.doc;
+    for (int32_t c = 0; c < e.count; ++c, ++j) {
+      corpus->tokens.append_unchecked({{e.doc, e.word, j}}, 0);
+    }
+  });
+  if (partition != nullptr) {
+    // The share is in serial order, its keys' order, already: it becomes this worker's
+    // partition as it stands, without a copy through a record batch (ImportRecords would hold
+    // both) and without stored places (they are the keys').
+    auto& storage =
+        static_cast<ArrayStorage<int64_t, 3>&>(const_cast<ArrayBase&>(corpus->tokens.base()));
+    storage.AdoptPartitionInKeyOrder(*partition);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -317,7 +513,7 @@ Result<Corpus> LoadDocwordPartitioned(
   Result<std::vector<WorkerIds>> ids = GatherIds(
       split, EncodeIds(share.error, false, docs, doc_entries, share.entries.size(), tokens));
   if (!ids.ok()) return ids.status();
-  uint64_t entries_total = 0, tokens_total = 0;
+  uint64_t entries_total = 0, tokens_total = 0, most_entries = 0;
   std::vector<uint64_t> entry_offset;
   std::vector<std::pair<int64_t, uint64_t>> histogram;
   for (WorkerIds& w : *ids) {
@@ -328,6 +524,7 @@ Result<Corpus> LoadDocwordPartitioned(
     }
     entry_offset.push_back(entries_total);
     entries_total += w.train;
+    most_entries = std::max(most_entries, w.train);
     tokens_total += w.test;
     for (size_t i = 0; i < w.users.size(); ++i) {
       if (w.users[i] < 0 || w.users[i] >= shape.docs || w.items[i] < 0) {
@@ -349,6 +546,8 @@ Result<Corpus> LoadDocwordPartitioned(
     }
   }
   histogram.resize(kept);
+  uint64_t longest = 0;  // with tokens: the job's longest document
+  for (const auto& [doc, count] : histogram) longest = std::max(longest, count);
   const int W = split.num_workers;
   // Equal-count document ranges, one per worker: the layout of a loop over documents.
   const RecordPlan plan = PlanFromCuts(0, shape.docs, CutsFromSparseCounts(histogram, W), 1, W,
@@ -364,10 +563,31 @@ Result<Corpus> LoadDocwordPartitioned(
   corpus.counts =
       DistArray<int32_t, 2>::WithOrigin(ctx, {shape.docs, shape.vocab}, /*sparse=*/true, origin);
   auto& counts = const_cast<ArrayBase&>(corpus.counts.base());
-  // Each entry straight to the holder of its document, with its place in file order.
   const size_t rank = static_cast<size_t>(split.rank);
-  std::vector<std::vector<RecordBatch>> out(static_cast<size_t>(W), std::vector<RecordBatch>(1));
-  {
+  std::optional<std::pair<int64_t, int64_t>> dup;  // the smallest (doc, word) held twice
+  size_t held_entries = 0;
+  if (tokens_wanted) {
+    // Entries go to their holders without places, a round at a time, and become tokens as they
+    // are merged in key order: the counts array never holds them.
+    Result<std::vector<std::vector<TokenEntry>>> runs =
+        ShipEntries(split, plan, shape.vocab, std::move(share.entries), most_entries);
+    if (!runs.ok()) return runs.status();
+    int64_t held_tokens = 0;
+    for (std::vector<TokenEntry>& run : *runs) {
+      std::sort(run.begin(), run.end(), KeyLess);
+      held_entries += run.size();
+      for (const TokenEntry& e : run) held_tokens += e.count;
+    }
+    RecordPartition mine_part;
+    mine_part.dim = 0;
+    mine_part.lo = plan.bounds[rank];
+    mine_part.hi = plan.bounds[rank + 1];
+    mine_part.global_size = static_cast<int64_t>(tokens_total);
+    MakeTokens(ctx, &corpus, origin, &mine_part, held_tokens, static_cast<int64_t>(longest),
+               [&](auto&& emit) { MergeSortedRuns(&*runs, emit, &dup); });
+  } else {
+    // Each entry straight to the holder of its document, with its place in file order.
+    std::vector<std::vector<RecordBatch>> out(static_cast<size_t>(W), std::vector<RecordBatch>(1));
     std::vector<size_t> sizes(static_cast<size_t>(W), 0);
     for (const DocwordEntry& e : share.entries) ++sizes[OwnerOf(plan, e.doc - 1)];
     for (size_t w = 0; w < sizes.size(); ++w) {
@@ -385,14 +605,16 @@ Result<Corpus> LoadDocwordPartitioned(
       b.order.push_back({0, entry_offset[rank] + i});
     }
     std::vector<DocwordEntry>().swap(share.entries);
+    TESSERA_RETURN_IF_ERROR(
+        ExchangeRecords(split.exchange, split.rank, {&counts}, {plan}, std::move(out)));
+    dup = SmallestDuplicate(counts);
+    held_entries = counts.size();
   }
-  TESSERA_RETURN_IF_ERROR(
-      ExchangeRecords(split.exchange, split.rank, {&counts}, {plan}, std::move(out)));
 
   // Every (doc, word) now lives on one worker: the smallest held twice is found there (the
   // ranges increase with rank) and named at its second occurrence, as a whole-file read does.
   std::vector<int64_t> mine;
-  if (const auto dup = SmallestDuplicate(counts)) mine = {dup->first, dup->second};
+  if (dup) mine = {dup->first, dup->second};
   Result<std::vector<WorkerIds>> verdicts =
       GatherIds(split, EncodeIds(Status::Ok(), false, mine, {}, 0, 0));
   if (!verdicts.ok()) return verdicts.status();
@@ -405,23 +627,6 @@ Result<Corpus> LoadDocwordPartitioned(
   if (static_cast<int64_t>(entries_total) != shape.nnz) {
     return Status::DataLoss(fmt::format("{}: the header promises NNZ = {} entries, the file has {}",
                                         path, shape.nnz, entries_total));
-  }
-  const size_t held_entries = counts.size();
-  if (tokens_wanted) {
-    RecordPartition mine_part;
-    mine_part.dim = 0;
-    mine_part.lo = plan.bounds[rank];
-    mine_part.hi = plan.bounds[rank + 1];
-    mine_part.global_size = static_cast<int64_t>(tokens_total);
-    TESSERA_RETURN_IF_ERROR(ExpandTokens(
-        ctx, &corpus, origin, &mine_part, [&split](int64_t longest) -> Result<int64_t> {
-          Result<std::vector<WorkerIds>> all = GatherIds(
-              split, EncodeIds(Status::Ok(), false, {}, {}, static_cast<uint64_t>(longest), 0));
-          if (!all.ok()) return all.status();
-          uint64_t most = 0;
-          for (const WorkerIds& w : *all) most = std::max(most, w.train);
-          return static_cast<int64_t>(most);
-        }));
   }
   malloc_trim(0);  // as after load_triples' exchange
   ctx.logger().info(
@@ -445,13 +650,8 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
   // tokens are never both whole. The storage is read directly: element access would gather a
   // partitioned array whole.
   corpus->counts.sort_keys();
-  struct Entry {
-    int64_t doc;
-    int32_t word;
-    int32_t count;
-  };
   constexpr size_t kChunk = size_t{1} << 17;  // 2 MiB of entries
-  std::vector<std::vector<Entry>> entries;
+  std::vector<std::vector<TokenEntry>> entries;
   int64_t held_tokens = 0, longest = 0;
   {
     const auto& held =
@@ -470,38 +670,14 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
       longest = std::max(longest, length);
     }
   }
-  ArrayOrigin counts_origin = origin;
-  counts_origin.member = "counts";
-  corpus->counts = DistArray<int32_t, 2>::WithOrigin(
-      ctx, {corpus->num_docs, corpus->vocab_size}, /*sparse=*/true, counts_origin);
   Result<int64_t> most = global_max(longest);
   if (!most.ok()) return most.status();
-  corpus->max_doc_length = *most;
-  const int64_t extent = std::max<int64_t>(1, *most);
-  ArrayOrigin tokens_origin = origin;
-  tokens_origin.member = "tokens";
-  corpus->tokens = DistArray<int64_t, 3>::WithOrigin(
-      ctx, {corpus->num_docs, corpus->vocab_size, extent}, /*sparse=*/true, tokens_origin);
-  corpus->tokens.reserve(held_tokens);
-  int64_t j = 0, doc = -1;
-  for (std::vector<Entry>& chunk : entries) {
-    for (const Entry& e : chunk) {
-      if (e.doc != doc) j = 0;
-      doc = e.doc;
-      for (int32_t c = 0; c < e.count; ++c, ++j) {
-        corpus->tokens.append_unchecked({{e.doc, e.word, j}}, 0);
-      }
+  MakeTokens(ctx, corpus, origin, partition, held_tokens, *most, [&entries](auto&& emit) {
+    for (std::vector<TokenEntry>& chunk : entries) {
+      for (const TokenEntry& e : chunk) emit(e);
+      std::vector<TokenEntry>().swap(chunk);
     }
-    std::vector<Entry>().swap(chunk);
-  }
-  if (partition != nullptr) {
-    // The share is in serial order, its keys' order, already: it becomes this worker's
-    // partition as it stands, without a copy through a record batch (ImportRecords would hold
-    // both) and without stored places (they are the keys').
-    auto& storage =
-        static_cast<ArrayStorage<int64_t, 3>&>(const_cast<ArrayBase&>(corpus->tokens.base()));
-    storage.AdoptPartitionInKeyOrder(*partition);
-  }
+  });
   return Status::Ok();
 }
 

@@ -1,10 +1,12 @@
 // BlockCache: sites that cut an array alike share one set of blocks, made once; another cut, salt
 // (compared whole) or a change of the array's layout makes another. MakeBlocks: chunked key
-// reads cut as a sort.
+// reads cut as a sort; blocks held as runs of positions run every position once, as listed
+// positions do.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "internal/loop_blocks.h"
@@ -119,6 +121,106 @@ TEST(MakeBlocksTest, ChunkedCutsMatchACountingSortOfEveryKey) {
           EXPECT_EQ(b.key_lo[blk * 2 + d], lo[d]) << blk << " dim " << d;
           EXPECT_EQ(b.key_hi[blk * 2 + d], hi[d]) << blk << " dim " << d;
         }
+      }
+    }
+  }
+}
+
+// What RunBlockPart runs of block `blk` when the block is cut into `pieces` index slices (as a
+// data-parallel loop's clocks cut it), in the order it runs them; `ranges` counts the RunRange
+// calls.
+std::vector<int64_t> RunInPieces(const Blocks& b, int64_t blk, int pieces, int64_t* ranges) {
+  std::vector<int64_t> ran;
+  auto range = [&](int64_t lo, int64_t hi) {
+    ++*ranges;
+    for (int64_t p = lo; p < hi; ++p) ran.push_back(p);
+  };
+  auto list = [&](const int64_t* p, size_t n) { ran.insert(ran.end(), p, p + n); };
+  const LoopTask task(range, list);
+  const int64_t n = b.block_size(blk);
+  for (int k = 0; k < pieces; ++k) RunBlockPart(b, blk, n * k / pieces, n * (k + 1) / pieces, task);
+  return ran;
+}
+
+// Every strategy's blocks, cut as the distributed executor cuts them for 2 to 4 workers, on a
+// space in key order (identity or runs) and shuffled (runs or a list): RunBlockPart over slices
+// of each block runs exactly the block's positions, in increasing order (unimodular: in the
+// blocks' order), and over all blocks every position exactly once; ForEachRange and position()
+// agree with it; a 2d cut of the sorted space is held as runs, one per row and time block at
+// most, not as one position per element.
+TEST(MakeBlocksTest, EveryStrategyRunsEachPositionOnceFromRunsOrAList) {
+  constexpr int64_t kRows = 300, kCols = 200;
+  LoopSchedule skewed = Along(LoopStrategy::kUnimodular, -1);
+  skewed.skew = {{1, 1}, {0, 1}};
+  const std::vector<LoopSchedule> schedules = {
+      Along(LoopStrategy::kIndependent, 0),  Along(LoopStrategy::k1D, 1),
+      Along(LoopStrategy::kDataParallel, 0), Along(LoopStrategy::k2D, 0, 1),
+      Along(LoopStrategy::k2D, 1, 0),        skewed};
+  for (bool sorted : {true, false}) {
+    Context ctx;
+    auto a = DistArray<float, 2>::sparse(ctx, {kRows, kCols});
+    for (int64_t u = 0; u < kRows; ++u) {
+      for (int64_t i = (u * 5) % 4; i < kCols; i += 1 + (u % 3)) a.insert(Key<2>{{u, i}}, 1.0f);
+    }
+    if (!sorted) a.shuffle(11);
+    const ArrayBase& space = a.base();
+    const int64_t n = space.size();
+    for (int workers = 2; workers <= 4; ++workers) {
+      for (const LoopSchedule& s : schedules) {
+        SCOPED_TRACE(::testing::Message() << "sorted " << sorted << ", " << workers
+                                          << " workers, strategy " << static_cast<int>(s.strategy)
+                                          << " dims " << s.space_dim << "/" << s.time_dim);
+        const BlockGrid grid{.space_parts = workers,
+                             .time_parts = 2 * workers,
+                             .wave_parts = workers,
+                             .exact_wave_parts = true};
+        const Blocks b = MakeBlocks(s, space, grid);
+        const bool two_d = s.strategy == LoopStrategy::k2D;
+        if (sorted && two_d) {
+          EXPECT_TRUE(b.runs());
+          EXPECT_TRUE(b.positions.empty());
+          EXPECT_LE(b.num_runs(), kRows * grid.time_parts);
+        }
+        if (!sorted && two_d) {
+          EXPECT_FALSE(b.runs());  // shuffled over 8+ blocks: runs would cost more than a list
+        }
+        if (b.runs()) {
+          EXPECT_LE(2 * b.num_runs(), n);
+          EXPECT_TRUE(b.positions.empty());
+        } else if (!b.identity) {
+          EXPECT_EQ(static_cast<int64_t>(b.positions.size()), n);
+        }
+        std::vector<int> seen(static_cast<size_t>(n), 0);
+        int64_t total = 0;
+        for (int64_t blk = 0; blk < b.num_blocks(); ++blk) {
+          int64_t ranges = 0;
+          const std::vector<int64_t> ran = RunInPieces(b, blk, 3, &ranges);
+          ASSERT_EQ(static_cast<int64_t>(ran.size()), b.block_size(blk)) << "block " << blk;
+          std::vector<int64_t> by_range;
+          int64_t maximal_ranges = 0;
+          b.ForEachRange(blk, 0, b.block_size(blk), [&](int64_t lo, int64_t hi) {
+            ASSERT_LT(lo, hi);
+            ++maximal_ranges;
+            for (int64_t p = lo; p < hi; ++p) by_range.push_back(p);
+          });
+          EXPECT_EQ(by_range, ran) << "block " << blk;
+          for (size_t i = 0; i < ran.size(); ++i) {
+            ASSERT_EQ(b.position(b.offsets[blk] + static_cast<int64_t>(i)), ran[i]);
+            if (i > 0 && s.strategy != LoopStrategy::kUnimodular) {
+              ASSERT_LT(ran[i - 1], ran[i]);
+            }
+            ASSERT_GE(ran[i], 0);
+            ASSERT_LT(ran[i], n);
+            ++seen[static_cast<size_t>(ran[i])];
+          }
+          if (b.runs() || b.identity) {
+            // Ranges, not single positions: one per run, plus one per cut between pieces.
+            EXPECT_LE(ranges, maximal_ranges + 2) << "block " << blk;
+          }
+          total += b.block_size(blk);
+        }
+        EXPECT_EQ(total, n);
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
       }
     }
   }

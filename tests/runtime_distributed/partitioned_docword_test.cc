@@ -107,11 +107,13 @@ class PartitionedDocwordTest : public tessera::testing::JobTest {
     return sum;
   }
 
-  // Under `tessera run -w workers`, the load fails on every worker with `message`, quickly.
-  void ExpectEveryWorkerFails(int workers, const std::string& path, const std::string& message) {
+  // Under `tessera run -w workers`, the load (as counts, or as tokens with `mode` "tokens")
+  // fails on every worker with `message`, quickly.
+  void ExpectEveryWorkerFails(int workers, const std::string& path, const std::string& message,
+                              const std::string& mode = "bydoc") {
     const auto start = std::chrono::steady_clock::now();
     std::string log, digest;
-    EXPECT_NE(Run(workers, 1, path, "bydoc", true, &log, &digest), 0) << log;
+    EXPECT_NE(Run(workers, 1, path, mode, true, &log, &digest), 0) << log;
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30)
         << "the failing job took too long to stop\n" << log;
     EXPECT_EQ(Count(log, "load failed: " + message), workers)
@@ -278,6 +280,9 @@ TEST_F(PartitionedDocwordTest, BadInputFailsEveryWorkerAsAWholeFileReadDoes) {
                                   ": (docID 3, wordID 4) appears twice";
   ExpectEveryWorkerFails(2, dup, dup_message);
   ExpectEveryWorkerFails(3, dup, dup_message);
+  // As tokens the entries travel without places and are merged by key on their holder.
+  ExpectEveryWorkerFails(2, dup, dup_message, "tokens");
+  ExpectEveryWorkerFails(4, dup, dup_message, "tokens");
   // The same message as with every entry on every worker.
   std::string log, digest;
   EXPECT_NE(Run(2, 1, dup, "bydoc", false, &log, &digest), 0);
@@ -287,6 +292,8 @@ TEST_F(PartitionedDocwordTest, BadInputFailsEveryWorkerAsAWholeFileReadDoes) {
   clean.replace(static_cast<size_t>(dup_offset), 6, "50 4 2\n");
   const std::string nnz = write("nnz.txt", "60\n20\n1201\n" + clean);
   ExpectEveryWorkerFails(3, nnz, "DataLoss: " + nnz + ": the header promises NNZ = 1201");
+  ExpectEveryWorkerFails(3, nnz, "DataLoss: " + nnz + ": the header promises NNZ = 1201", "tokens");
+  ExpectEveryWorkerFails(3, bad, "InvalidArgument: " + bad_where + ": wordID 'four'", "tokens");
   const std::string header_bad = write("header.txt", "60\nmany\n1200\n" + clean);
   ExpectEveryWorkerFails(2, header_bad, "InvalidArgument: " + header_bad + ":2: header line");
   ExpectEveryWorkerFails(2, dir_ + "/missing.txt", "NotFound: cannot open");

@@ -34,17 +34,6 @@
 namespace tessera::internal {
 namespace {
 
-// Runs positions [from, to) of block `block` (indices into the block's own order).
-void RunBlockPart(const Blocks& b, int64_t block, int64_t from, int64_t to, const LoopTask& task) {
-  if (to <= from) return;
-  const int64_t begin = b.offsets[block] + from;
-  if (b.contiguous[block]) {
-    task.RunRange(b.position(begin), b.position(begin) + (to - from));
-  } else {
-    task.RunPositions(b.positions.data() + begin, static_cast<size_t>(to - from));
-  }
-}
-
 // An independent loop that reads some arrays only by rows of another key dim d may run as a 2d
 // loop with time dim d (its iterations commute): those arrays then rotate block by block between
 // workers instead of being made whole on each. nullopt when the loop reads no such array.

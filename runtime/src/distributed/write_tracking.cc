@@ -144,19 +144,13 @@ void TrackStep(const Blocks& b, const std::vector<Part>& parts, Tracked* tracked
     case Tracked::Scope::kPositions:
       for (const Part& part : parts) {
         if (part.to <= part.from) continue;
-        if (b.contiguous[part.block]) {  // one range: no walk over the positions
-          const int64_t first = b.position(b.offsets[part.block] + part.from);
-          t.regions.push_back({first, first + (part.to - part.from)});
-          continue;
-        }
-        for (int64_t i = part.from; i < part.to; ++i) {
-          const int64_t pos = b.position(b.offsets[part.block] + i);
-          if (!t.regions.empty() && t.regions.back().second == pos) {
-            ++t.regions.back().second;
+        b.ForEachRange(part.block, part.from, part.to, [&t](int64_t lo, int64_t hi) {
+          if (!t.regions.empty() && t.regions.back().second == lo) {
+            t.regions.back().second = hi;
           } else {
-            t.regions.push_back({pos, pos + 1});
+            t.regions.push_back({lo, hi});
           }
-        }
+        });
       }
       break;
   }
