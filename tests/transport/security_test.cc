@@ -135,7 +135,8 @@ TEST_F(SecuredRouterTest, AnOversizedFrameDropsItsConnectionNotTheReceiver) {
 TEST_F(SecuredRouterTest, AConnectionThatNeverHandshakesIsClosedAfterTheTimeout) {
   EXPECT_EQ(router_.get(zmq::sockopt::handshake_ivl), kHandshakeTimeoutMs);
   const auto start = std::chrono::steady_clock::now();
-  const auto held = testing::HoldRawTcpUntilClosed(endpoint_, milliseconds(kHandshakeTimeoutMs * 3));
+  const auto held =
+      testing::HoldRawTcpUntilClosed(endpoint_, milliseconds(kHandshakeTimeoutMs * 3));
   ASSERT_TRUE(held.has_value()) << "the connection was not closed within 3 time-outs";
   EXPECT_GE(*held, milliseconds(kHandshakeTimeoutMs / 2));
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(kHandshakeTimeoutMs * 3));
