@@ -9,6 +9,13 @@ function(tessera_set_warnings target)
   if(TESSERA_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=${TESSERA_SANITIZE} -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=${TESSERA_SANITIZE})
+    # g++'s two runtimes would send UBSan's reports to stderr whatever log_path says: the file
+    # says why.
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "EXECUTABLE" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
+       AND TESSERA_SANITIZE MATCHES "address" AND TESSERA_SANITIZE MATCHES "undefined")
+      target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/sanitizers/ubsan_log_path.cc)
+    endif()
   endif()
 endfunction()
 

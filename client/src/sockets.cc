@@ -8,6 +8,7 @@
 
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/security.h"
+#include "tessera/transport/socket_limits.h"
 
 namespace tessera::client_internal {
 
@@ -22,7 +23,7 @@ ClientSockets::ClientSockets(zmq::context_t& context, Waker& io_waker, ClientCou
       coordinator_(context, zmq::socket_type::dealer) {}
 
 void ClientSockets::ConfigureCoordinator(const std::string& secret) {
-  ConfigureSocket(coordinator_);
+  ConfigureControlSocket(coordinator_);
   SecureConnectSide(coordinator_, secret);
   coordinator_.set(zmq::sockopt::linger, 2000);  // let the final Leave go out
 }

@@ -7,6 +7,7 @@
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/security.h"
+#include "tessera/transport/socket_limits.h"
 
 namespace tessera::launcher {
 namespace {
@@ -36,7 +37,7 @@ Result<std::unique_ptr<JobMonitor>> JobMonitor::Connect(const std::string& endpo
                                                         const std::string& secret,
                                                         std::chrono::milliseconds timeout) {
   std::unique_ptr<JobMonitor> m(new JobMonitor(endpoint, secret, timeout));
-  ConfigureSocket(m->socket_);
+  ConfigureControlSocket(m->socket_);
   SecureConnectSide(m->socket_, secret);
   m->socket_.set(zmq::sockopt::linger, 200);  // the final `leaving` heartbeat
   m->reach_.Watch(m->socket_, "the coordinator", endpoint);

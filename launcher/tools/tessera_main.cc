@@ -30,6 +30,7 @@
 #include "tessera/launcher/restarts.h"
 #include "tessera/launcher/subprocess.h"
 #include "tessera/launcher/supervisor.h"
+#include "tessera/transport/secret_strength.h"
 #include "tessera/version.h"
 
 namespace {
@@ -203,6 +204,19 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
     return Fail(kUsageError,
                 "--from-env: TESSERA_JOB_SECRET is not set; export the same secret to every task "
                 "(see docs/operations.md), or pass --insecure to run unauthenticated");
+  }
+  // A guessable secret is as open a door as none: only --insecure runs with one.
+  if (!job.job_secret.empty()) {
+    if (Status strong = tessera::CheckSecretStrength(job.job_secret); !strong.ok()) {
+      if (!flags.insecure) {
+        return Fail(kUsageError, "--from-env: TESSERA_JOB_SECRET is too weak: " + strong.message() +
+                                     "; or pass --insecure to run with it anyway");
+      }
+      spdlog::warn(
+          "--insecure: TESSERA_JOB_SECRET is too weak ({}); anyone who guesses it can "
+          "join the job or send it data",
+          strong.message());
+    }
   }
   if (job.job_secret.empty()) {
     spdlog::warn(

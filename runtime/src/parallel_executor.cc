@@ -31,6 +31,7 @@
 
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
+#include "internal/task_handover.h"
 #include "tessera/common/check.h"
 
 namespace tessera::internal {
@@ -86,12 +87,15 @@ class ParallelExecutor final : public Executor {
   // Blocks [0, P): thread p runs block p.
   void RunAllAtOnce(const Blocks& b, const LoopTask& task) {
     const int threads = options_.threads;
+    TaskGroupHandover edges;  // visible to TSan (task_handover.h)
+    edges.Fork();
     arena_.execute([&] {
-      tbb::parallel_for(0, threads, [&](int p) {
-        ExecutorSlotScope slot(p + 1, /*shared=*/threads > 1);
-        RunBlock(b, p, task);
-      });
+      tbb::parallel_for(0, threads, HandedOver(edges, [&](int p) {
+                          ExecutorSlotScope slot(p + 1, /*shared=*/threads > 1);
+                          RunBlock(b, p, task);
+                        }));
     });
+    edges.Join();
   }
 
   // Grid block (s, t) is blocks[s * P + t]. Node (p, step) runs (p, (p + step) mod P) after
@@ -101,6 +105,10 @@ class ParallelExecutor final : public Executor {
   // starts its next block as soon as that one is free instead of at a barrier.
   void RunRotation(const Blocks& b, const LoopTask& task) {
     const int threads = options_.threads;
+    // Visible to TSan (task_handover.h): the caller's writes, each node's predecessors' (done[]).
+    TaskGroupHandover edges;
+    std::vector<HandoverPoint> done(static_cast<size_t>(threads) * threads);
+    edges.Fork();
     arena_.execute([&] {
       tbb::flow::graph g;
       using Node = tbb::flow::continue_node<tbb::flow::continue_msg>;
@@ -109,10 +117,20 @@ class ParallelExecutor final : public Executor {
       for (int step = 0; step < threads; ++step) {
         for (int p = 0; p < threads; ++p) {
           const int64_t block = static_cast<int64_t>(p) * threads + (p + step) % threads;
-          nodes.push_back(std::make_unique<Node>(g, [&b, &task, block, p](const tbb::flow::continue_msg&) {
-            ExecutorSlotScope slot(p + 1);
-            RunBlock(b, block, task);
-          }));
+          const size_t self = static_cast<size_t>(step) * threads + p;
+          const size_t prev_step = step > 0 ? static_cast<size_t>(step - 1) * threads : 0;
+          const size_t pred_p = prev_step + p, pred_next = prev_step + (p + 1) % threads;
+          nodes.push_back(std::make_unique<Node>(
+              g, HandedOver(edges, [&, block, p, step, self, pred_p, pred_next](
+                                       const tbb::flow::continue_msg&) {
+                if (step > 0) {
+                  done[pred_p].Acquire();
+                  done[pred_next].Acquire();
+                }
+                ExecutorSlotScope slot(p + 1);
+                RunBlock(b, block, task);
+                done[self].Release();
+              })));
           if (step == 0) continue;
           const size_t prev = static_cast<size_t>(step - 1) * threads;
           tbb::flow::make_edge(*nodes[prev + p], *nodes.back());
@@ -122,14 +140,19 @@ class ParallelExecutor final : public Executor {
       }
       for (int p = 0; p < threads; ++p) nodes[p]->try_put(tbb::flow::continue_msg());
       g.wait_for_all();
+      edges.Join();  // before the nodes, which hold the bodies, are destroyed
     });
+    edges.Join();
   }
 
   // Wavefronts in order; the blocks of one wavefront at once. A barrier per wavefront: the
   // dependences between wavefronts are arbitrary (any vector the skew carries), so a finer
   // hand-over would need the dependence distances per block; small wavefronts run inline.
   void RunWavefronts(const Blocks& b, const LoopTask& task) {
+    TaskGroupHandover serial;  // to and from the thread that runs the waves (task_handover.h)
+    serial.Fork();
     arena_.execute([&] {
+      serial.Begin();
       for (size_t w = 0; w + 1 < b.waves.size(); ++w) {
         const int64_t first = b.waves[w], last = b.waves[w + 1];
         const int64_t count = b.offsets[last] - b.offsets[first];
@@ -138,12 +161,17 @@ class ParallelExecutor final : public Executor {
           for (int64_t blk = first; blk < last; ++blk) RunBlock(b, blk, task);
           continue;
         }
-        tbb::parallel_for(first, last, [&](int64_t blk) {
-          ExecutorSlotScope slot(static_cast<int>(blk - first) + 1);
-          RunBlock(b, blk, task);
-        });
+        TaskGroupHandover edges;  // visible to TSan (task_handover.h)
+        edges.Fork();
+        tbb::parallel_for(first, last, HandedOver(edges, [&](int64_t blk) {
+                            ExecutorSlotScope slot(static_cast<int>(blk - first) + 1);
+                            RunBlock(b, blk, task);
+                          }));
+        edges.Join();
       }
+      serial.End();
     });
+    serial.Join();
   }
 
   void RunSeriallyWithoutSchedule(const LoopSite& site, const ArrayBase& space,

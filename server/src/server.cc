@@ -19,6 +19,7 @@
 #include "tessera/transport/message.h"
 #include "tessera/transport/router.h"
 #include "tessera/transport/security.h"
+#include "tessera/transport/socket_limits.h"
 
 namespace tessera {
 
@@ -47,7 +48,7 @@ Status Server::Impl::Start() {
               1);  // a vanished client is an error, not a silent drop
   SecureBindSide(socket_, options_.secret);
   LimitIncoming(socket_, kMaxDataMessageBytes, kDataReceiveQueue);
-  ConfigureSocket(coordinator_);
+  ConfigureControlSocket(coordinator_);
   SecureConnectSide(coordinator_, options_.secret);
   proof_ = SecretProof(options_.secret);
   auto ep = BindSocket(socket_, options_.listen);

@@ -98,7 +98,7 @@ TEST_F(LauncherEndToEndTest, FromEnvTasksFormAJobLikeSrunWouldStartThem) {
                            TESSERA_SERVER_BINARY, "--", TESSERA_E2E_WORKER},
                           {{"SLURM_PROCID", std::to_string(rank)},
                            {"SLURM_NTASKS", "4"},
-                           {"TESSERA_JOB_SECRET", "e2e-secret"}}));
+                           {"TESSERA_JOB_SECRET", "e2e-secret-9f3c4b1a"}}));
   }
   // Workers are ranks 3 and 2; the coordinator and the server end by themselves once the
   // workers have left.
@@ -131,7 +131,7 @@ TEST_F(LauncherEndToEndTest, FromEnvNoPrefixExecsTheProcess) {
                            TESSERA_SERVER_BINARY, "--", TESSERA_E2E_WORKER},
                           {{"SLURM_PROCID", std::to_string(rank)},
                            {"SLURM_NTASKS", "3"},
-                           {"TESSERA_JOB_SECRET", "e2e-secret"}}));
+                           {"TESSERA_JOB_SECRET", "e2e-secret-9f3c4b1a"}}));
   }
   RunResult worker = Wait(tasks[0], seconds(30));
   RunResult server = Wait(tasks[1], seconds(30));

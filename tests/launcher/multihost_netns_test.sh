@@ -76,7 +76,7 @@ advertised_wildcard out1.txt && { cat out1.txt; fail "an endpoint tcp://0.0.0.0 
 echo ok
 
 echo "== 2. --from-env tasks: coordinator and worker 0 on A, server 0 and worker 1 on B, --bind 0.0.0.0"
-export TESSERA_JOB_SECRET=netns-secret
+export TESSERA_JOB_SECRET=netns-secret-7c41e9b2
 from_env=(run -w 2 -s 1 --from-env --coordinator 10.78.0.1 --bind 0.0.0.0 --log-level debug
           --server-bin "$server" -- "$program")
 pids=()

@@ -149,7 +149,9 @@ TEST_F(LauncherOutputTest, AnUnreachableCoordinatorIsNamedWithinSeconds) {
       Start({"run", "-w", "1", "-s", "1", "--from-env", "--coordinator",
              "127.0.0.1:" + std::to_string(port), "--server-bin", TESSERA_SERVER_BINARY, "--",
              TESSERA_OUTPUT_PROBE},
-            {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"TESSERA_JOB_SECRET", "e2e-secret"}});
+            {{"SLURM_PROCID", "2"},
+             {"SLURM_NTASKS", "3"},
+             {"TESSERA_JOB_SECRET", "e2e-secret-9f3c4b1a"}});
   const auto start = Clock::now();
   const std::string expected = "cannot reach the coordinator at " + endpoint;
   bool said = false;

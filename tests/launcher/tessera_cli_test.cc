@@ -516,7 +516,7 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   const std::map<std::string, std::string> slurm = {{"SLURM_NTASKS", "4"},
                                                     {"SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"},
                                                     {"SLURM_JOB_ID", "4242"},
-                                                    {"TESSERA_JOB_SECRET", "shared"},
+                                                    {"TESSERA_JOB_SECRET", "shared-9f3c4b1a7e5d"},
                                                     {"FAKE_EXIT_AFTER_START", "1"},
                                                     {"FAKE_NO_WAIT", "1"}};
   auto with_rank = [&](int rank) {
@@ -533,7 +533,7 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   const std::string port = args.substr(args.find(listen) + listen.size(), 5);
   EXPECT_EQ(args, "--role coordinator --listen tcp://127.0.0.1:" + port +
                       " --num-servers 1 --num-workers 2\n");
-  EXPECT_EQ(EnvFile("coordinator-0.env")["TESSERA_JOB_SECRET"], "shared");
+  EXPECT_EQ(EnvFile("coordinator-0.env")["TESSERA_JOB_SECRET"], "shared-9f3c4b1a7e5d");
 
   RunResult server = Run(RunArgs(2, 1, {"print:1"}, {"--from-env"}), with_rank(1));
   EXPECT_EQ(server.exit_code, 0) << server.err;
@@ -555,7 +555,7 @@ TEST_F(TesseraCliTest, FromEnvSlurmRanksBecomeCoordinatorServersAndWorkers) {
   EXPECT_EQ(env["TESSERA_NUM_SERVERS"], "1");
   EXPECT_EQ(env["TESSERA_COORDINATOR"], "tcp://127.0.0.1:" + port);
   EXPECT_EQ(env["TESSERA_BIND_HOST"], "127.0.0.1");
-  EXPECT_EQ(env["TESSERA_JOB_SECRET"], "shared");
+  EXPECT_EQ(env["TESSERA_JOB_SECRET"], "shared-9f3c4b1a7e5d");
 }
 
 TEST_F(TesseraCliTest, FromEnvOpenMpiWithExplicitCoordinator) {
@@ -622,6 +622,42 @@ TEST_F(TesseraCliTest, FromEnvWithoutASecretRefusesToStart) {
   RunResult local = Run(RunArgs(1, 1, {"print:1"}, {"--insecure"}));
   EXPECT_EQ(local.exit_code, 2);
   EXPECT_TRUE(Contains(local.err, "--insecure only applies with --from-env")) << local.err;
+}
+
+// A short or repetitive secret is refused like none (nothing is exec'd), naming what is wrong;
+// --insecure runs with it, warning. A secret as tessera run makes one passes.
+TEST_F(TesseraCliTest, FromEnvWithAWeakSecretRefusesToStart) {
+  const std::map<std::string, std::string> task = {{"OMPI_COMM_WORLD_RANK", "2"},
+                                                   {"OMPI_COMM_WORLD_SIZE", "3"},
+                                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                                                   {"OMPI_MCA_ess_base_jobid", "3735552001"},
+                                                   {"FAKE_NO_WAIT", "1"}};
+  const std::vector<std::pair<std::string, std::string>> weak = {
+      {"s3cret", "has 6 characters, fewer than the 16"},
+      {"abababababababababab", "uses only 2 different characters, fewer than the 8"}};
+  for (const auto& [secret, why] : weak) {
+    auto env = task;
+    env["TESSERA_JOB_SECRET"] = secret;
+    RunResult r = Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}), env);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(Contains(r.err, "TESSERA_JOB_SECRET is too weak: the job secret " + why)) << r.err;
+    EXPECT_TRUE(Contains(r.err, "head -c16 /dev/urandom")) << r.err;
+    EXPECT_FALSE(Contains(r.err, secret)) << "the secret itself must not be printed";
+    EXPECT_EQ(Slurp("worker-0.env"), "") << "nothing may start";
+
+    RunResult anyway = Run(RunArgs(1, 1, {"print:1"}, {"--from-env", "--insecure"}), env);
+    EXPECT_EQ(anyway.exit_code, 0) << anyway.err;
+    EXPECT_EQ(anyway.out, "[worker 0] line 1 of worker 0\n");
+    EXPECT_TRUE(Contains(anyway.err, "--insecure: TESSERA_JOB_SECRET is too weak")) << anyway.err;
+    EXPECT_EQ(EnvFile("worker-0.env")["TESSERA_JOB_SECRET"], secret);
+    std::remove((dir_ + "/worker-0.env").c_str());
+  }
+  auto env = task;
+  env["TESSERA_JOB_SECRET"] = "0f3a9c27d41e8b5609ce72a1d3b4f580";
+  RunResult good = Run(RunArgs(1, 1, {"print:1"}, {"--from-env"}), env);
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_FALSE(Contains(good.err, "too weak")) << good.err;
 }
 
 }  // namespace

@@ -252,7 +252,7 @@ class FaultInjectionTest : public TesseraHarness {
       if (!relay) args.insert(args.begin() + 6, "--no-prefix");
       tasks[rank] = Start(args, {{"SLURM_PROCID", std::to_string(rank)},
                                  {"SLURM_NTASKS", "4"},
-                                 {"TESSERA_JOB_SECRET", "fault-secret"}});
+                                 {"TESSERA_JOB_SECRET", "fault-secret-5d8e2a"}});
       run_of[rank] = runs_;
     }
     const int point = 1 + static_cast<int>(rng_() % 3);
@@ -539,7 +539,7 @@ TEST_F(FaultInjectionTest, FromEnvWorkerReturningEarlyExitsWithItsOwnStatus) {
                            "--server-bin", TESSERA_SERVER_BINARY, "--", TESSERA_PS_WAIT_WORKER},
                           {{"SLURM_PROCID", std::to_string(rank)},
                            {"SLURM_NTASKS", "4"},
-                           {"TESSERA_JOB_SECRET", "early-secret"},
+                           {"TESSERA_JOB_SECRET", "early-secret-5d8e2a"},
                            {"EARLY_RANK", std::to_string(early)}});
     }
     const int early_task = 2 + early, other_task = 2 + (1 - early);

@@ -7,12 +7,14 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <zmq.hpp>
 
@@ -96,6 +98,38 @@ inline bool SendRawTcp(const std::string& endpoint, const std::string& bytes) {
   }
   ::close(fd);
   return ok;
+}
+
+// Opens a plain TCP connection to `endpoint`, sends nothing, and reads (ZeroMQ's greeting) until
+// the other side closes it: how long that took, or nullopt if it was not closed within `within`
+// (or no connection could be made).
+inline std::optional<std::chrono::milliseconds> HoldRawTcpUntilClosed(
+    const std::string& endpoint, std::chrono::milliseconds within) {
+  const size_t colon = endpoint.rfind(':');
+  const std::string host = endpoint.substr(6, colon - 6);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(endpoint.substr(colon + 1))));
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return std::nullopt;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + within;
+  std::optional<std::chrono::milliseconds> closed;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    char buf[256];
+    for (auto now = start; now < deadline && !closed; now = std::chrono::steady_clock::now()) {
+      pollfd p{fd, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      if (::poll(&p, 1, static_cast<int>(left.count()) + 1) <= 0) continue;
+      if (::recv(fd, buf, sizeof(buf), 0) <= 0) {
+        closed = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - start);
+      }
+    }
+  }
+  ::close(fd);
+  return closed;
 }
 
 // ~300 bytes of an HTTP request, as a load balancer's health check sends.

@@ -11,6 +11,8 @@
 
 #include "tessera/common/log_throttle.h"
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/secret_strength.h"
+#include "tessera/transport/socket_limits.h"
 #include "tests/support/stranger.h"
 
 namespace tessera {
@@ -39,6 +41,30 @@ TEST(SecurityTest, TheRegistrationProofDoesNotRevealTheSecret) {
   EXPECT_EQ(proof, SecretProof(secret));
   EXPECT_NE(proof, SecretProof("another"));
   EXPECT_EQ(SecretProof(""), "");
+}
+
+TEST(SecretStrengthTest, ShortAndRepetitiveSecretsAreRefusedSayingWhy) {
+  Status too_short = CheckSecretStrength("s3cret");
+  EXPECT_EQ(too_short.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_short.message().find("has 6 characters, fewer than the 16"), std::string::npos)
+      << too_short.message();
+  EXPECT_NE(too_short.message().find("head -c16 /dev/urandom"), std::string::npos);
+  EXPECT_EQ(too_short.message().find("s3cret"), std::string::npos) << "names the secret";
+  EXPECT_EQ(CheckSecretStrength("").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckSecretStrength("0123456789abcde").code(), StatusCode::kInvalidArgument);
+
+  Status repetitive = CheckSecretStrength("abababababababababababab");
+  EXPECT_EQ(repetitive.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(repetitive.message().find("only 2 different characters, fewer than the 8"),
+            std::string::npos)
+      << repetitive.message();
+  EXPECT_EQ(CheckSecretStrength("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckSecretStrength("1234567").code(), StatusCode::kInvalidArgument);
+
+  // The launcher's own kind (32 hex digits from /dev/urandom) and the shortest acceptable.
+  EXPECT_TRUE(CheckSecretStrength("0f3a9c27d41e8b5609ce72a1d3b4f580").ok());
+  EXPECT_TRUE(CheckSecretStrength("0123456701234567").ok());
 }
 
 class SecuredRouterTest : public ::testing::Test {
@@ -102,6 +128,68 @@ TEST_F(SecuredRouterTest, AnOversizedFrameDropsItsConnectionNotTheReceiver) {
   member.connect(endpoint_);
   member.send(zmq::buffer(std::string("member")), zmq::send_flags::none);
   EXPECT_EQ(Receive(), "member");
+}
+
+// A connection that never completes its handshake (a port scanner, a half-open stranger) is
+// closed by the receiver once kHandshakeTimeoutMs has passed, not held as long as it stays.
+TEST_F(SecuredRouterTest, AConnectionThatNeverHandshakesIsClosedAfterTheTimeout) {
+  EXPECT_EQ(router_.get(zmq::sockopt::handshake_ivl), kHandshakeTimeoutMs);
+  const auto start = std::chrono::steady_clock::now();
+  const auto held =
+      testing::HoldRawTcpUntilClosed(endpoint_, milliseconds(kHandshakeTimeoutMs * 3));
+  ASSERT_TRUE(held.has_value()) << "the connection was not closed within 3 time-outs";
+  EXPECT_GE(*held, milliseconds(kHandshakeTimeoutMs / 2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(kHandshakeTimeoutMs * 3));
+  // The receiver goes on.
+  zmq::socket_t member(context_, zmq::socket_type::dealer);
+  ConfigureSocket(member);
+  SecureConnectSide(member, "job-secret");
+  member.connect(endpoint_);
+  member.send(zmq::buffer(std::string("member")), zmq::send_flags::none);
+  EXPECT_EQ(Receive(), "member");
+}
+
+// A socket that talks to the coordinator refuses what no coordinator sends: a frame over
+// kMaxControlMessageBytes drops the connection before it is read whole (and ZeroMQ does not
+// reconnect after such a protocol error); a frame within the bound gets through.
+TEST(ControlSocketTest, RefusesFramesOverTheControlBound) {
+  zmq::context_t context;
+  zmq::socket_t coordinator(context, zmq::socket_type::router);
+  ConfigureSocket(coordinator);
+  SecureBindSide(coordinator, "job-secret");
+  auto ep = BindSocket(coordinator, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(ep.ok()) << ep.status().ToString();
+  // Each worker says hello, and the coordinator answers it with `answer_bytes`.
+  auto answer_hello = [&](zmq::socket_t& worker, size_t answer_bytes) {
+    worker.send(zmq::buffer(std::string("hello")), zmq::send_flags::none);
+    zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
+    ASSERT_EQ(zmq::poll(&item, 1, milliseconds(20000)), 1);
+    zmq::message_t identity, payload;
+    ASSERT_TRUE(coordinator.recv(identity));
+    ASSERT_TRUE(coordinator.recv(payload));
+    coordinator.send(identity, zmq::send_flags::sndmore);
+    coordinator.send(zmq::buffer(std::string(answer_bytes, 'x')), zmq::send_flags::none);
+  };
+  for (const size_t bytes : {static_cast<size_t>(kMaxControlMessageBytes) + 1,
+                             static_cast<size_t>(kMaxControlMessageBytes) - 64}) {
+    zmq::socket_t worker(context, zmq::socket_type::dealer);
+    ConfigureControlSocket(worker);
+    SecureConnectSide(worker, "job-secret");
+    EXPECT_EQ(worker.get(zmq::sockopt::maxmsgsize), kMaxControlMessageBytes);
+    testing::SocketEvents events(context, worker);
+    worker.connect(*ep);
+    ASSERT_EQ(events.Next(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    answer_hello(worker, bytes);
+    if (bytes > static_cast<size_t>(kMaxControlMessageBytes)) {
+      EXPECT_EQ(events.Next(), ZMQ_EVENT_DISCONNECTED);
+      continue;
+    }
+    zmq::pollitem_t in{worker.handle(), 0, ZMQ_POLLIN, 0};
+    ASSERT_EQ(zmq::poll(&in, 1, milliseconds(20000)), 1);
+    zmq::message_t answer;
+    ASSERT_TRUE(worker.recv(answer));
+    EXPECT_EQ(answer.size(), bytes);
+  }
 }
 
 TEST(LogThrottleTest, LetsABurstThroughPerPeriodAndCountsTheRest) {

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "tessera/transport/socket_limits.h"
+
 namespace tessera {
 namespace {
 
@@ -70,6 +72,12 @@ void ConfigureSocket(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::rcvhwm, 0);
   socket.set(zmq::sockopt::heartbeat_ivl, 1000);
   socket.set(zmq::sockopt::heartbeat_timeout, 5000);
+  socket.set(zmq::sockopt::handshake_ivl, kHandshakeTimeoutMs);
+}
+
+void ConfigureControlSocket(zmq::socket_t& socket) {
+  ConfigureSocket(socket);
+  socket.set(zmq::sockopt::maxmsgsize, kMaxControlMessageBytes);
 }
 
 void LimitIncoming(zmq::socket_t& socket, int64_t max_message_bytes, int receive_queue) {

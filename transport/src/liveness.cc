@@ -16,6 +16,7 @@
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
 #include "tessera/transport/security.h"
+#include "tessera/transport/socket_limits.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera {
@@ -93,7 +94,7 @@ class LivenessAgent::Impl {
   ~Impl() { Leave(); }
 
   Status Start() {
-    ConfigureSocket(socket_);
+    ConfigureControlSocket(socket_);
     SecureConnectSide(socket_, options_.secret);
     proof_ = SecretProof(options_.secret);
     // The final heartbeat (`leaving`) must go out even though the socket closes right after it.

@@ -28,6 +28,7 @@
 #include "internal/array_binding.h"
 #include "internal/loop_blocks.h"
 #include "internal/loop_schedule.h"
+#include "internal/task_handover.h"
 #include "tessera/common/check.h"
 #include "tessera/context.h"
 
@@ -405,12 +406,15 @@ class DistributedExecutor::Impl {
       RunBlockPart(b, parts[0].block, parts[0].from, parts[0].to, task);
       return;
     }
+    TaskGroupHandover edges;  // visible to TSan (internal/task_handover.h)
+    edges.Fork();
     arena_.execute([&] {
-      tbb::parallel_for(0, static_cast<int>(parts.size()), [&](int t) {
-        ExecutorSlotScope slot(t + 1);
-        RunBlockPart(b, parts[t].block, parts[t].from, parts[t].to, task);
-      });
+      tbb::parallel_for(0, static_cast<int>(parts.size()), HandedOver(edges, [&](int t) {
+                          ExecutorSlotScope slot(t + 1);
+                          RunBlockPart(b, parts[t].block, parts[t].from, parts[t].to, task);
+                        }));
     });
+    edges.Join();
   }
 
   // A step: snapshot what it may write, run it.

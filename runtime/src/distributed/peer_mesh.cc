@@ -14,6 +14,7 @@
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/frame_handover.h"
 #include "tessera/transport/security.h"
+#include "tessera/transport/socket_limits.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera::internal {
@@ -50,7 +51,7 @@ bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
 Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq::context_t& ctx,
                                                    const std::string& endpoint) {
   zmq::socket_t coordinator(ctx, zmq::socket_type::dealer);
-  ConfigureSocket(coordinator);
+  ConfigureControlSocket(coordinator);
   SecureConnectSide(coordinator, o.secret);
   try {
     coordinator.connect(o.coordinator);
