@@ -231,9 +231,11 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   // Every token draws from its own generator, seeded by (seed, sweep, token id = its
   // document-order position): the body then has no shared mutable state besides the arrays,
   // whatever executor runs it. Its first draw decides the acceptance, its second the proposal.
-  auto token_seed = [&opt](int sweep, int64_t id) {
-    return opt.seed ^ (static_cast<uint64_t>(sweep) * 0xD1B54A32D192ED03ULL) ^
-           (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL);
+  auto sweep_seed = [&opt](int sweep) {
+    return opt.seed ^ (static_cast<uint64_t>(sweep) * 0xD1B54A32D192ED03ULL);
+  };
+  auto token_seed = [](uint64_t base, int64_t id) {
+    return base ^ (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL);
   };
   const auto start = std::chrono::steady_clock::now();
   for (int iter = 1; iter <= opt.iterations; ++iter) {
@@ -256,19 +258,21 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     // A gathered row's moves and next proposals; `prior` is the row's own smoothing (beta for a
     // word, alpha for a document).
     auto move_and_propose = [&](lda::RowTopics& row, float prior) {
+      const uint64_t seed = sweep_seed(sweep);
+      const float n_tail = vbeta, n_tail_1 = vbeta_1;  // locals: the moves' stores cannot touch them
       for (int64_t i = 0; i < row.size(); ++i) {
         const int32_t s = row.topic(i), t = row.proposal(i);
         if (t == s) continue;
         const float a = static_cast<float>(row.count(t)) + prior;
         const float b = static_cast<float>(row.count(s)) - 1.0f + prior;
-        const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
-        const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
-        if (Rng::Unit(Rng::Nth(token_seed(sweep, row.id(i)), 0)) * b * nt < a * ns) {
+        const float nt = static_cast<float>(totals(t) + row.delta(t)) + n_tail;
+        const float ns = static_cast<float>(totals(s) + row.delta(s)) + n_tail_1;
+        if (Rng::Unit(Rng::Nth(token_seed(seed, row.id(i)), 0)) * b * nt < a * ns) {
           row.Move(i, t);
         }
       }
       row.EndMoves();
-      row.Propose(prior, [&](int64_t i) { return Rng::Nth(token_seed(sweep, row.id(i)), 1); });
+      row.Propose(prior, [&](int64_t i) { return Rng::Nth(token_seed(seed, row.id(i)), 1); });
     };
     // The rows' work happens at their first token, out of line: what every token does is small
     // enough to inline into the runtime's loop.

@@ -124,18 +124,21 @@ class RowTopics {
   }
   // Token i moves to topic `to`; `delta` tracks the row's changes to the topic totals so that
   // later tokens of the row see them (they are added to the totals token by token afterwards).
+  // Each token moves at most once, from its gathered topic.
   void Move(int64_t i, int32_t to) {
     --delta_[topics_[i]];
     ++delta_[to];
-    touched_.push_back(topics_[i]);
-    touched_.push_back(to);
     topics_[i] = to;
   }
   int32_t delta(int32_t k) const { return delta_[k]; }
-  // After the row's moves: clears the deltas (the topics stay, for Propose).
+  // After the row's moves: clears the deltas (the topics stay, for Propose). A delta can be
+  // non-zero only at a token's gathered topic or the topic it moved to.
   void EndMoves() {
-    for (int32_t k : touched_) delta_[k] = 0;
-    touched_.clear();
+    int32_t* delta = delta_.data();
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      delta[gathered_[i]] = 0;
+      delta[topics_[i]] = 0;
+    }
   }
 
   // After EndMoves: every token's next element, PackTopic(topic(i), a proposal drawn from (row
@@ -180,8 +183,7 @@ class RowTopics {
   std::vector<int64_t> states_;
   std::vector<int64_t> next_;
   std::vector<int32_t> counts_;
-  std::vector<int32_t> delta_;    // the row's moves so far, per topic
-  std::vector<int32_t> touched_;  // topics whose delta may be non-zero
+  std::vector<int32_t> delta_;  // the row's moves so far, per topic
 };
 
 }  // namespace lda
