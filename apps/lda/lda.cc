@@ -267,9 +267,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         const float b = static_cast<float>(row.count(s)) - 1.0f + prior;
         const float nt = static_cast<float>(totals(t) + row.delta(t)) + n_tail;
         const float ns = static_cast<float>(totals(s) + row.delta(s)) + n_tail_1;
-        if (Rng::Unit(Rng::Nth(token_seed(seed, row.id(i)), 0)) * b * nt < a * ns) {
-          row.Move(i, t);
-        }
+        row.MoveIf(i, t, Rng::Unit(Rng::Nth(token_seed(seed, row.id(i)), 0)) * b * nt < a * ns);
       }
       row.EndMoves();
       row.Propose(prior, [&](int64_t i) { return Rng::Nth(token_seed(seed, row.id(i)), 1); });

@@ -130,6 +130,13 @@ class RowTopics {
     ++delta_[to];
     topics_[i] = to;
   }
+  // Move(i, to) if `move`, without a branch (whether a token moves is a coin flip).
+  void MoveIf(int64_t i, int32_t to, bool move) {
+    const int32_t from = topics_[i];
+    delta_[from] -= move;
+    delta_[to] += move;
+    topics_[i] = move ? to : from;
+  }
   int32_t delta(int32_t k) const { return delta_[k]; }
   // After the row's moves: clears the deltas (the topics stay, for Propose). A delta can be
   // non-zero only at a token's gathered topic or the topic it moved to.
