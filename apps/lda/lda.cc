@@ -297,22 +297,22 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       if (!row.Holds(key[0], sweep)) [[unlikely]] gather_word(row, key[0]);
       const int64_t i = row.IndexOf(orders.doc_begin(key[1]) + key[2]);
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
-      if (s != before) {
-        totals.add(before, -1);
-        totals.add(s, 1);
-        accepted += 1;
-      }
+      // Without a branch (a coin flip): a token that stays adds nothing.
+      const int64_t moved = s != before;
+      totals.add(before, -moved);
+      totals.add(s, moved);
+      accepted += moved;
       v = row.next(i);
     };
     auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
       if (!row.Holds(key[0], sweep)) [[unlikely]] gather_doc(row, key[0]);
       const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
-      if (s != before) {
-        totals.add(before, -1);
-        totals.add(s, 1);
-        accepted += 1;
-      }
+      // Without a branch (a coin flip): a token that stays adds nothing.
+      const int64_t moved = s != before;
+      totals.add(before, -moved);
+      totals.add(s, moved);
+      accepted += moved;
       v = row.next(key[2]);
     };
     // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's

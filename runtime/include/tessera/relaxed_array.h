@@ -34,10 +34,11 @@ namespace internal {
 // An additive update of a relaxed element. Executor threads may update one element concurrently
 // -- relaxed accesses are outside dependence analysis -- so they add atomically; serial code and
 // an executor's only thread (one per worker process) keep the plain add.
+// A zero delta (a body adding without a branch) costs no locked instruction.
 template <typename T>
 inline void RelaxedAdd(T& element, T delta) {
   if (ConcurrentExecutorThread()) {
-    std::atomic_ref<T>(element).fetch_add(delta, std::memory_order_relaxed);
+    if (delta != T{}) std::atomic_ref<T>(element).fetch_add(delta, std::memory_order_relaxed);
   } else {
     element += delta;
   }
