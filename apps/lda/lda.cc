@@ -249,9 +249,9 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     // and decides every token's move: the word sweep accepts the pending document proposal
     // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
     // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
-    // row's counts as gathered and the totals as this row's earlier moves left them. Each
-    // token then takes its move (and adds it to the totals) and draws its next proposal from
-    // the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~ n_dk + alpha. Each proposal's own
+    // row's counts as gathered and the totals as this row's earlier moves left them, and draws
+    // every token's next proposal from the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~
+    // n_dk + alpha; each token then takes its move and adds it to the totals. Each proposal's own
     // factor cancels in its acceptance ratio, so every step is O(1).
     const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
     int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
