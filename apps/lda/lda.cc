@@ -259,7 +259,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     // word, alpha for a document).
     auto move_and_propose = [&](lda::RowTopics& row, float prior) {
       const uint64_t seed = sweep_seed(sweep);
-      const float n_tail = vbeta, n_tail_1 = vbeta_1;  // locals: the moves' stores cannot touch them
+      // Locals: the moves' stores cannot touch them, so they stay in registers.
+      const float n_tail = vbeta, n_tail_1 = vbeta_1;
       for (int64_t i = 0; i < row.size(); ++i) {
         const int32_t s = row.topic(i), t = row.proposal(i);
         if (t == s) continue;
@@ -294,7 +295,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     };
     auto word_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
-      if (!row.Holds(key[0], sweep)) [[unlikely]] gather_word(row, key[0]);
+      if (!row.Holds(key[0], sweep)) [[unlikely]]
+        gather_word(row, key[0]);
       const int64_t i = row.IndexOf(orders.doc_begin(key[1]) + key[2]);
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
       // Without a branch (a coin flip): a token that stays adds nothing.
@@ -306,7 +308,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     };
     auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
-      if (!row.Holds(key[0], sweep)) [[unlikely]] gather_doc(row, key[0]);
+      if (!row.Holds(key[0], sweep)) [[unlikely]]
+        gather_doc(row, key[0]);
       const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
