@@ -228,12 +228,14 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       std::find_if(doc_length.begin(), doc_length.end(), [](int64_t n) { return n > 0; }) -
       doc_length.begin());
 
-  // Every token draws from its own generator, seeded by (seed, iteration or sweep, token id = its
+  // Every token draws from its own generator, seeded by (seed, sweep, token id = its
   // document-order position): the body then has no shared mutable state besides the arrays,
-  // whatever executor runs it.
-  auto token_rng = [&opt](int iter, int64_t id) {
-    return Rng(opt.seed ^ (static_cast<uint64_t>(iter) * 0xD1B54A32D192ED03ULL) ^
-               (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL));
+  // whatever executor runs it. Its first draw decides the acceptance, its second the proposal.
+  auto sweep_seed = [&opt](int sweep) {
+    return opt.seed ^ (static_cast<uint64_t>(sweep) * 0xD1B54A32D192ED03ULL);
+  };
+  auto token_seed = [](uint64_t base, int64_t id) {
+    return base ^ (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL);
   };
   const auto start = std::chrono::steady_clock::now();
   for (int iter = 1; iter <= opt.iterations; ++iter) {
@@ -247,76 +249,74 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     // and decides every token's move: the word sweep accepts the pending document proposal
     // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
     // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
-    // row's counts as gathered and the totals as this row's earlier moves left them. Each
-    // token then takes its move (and adds it to the totals) and draws its next proposal from
-    // the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~ n_dk + alpha. Each proposal's own
+    // row's counts as gathered and the totals as this row's earlier moves left them, and draws
+    // every token's next proposal from the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~
+    // n_dk + alpha; each token then takes its move and adds it to the totals. Each proposal's own
     // factor cancels in its acceptance ratio, so every step is O(1).
     const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
     int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
+    // A gathered row's moves and next proposals; `prior` is the row's own smoothing (beta for a
+    // word, alpha for a document).
+    auto move_and_propose = [&](lda::RowTopics& row, float prior) {
+      const uint64_t seed = sweep_seed(sweep);
+      // Locals: the moves' stores cannot touch them, so they stay in registers.
+      const float n_tail = vbeta, n_tail_1 = vbeta_1;
+      for (int64_t i = 0; i < row.size(); ++i) {
+        const int32_t s = row.topic(i), t = row.proposal(i);
+        if (t == s) continue;
+        const float a = static_cast<float>(row.count(t)) + prior;
+        const float b = static_cast<float>(row.count(s)) - 1.0f + prior;
+        const float nt = static_cast<float>(totals(t) + row.delta(t)) + n_tail;
+        const float ns = static_cast<float>(totals(s) + row.delta(s)) + n_tail_1;
+        row.MoveIf(i, t, Rng::Unit(Rng::Nth(token_seed(seed, row.id(i)), 0)) * b * nt < a * ns);
+      }
+      row.EndMoves();
+      row.Propose(prior, [&](int64_t i) { return Rng::Nth(token_seed(seed, row.id(i)), 1); });
+    };
+    // The rows' work happens at their first token, out of line: what every token does is small
+    // enough to inline into the runtime's loop.
+    auto gather_word = [&](lda::RowTopics& row, int64_t w) __attribute__((noinline)) {
+      const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+      row.Begin(w, sweep, K, n);
+      for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
+      for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
+      row.Count();
+      move_and_propose(row, beta);
+    };
+    auto gather_doc = [&](lda::RowTopics& row, int64_t d) __attribute__((noinline)) {
+      const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
+      row.Begin(d, sweep, K, n);
+      for (int64_t i = 0; i < n; ++i) {
+        row.set_id(i, begin + i);
+        row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
+      }
+      row.Count();
+      move_and_propose(row, alpha);
+    };
     auto word_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
-      const int64_t w = key[0];
-      if (!row.Holds(w, sweep)) {
-        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
-        row.Begin(w, sweep, K, n);
-        for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
-        for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
-        row.Count();
-        for (int64_t i = 0; i < row.size(); ++i) {
-          const int32_t s = row.topic(i), t = row.proposal(i);
-          if (t == s) continue;
-          const float a = static_cast<float>(row.count(t)) + beta;
-          const float b = static_cast<float>(row.count(s)) - 1.0f + beta;
-          const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
-          const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
-          if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
-        }
-        row.EndMoves();
-      }
-      const int64_t p = orders.doc_begin(key[1]) + key[2];
-      const int64_t i = row.IndexOf(p);
+      if (!row.Holds(key[0], sweep)) [[unlikely]]
+        gather_word(row, key[0]);
+      const int64_t i = row.IndexOf(orders.doc_begin(key[1]) + key[2]);
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
-      if (s != before) {
-        totals.add(before, -1);
-        totals.add(s, 1);
-        accepted += 1;
-      }
-      Rng rng = token_rng(sweep, p);
-      rng.Next();  // the acceptance's draw
-      v = Pack(s, row.Draw(beta, rng.Next()));
+      // Without a branch (a coin flip): a token that stays adds nothing.
+      const int64_t moved = s != before;
+      totals.add(before, -moved);
+      totals.add(s, moved);
+      accepted += moved;
+      v = row.next(i);
     };
     auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
-      const int64_t d = key[0];
-      if (!row.Holds(d, sweep)) {
-        const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
-        row.Begin(d, sweep, K, n);
-        for (int64_t i = 0; i < n; ++i) {
-          row.set_id(i, begin + i);
-          row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
-        }
-        row.Count();
-        for (int64_t i = 0; i < row.size(); ++i) {
-          const int32_t s = row.topic(i), t = row.proposal(i);
-          if (t == s) continue;
-          const float a = static_cast<float>(row.count(t)) + alpha;
-          const float b = static_cast<float>(row.count(s)) - 1.0f + alpha;
-          const float nt = static_cast<float>(totals(t) + row.delta(t)) + vbeta;
-          const float ns = static_cast<float>(totals(s) + row.delta(s)) + vbeta_1;
-          if (Rng::Unit(token_rng(sweep, row.id(i)).Next()) * b * nt < a * ns) row.Move(i, t);
-        }
-        row.EndMoves();
-      }
-      const int64_t p = orders.doc_begin(d) + key[2];
+      if (!row.Holds(key[0], sweep)) [[unlikely]]
+        gather_doc(row, key[0]);
       const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
-      if (s != before) {
-        totals.add(before, -1);
-        totals.add(s, 1);
-        accepted += 1;
-      }
-      Rng rng = token_rng(sweep, p);
-      rng.Next();  // the acceptance's draw
-      v = Pack(s, row.Draw(alpha, rng.Next()));
+      // Without a branch (a coin flip): a token that stays adds nothing.
+      const int64_t moved = s != before;
+      totals.add(before, -moved);
+      totals.add(s, moved);
+      accepted += moved;
+      v = row.next(key[2]);
     };
     // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
     // permission to run the loops data-parallel with reads up to S clocks stale.
@@ -365,7 +365,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         }
         nd.Count();
         double sum = 0;
-        for (int32_t k : nd.nonzero()) sum += lg_alpha[nd.count(k)];
+        nd.ForEachNonzero([&](int32_t, int32_t count) { sum += lg_alpha[count]; });
         // The topic totals' term, once (by the first document), inside the loop: a resumed run
         // that replays this iteration takes the whole sum from the checkpoint's log.
         if (key[0] == first_doc) {
@@ -385,7 +385,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         }
         nw.Count();
         double sum = 0;
-        for (int32_t k : nw.nonzero()) sum += lg_beta[nw.count(k)];
+        nw.ForEachNonzero([&](int32_t, int32_t count) { sum += lg_beta[count]; });
         ll += sum;
       });
       ll_per_token = ll.value() / static_cast<double>(num_tokens);
@@ -429,7 +429,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
           nw.set_state(i, tokens.value_at(nw.id(i)));
         }
         nw.Count();
-        for (int32_t k : nw.nonzero()) f(w, k, nw.count(k));
+        nw.ForEachNonzero([&](int32_t k, int32_t count) { f(w, k, count); });
       }
     });
   }

@@ -43,6 +43,8 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t Next() { return tessera::internal::SplitMix64(state_); }
+  // The value the (n + 1)-th Next() of Rng(seed) returns, without the draws before it.
+  static uint64_t Nth(uint64_t seed, uint64_t n) { return tessera::internal::SplitMix64At(seed, n); }
   // Uniform in [0, n) from the high bits, and a float in [0, 1) from the low bits, of one draw.
   static uint32_t Below(uint64_t r, uint32_t n) {
     return static_cast<uint32_t>(((r >> 32) * static_cast<uint64_t>(n)) >> 32);

@@ -61,9 +61,9 @@ class TokenOrders {
 // One row (a document's or a word's tokens) as a sweep sees it, kept per executor thread: the
 // tokens' ids, topics and pending proposals as the previous sweep left them, the row's topic
 // counts over those topics (count(k) in O(1)), and, after the sweep has decided its moves, the new
-// topics, from which Draw proposes in O(1). A row is gathered once per sweep by whichever thread
-// meets it first; everything here is a pure function of the row and the previous sweep's topics,
-// so any thread computes the same.
+// topics and every token's next element (its topic and next proposal, drawn in O(1)). A row is
+// gathered once per sweep by whichever thread meets it first; everything here is a pure function
+// of the row and the previous sweep's topics, so any thread computes the same.
 class RowTopics {
  public:
   // Whether this holds `row` of sweep `sweep` (then the caller skips gathering it).
@@ -76,14 +76,15 @@ class RowTopics {
     if (counts_.size() != static_cast<size_t>(topics)) {
       counts_.assign(static_cast<size_t>(topics), 0);
       delta_.assign(static_cast<size_t>(topics), 0);
-      nonzero_.clear();
+    } else {
+      // Only the previous row's topics have non-zero counts: n stores, not K.
+      for (int32_t k : gathered_) counts_[k] = 0;
     }
-    for (int32_t k : nonzero_) counts_[k] = 0;
-    nonzero_.clear();
     ids_.resize(static_cast<size_t>(n));
     states_.resize(static_cast<size_t>(n));
     gathered_.resize(static_cast<size_t>(n));
     topics_.resize(static_cast<size_t>(n));
+    next_.resize(static_cast<size_t>(n));
     row_ = row;
     sweep_ = sweep;
     cursor_ = 0;
@@ -97,7 +98,7 @@ class RowTopics {
       const int32_t k = TopicOf(states_[i]);
       gathered_[i] = k;
       topics_[i] = k;
-      if (counts[k]++ == 0) nonzero_.push_back(k);
+      ++counts[k];
     }
   }
 
@@ -109,22 +110,67 @@ class RowTopics {
   int32_t proposal(int64_t i) const { return ProposalOf(states_[i]); }
   // The gathered topics' counts (not changed by Move: WarpLDA's delayed counts).
   int32_t count(int32_t k) const { return counts_[k]; }
-  const std::vector<int32_t>& nonzero() const { return nonzero_; }
+  // Calls f(k, count(k)) once for every topic with a non-zero count (in order of first appearance
+  // in the row).
+  template <typename F>
+  void ForEachNonzero(F f) {
+    for (int32_t k : gathered_) {
+      if (counts_[k] > 0) {
+        f(k, counts_[k]);
+        counts_[k] = -counts_[k];  // seen; restored below
+      }
+    }
+    for (int32_t k : gathered_) counts_[k] = counts_[k] < 0 ? -counts_[k] : counts_[k];
+  }
   // Token i moves to topic `to`; `delta` tracks the row's changes to the topic totals so that
   // later tokens of the row see them (they are added to the totals token by token afterwards).
+  // Each token moves at most once, from its gathered topic.
   void Move(int64_t i, int32_t to) {
     --delta_[topics_[i]];
     ++delta_[to];
-    touched_.push_back(topics_[i]);
-    touched_.push_back(to);
     topics_[i] = to;
   }
-  int32_t delta(int32_t k) const { return delta_[k]; }
-  // After the row's moves: clears the deltas (the topics stay, for Draw).
-  void EndMoves() {
-    for (int32_t k : touched_) delta_[k] = 0;
-    touched_.clear();
+  // Move(i, to) if `move`, without a branch (whether a token moves is a coin flip).
+  void MoveIf(int64_t i, int32_t to, bool move) {
+    const int32_t from = topics_[i];
+    delta_[from] -= move;
+    delta_[to] += move;
+    topics_[i] = move ? to : from;
   }
+  int32_t delta(int32_t k) const { return delta_[k]; }
+  // After the row's moves: clears the deltas (the topics stay, for Propose). A delta can be
+  // non-zero only at a token's gathered topic or the topic it moved to.
+  void EndMoves() {
+    int32_t* delta = delta_.data();
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      delta[gathered_[i]] = 0;
+      delta[topics_[i]] = 0;
+    }
+  }
+
+  // After EndMoves: every token's next element, PackTopic(topic(i), a proposal drawn from (row
+  // count after the moves)(k) + prior over the K topics), with bits(i) its 64 random bits: one
+  // uniform over [0, N + K prior) picks a token of the row, or beyond N a topic uniformly.
+  template <typename Bits>
+  void Propose(float prior, Bits bits) {
+    const int32_t k = static_cast<int32_t>(counts_.size());
+    const double n = static_cast<double>(topics_.size());
+    // (bits >> 11) * 2^-53 * (n + K prior), with the exact power-of-two scale folded in.
+    const double scale = (n + k * static_cast<double>(prior)) * 0x1.0p-53;
+    const int32_t* topics = topics_.data();
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      const double x = static_cast<double>(bits(static_cast<int64_t>(i)) >> 11) * scale;
+      int32_t proposal;
+      if (x < n) {
+        proposal = topics[static_cast<size_t>(x)];
+      } else {
+        proposal = std::min(k - 1, static_cast<int32_t>((x - n) / prior));
+      }
+      next_[i] = PackTopic(topics[i], proposal);
+    }
+  }
+  // Token i's next element (REQUIRES: Propose has run for this row).
+  int64_t next(int64_t i) const { return next_[i]; }
 
   // Index of the token with id `id` (REQUIRES: the row holds it). O(1) when tokens are asked
   // for in row order, as a sweep does; else a binary search.
@@ -132,18 +178,6 @@ class RowTopics {
     if (cursor_ < size() && ids_[cursor_] == id) return cursor_++;
     cursor_ = std::lower_bound(ids_.begin(), ids_.end(), id) - ids_.begin();
     return cursor_++;
-  }
-
-  // A topic drawn from (row count after the moves)(k) + prior over K topics, from 64 random
-  // bits: one uniform over [0, N + K prior) picks a token of the row, or beyond N a topic
-  // uniformly.
-  int32_t Draw(float prior, uint64_t bits) const {
-    const int32_t k = static_cast<int32_t>(counts_.size());
-    const double n = static_cast<double>(topics_.size());
-    const double x =
-        static_cast<double>(bits >> 11) * 0x1.0p-53 * (n + k * static_cast<double>(prior));
-    if (x < n) return topics_[static_cast<size_t>(x)];
-    return std::min(k - 1, static_cast<int32_t>((x - n) / prior));
   }
 
  private:
@@ -154,10 +188,9 @@ class RowTopics {
   std::vector<int32_t> gathered_;
   std::vector<int32_t> topics_;
   std::vector<int64_t> states_;
+  std::vector<int64_t> next_;
   std::vector<int32_t> counts_;
-  std::vector<int32_t> nonzero_;  // the topics with a non-zero count
-  std::vector<int32_t> delta_;    // the row's moves so far, per topic
-  std::vector<int32_t> touched_;  // topics whose delta may be non-zero
+  std::vector<int32_t> delta_;  // the row's moves so far, per topic
 };
 
 }  // namespace lda

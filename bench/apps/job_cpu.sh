@@ -4,7 +4,7 @@
 # machine, user + system CPU compares builds where wall time measures the neighbours.
 #
 #   bench/apps/job_cpu.sh BUILD_DIR [BUILD_DIR...] -- APP ARGS...
-#   env: WORKERS=2 REPEAT=3
+#   env: WORKERS=2 REPEAT=3 (WORKERS=0: the app alone, serially, without `tessera run`)
 # Example: bench/apps/job_cpu.sh /tmp/old build -- lda --docword ../shared/data/20news/docword.20news.txt --topics 100 --iterations 30
 set -euo pipefail
 WORKERS=${WORKERS:-2}
@@ -20,8 +20,12 @@ trap 'rm -f "$out"' EXIT
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), load before: $(uptime | sed 's/.*load average: //')"
 for ((i = 0; i < REPEAT; i++)); do
   for b in "${builds[@]}"; do
-    /usr/bin/time -f "$b %e %U %S" -a -o "$out" "$b/bin/tessera" run -w "$WORKERS" -s 1 -- \
-        "$b/bin/$app" "$@" >/dev/null 2>&1
+    if [[ $WORKERS == 0 ]]; then
+      /usr/bin/time -f "$b %e %U %S" -a -o "$out" "$b/bin/$app" "$@" >/dev/null 2>&1
+    else
+      /usr/bin/time -f "$b %e %U %S" -a -o "$out" "$b/bin/tessera" run -w "$WORKERS" -s 1 -- \
+          "$b/bin/$app" "$@" >/dev/null 2>&1
+    fi
   done
 done
 echo "| build | runs | wall s (median) | user s (median) | system s (median) | CPU s (median) |"

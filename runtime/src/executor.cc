@@ -2,24 +2,14 @@
 
 namespace tessera {
 namespace internal {
-namespace {
-// Per-thread, not shared: which executor slot this thread fills. A thread_local rather than a
-// Context member because Accumulator::operator+= sits in the innermost loop and has no Context.
-thread_local int current_slot = 0;
-thread_local bool current_concurrent = false;
-}  // namespace
-
-int CurrentExecutorSlot() { return current_slot; }
-bool ConcurrentExecutorThread() { return current_concurrent; }
-
 ExecutorSlotScope::ExecutorSlotScope(int slot, bool shared)
-    : previous_(current_slot), previous_concurrent_(current_concurrent) {
-  current_slot = slot;
-  current_concurrent = slot != 0 && shared;
+    : previous_(current_executor_slot), previous_concurrent_(current_executor_concurrent) {
+  current_executor_slot = slot;
+  current_executor_concurrent = slot != 0 && shared;
 }
 ExecutorSlotScope::~ExecutorSlotScope() {
-  current_slot = previous_;
-  current_concurrent = previous_concurrent_;
+  current_executor_slot = previous_;
+  current_executor_concurrent = previous_concurrent_;
 }
 
 }  // namespace internal

@@ -168,14 +168,21 @@ class AccumulatorBase {
   virtual bool SetState(std::string_view state) = 0;
 };
 
+// Per-thread, not shared: which executor slot this thread fills (ExecutorSlotScope sets them).
+// Inline thread_locals rather than Context members because Accumulator::operator+= and relaxed
+// adds sit in the innermost loop of a body and have no Context; inline so that reading them
+// there is one load, not a call.
+inline constinit thread_local int current_executor_slot = 0;
+inline constinit thread_local bool current_executor_concurrent = false;
+
 // Index of the executor thread running the current code: 0 outside parallel_for and in serial
 // mode; executors set it on their threads with ExecutorSlotScope. Accumulators use it to give each
 // thread its own partial sum without locks.
-int CurrentExecutorSlot();
+inline int CurrentExecutorSlot() { return current_executor_slot; }
 
 // Whether other executor threads of this process may run loop bodies while this one does (an
 // executor slot of an executor with several threads): relaxed adds must then be atomic.
-bool ConcurrentExecutorThread();
+inline bool ConcurrentExecutorThread() { return current_executor_concurrent; }
 
 // `shared`: other threads of the executor may run bodies at the same time (false: this is its
 // only thread, e.g. one thread per worker process, and relaxed adds need no atomics).
