@@ -695,8 +695,7 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
   Corpus corpus = builder->Finish();
   builder.reset();  // its duplicate index goes before the tokens are built
   if (options.tokens) {
-    TESSERA_RETURN_IF_ERROR(internal::ExpandTokens(
-        ctx, &corpus, origin, nullptr, [](int64_t longest) -> Result<int64_t> { return longest; }));
+    internal::ExpandTokens(ctx, &corpus, origin);
   }
   return corpus;
 }

@@ -641,9 +641,7 @@ Result<Corpus> LoadDocwordPartitioned(
   return corpus;
 }
 
-Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
-                    const RecordPartition* partition,
-                    const std::function<Result<int64_t>(int64_t)>& global_max) {
+void ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin) {
   // This worker's entries in key order (its share's order is then the serial one), copied out
   // compactly so that the entries' memory goes before the tokens are built, in chunks that are
   // freed (and, being large, unmapped) as soon as their tokens are made: the entries and the
@@ -670,15 +668,13 @@ Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
       longest = std::max(longest, length);
     }
   }
-  Result<int64_t> most = global_max(longest);
-  if (!most.ok()) return most.status();
-  MakeTokens(ctx, corpus, origin, partition, held_tokens, *most, [&entries](auto&& emit) {
-    for (std::vector<TokenEntry>& chunk : entries) {
-      for (const TokenEntry& e : chunk) emit(e);
-      std::vector<TokenEntry>().swap(chunk);
-    }
-  });
-  return Status::Ok();
+  MakeTokens(ctx, corpus, origin, /*partition=*/nullptr, held_tokens, longest,
+             [&entries](auto&& emit) {
+               for (std::vector<TokenEntry>& chunk : entries) {
+                 for (const TokenEntry& e : chunk) emit(e);
+                 std::vector<TokenEntry>().swap(chunk);
+               }
+             });
 }
 
 }  // namespace tessera::internal

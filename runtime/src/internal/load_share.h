@@ -107,14 +107,11 @@ Result<Corpus> LoadDocwordPartitioned(
     DocwordShare share, ArrayOrigin origin, bool tokens,
     const std::function<std::string(int64_t doc, int64_t word)>& second_occurrence);
 
-// DocwordOptions::tokens: replaces the elements of corpus->counts (created at `origin`) by
-// corpus->tokens, one element per token (data.h), and sets corpus->max_doc_length. `partition`:
-// this worker's document range when the counts are partitioned (the tokens then are too), else
-// null; `global_max` turns this worker's longest document into every worker's (identity when
-// not partitioned; its error is returned). The entries' memory goes before the tokens are built.
-Status ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin,
-                    const RecordPartition* partition,
-                    const std::function<Result<int64_t>(int64_t)>& global_max);
+// DocwordOptions::tokens of a whole corpus (a partitioned one makes its tokens as its entries
+// arrive, LoadDocwordPartitioned): replaces the elements of corpus->counts (created at `origin`)
+// by corpus->tokens, one element per token (data.h), and sets corpus->max_doc_length. The
+// entries' memory goes before the tokens are built.
+void ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin);
 
 // The loaders behind load_triples and load_docword: `split` null reads `options.range` alone
 // (serial); otherwise this worker reads WorkerRange of each file and the shares are merged
