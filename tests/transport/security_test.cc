@@ -88,6 +88,16 @@ class SecuredRouterTest : public ::testing::Test {
     return payload.to_string();
   }
 
+  // A peer with the secret connects and sends; the router receives it (the router goes on).
+  void ExpectAMemberGetsThrough() {
+    zmq::socket_t member(context_, zmq::socket_type::dealer);
+    ConfigureSocket(member);
+    SecureConnectSide(member, "job-secret");
+    member.connect(endpoint_);
+    member.send(zmq::buffer(std::string("member")), zmq::send_flags::none);
+    EXPECT_EQ(Receive(), "member");
+  }
+
   zmq::context_t context_;
   zmq::socket_t router_{context_, zmq::socket_type::router};
   std::string endpoint_;
@@ -102,12 +112,7 @@ TEST_F(SecuredRouterTest, OnlyAPeerWithTheSecretGetsAMessageThrough) {
   ASSERT_TRUE(testing::SendRawTcp(endpoint_, testing::HttpHealthCheck()));
   ASSERT_TRUE(testing::SendRawTcp(endpoint_, std::string(300, '\xff')));
 
-  zmq::socket_t member(context_, zmq::socket_type::dealer);
-  ConfigureSocket(member);
-  SecureConnectSide(member, "job-secret");
-  member.connect(endpoint_);
-  member.send(zmq::buffer(std::string("member")), zmq::send_flags::none);
-  EXPECT_EQ(Receive(), "member");
+  ExpectAMemberGetsThrough();
 }
 
 // ZeroMQ drops the connection of a peer whose frame is over the bound before reading it whole;
@@ -122,12 +127,7 @@ TEST_F(SecuredRouterTest, AnOversizedFrameDropsItsConnectionNotTheReceiver) {
   big.send(zmq::buffer(std::string(8192, 'x')), zmq::send_flags::none);
   EXPECT_EQ(events.Next(), ZMQ_EVENT_DISCONNECTED);
 
-  zmq::socket_t member(context_, zmq::socket_type::dealer);
-  ConfigureSocket(member);
-  SecureConnectSide(member, "job-secret");
-  member.connect(endpoint_);
-  member.send(zmq::buffer(std::string("member")), zmq::send_flags::none);
-  EXPECT_EQ(Receive(), "member");
+  ExpectAMemberGetsThrough();
 }
 
 // A connection that never completes its handshake (a port scanner, a half-open stranger) is
@@ -140,13 +140,7 @@ TEST_F(SecuredRouterTest, AConnectionThatNeverHandshakesIsClosedAfterTheTimeout)
   ASSERT_TRUE(held.has_value()) << "the connection was not closed within 3 time-outs";
   EXPECT_GE(*held, milliseconds(kHandshakeTimeoutMs / 2));
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(kHandshakeTimeoutMs * 3));
-  // The receiver goes on.
-  zmq::socket_t member(context_, zmq::socket_type::dealer);
-  ConfigureSocket(member);
-  SecureConnectSide(member, "job-secret");
-  member.connect(endpoint_);
-  member.send(zmq::buffer(std::string("member")), zmq::send_flags::none);
-  EXPECT_EQ(Receive(), "member");
+  ExpectAMemberGetsThrough();  // the receiver goes on
 }
 
 // A socket that talks to the coordinator refuses what no coordinator sends: a frame over
