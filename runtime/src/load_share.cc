@@ -89,30 +89,6 @@ Status DecodeRatings(proto::RatingRecords::Reader in, std::vector<RatingRecord>*
   return Status::Ok();
 }
 
-// Reads a LoadedShare from `bytes` (copied to word alignment if needed) and hands it to `use`.
-template <typename Fn>
-Status WithShare(std::string_view bytes, Fn&& use) {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    return Status::DataLoss(
-        fmt::format("loaded share of {} bytes is not a Cap'n Proto message", bytes.size()));
-  }
-  kj::Array<capnp::word> copy;
-  kj::ArrayPtr<const capnp::word> words;
-  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(capnp::word) == 0) {
-    words = {reinterpret_cast<const capnp::word*>(bytes.data()), bytes.size() / sizeof(capnp::word)};
-  } else {
-    copy = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-    std::memcpy(copy.begin(), bytes.data(), bytes.size());
-    words = copy.asPtr();
-  }
-  try {
-    capnp::FlatArrayMessageReader reader(words, PeerPayloadOptions(words.size()));
-    return use(reader.getRoot<proto::LoadedShare>());
-  } catch (const kj::Exception& e) {
-    return Status::DataLoss(fmt::format("malformed loaded share: {}", e.getDescription().cStr()));
-  }
-}
-
 }  // namespace
 
 std::string EncodeShare(const RatingShare& share) {
@@ -148,7 +124,7 @@ std::string EncodeShare(const DocwordShare& share) {
 }
 
 Status MergeShare(std::string_view bytes, RatingShare* into) {
-  return WithShare(bytes, [into](proto::LoadedShare::Reader share) -> Status {
+  return WithPeerMessage<proto::LoadedShare>(bytes, "loaded share", [into](proto::LoadedShare::Reader share) -> Status {
     if (!share.isTriples()) return Status::DataLoss("loaded share: expected ratings");
     if (share.getError().size() > 0) {
       const bool in_test = share.getErrorInTest();
@@ -164,7 +140,7 @@ Status MergeShare(std::string_view bytes, RatingShare* into) {
 }
 
 Status MergeShare(std::string_view bytes, DocwordShare* into) {
-  return WithShare(bytes, [into](proto::LoadedShare::Reader share) -> Status {
+  return WithPeerMessage<proto::LoadedShare>(bytes, "loaded share", [into](proto::LoadedShare::Reader share) -> Status {
     if (!share.isDocword()) return Status::DataLoss("loaded share: expected docword entries");
     if (share.getError().size() > 0) {
       if (into->error.ok()) into->error = StatusFromProto(share.getErrorCode(), share.getError());

@@ -73,27 +73,18 @@ std::string EncodeIds(const RatingShare& share) {
 }
 
 Status DecodeIds(const std::string& bytes, int from, WorkerIds* out) {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    return Status::DataLoss(fmt::format("worker {} sent {} bytes of ids", from, bytes.size()));
-  }
-  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  try {
-    capnp::FlatArrayMessageReader reader(words.asPtr(), PeerPayloadOptions(words.size()));
-    auto m = reader.getRoot<proto::LoadedIds>();
-    if (m.getError().size() > 0) {
-      out->error = StatusFromProto(m.getErrorCode(), m.getError());
-      out->error_in_test = m.getErrorInTest();
-    }
-    for (int64_t id : m.getUsers()) out->users.push_back(id);
-    for (int64_t id : m.getItems()) out->items.push_back(id);
-    out->train = m.getTrainCount();
-    out->test = m.getTestCount();
-  } catch (const kj::Exception& e) {
-    return Status::DataLoss(
-        fmt::format("malformed ids from worker {}: {}", from, e.getDescription().cStr()));
-  }
-  return Status::Ok();
+  return WithPeerMessage<proto::LoadedIds>(
+      bytes, fmt::format("ids from worker {}", from), [out](proto::LoadedIds::Reader m) {
+        if (m.getError().size() > 0) {
+          out->error = StatusFromProto(m.getErrorCode(), m.getError());
+          out->error_in_test = m.getErrorInTest();
+        }
+        for (int64_t id : m.getUsers()) out->users.push_back(id);
+        for (int64_t id : m.getItems()) out->items.push_back(id);
+        out->train = m.getTrainCount();
+        out->test = m.getTestCount();
+        return Status::Ok();
+      });
 }
 
 // The first error of any worker, in rank order: one that is not `later` before one that is.
@@ -192,44 +183,37 @@ std::string EncodeEntries(const std::vector<TokenEntry>& entries) {
 // each is one this worker holds: docs in [lo, hi), words below `vocab`.
 Status DecodeEntries(const std::string& bytes, int from, int64_t lo, int64_t hi, int64_t vocab,
                      std::vector<TokenEntry>* into) {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    return Status::DataLoss(fmt::format("worker {} sent {} bytes of entries", from, bytes.size()));
-  }
-  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  try {
-    capnp::FlatArrayMessageReader reader(words.asPtr(), PeerPayloadOptions(words.size()));
-    const auto arrays = reader.getRoot<proto::RecordShipment>().getArrays();
-    if (arrays.size() != 1) {
-      return Status::DataLoss(
-          fmt::format("worker {} sent entries of {} arrays", from, arrays.size()));
-    }
-    const auto keys = arrays[0].getKeys();
-    const auto values = arrays[0].getValues();
-    const size_t n = values.size() / sizeof(int32_t);
-    if (values.size() % sizeof(int32_t) != 0 || keys.size() != 2 * n ||
-        arrays[0].getOrderHigh().size() != 0 || arrays[0].getOrderLow().size() != 0) {
-      return Status::DataLoss(fmt::format("worker {} sent {} keys and {} count bytes", from,
-                                          keys.size(), values.size()));
-    }
-    into->reserve(into->size() + n);
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t doc = keys[static_cast<unsigned>(2 * i)];
-      const int64_t word = keys[static_cast<unsigned>(2 * i + 1)];
-      if (doc < lo || doc >= hi || word < 0 || word >= vocab) {
-        return Status::DataLoss(fmt::format(
-            "worker {} sent entry (doc {}, word {}) outside docs [{}, {}) x words [0, {})", from,
-            doc, word, lo, hi, vocab));
-      }
-      int32_t count;
-      std::memcpy(&count, values.begin() + i * sizeof(int32_t), sizeof(int32_t));
-      into->push_back({doc, static_cast<int32_t>(word), count});
-    }
-  } catch (const kj::Exception& e) {
-    return Status::DataLoss(
-        fmt::format("malformed entries from worker {}: {}", from, e.getDescription().cStr()));
-  }
-  return Status::Ok();
+  return WithPeerMessage<proto::RecordShipment>(
+      bytes, fmt::format("entries from worker {}", from),
+      [&](proto::RecordShipment::Reader shipment) -> Status {
+        const auto arrays = shipment.getArrays();
+        if (arrays.size() != 1) {
+          return Status::DataLoss(
+              fmt::format("worker {} sent entries of {} arrays", from, arrays.size()));
+        }
+        const auto keys = arrays[0].getKeys();
+        const auto values = arrays[0].getValues();
+        const size_t n = values.size() / sizeof(int32_t);
+        if (values.size() % sizeof(int32_t) != 0 || keys.size() != 2 * n ||
+            arrays[0].getOrderHigh().size() != 0 || arrays[0].getOrderLow().size() != 0) {
+          return Status::DataLoss(fmt::format("worker {} sent {} keys and {} count bytes", from,
+                                              keys.size(), values.size()));
+        }
+        into->reserve(into->size() + n);
+        for (size_t i = 0; i < n; ++i) {
+          const int64_t doc = keys[static_cast<unsigned>(2 * i)];
+          const int64_t word = keys[static_cast<unsigned>(2 * i + 1)];
+          if (doc < lo || doc >= hi || word < 0 || word >= vocab) {
+            return Status::DataLoss(fmt::format(
+                "worker {} sent entry (doc {}, word {}) outside docs [{}, {}) x words [0, {})", from,
+                doc, word, lo, hi, vocab));
+          }
+          int32_t count;
+          std::memcpy(&count, values.begin() + i * sizeof(int32_t), sizeof(int32_t));
+          into->push_back({doc, static_cast<int32_t>(word), count});
+        }
+        return Status::Ok();
+      });
 }
 
 // The tokens path's exchange: each parsed entry to the holder of its document, without its

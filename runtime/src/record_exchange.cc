@@ -15,23 +15,6 @@
 namespace tessera::internal {
 namespace {
 
-// Reads a message of type M from `bytes` (copied to word alignment) and hands it to `use`.
-template <typename M, typename Fn>
-Status WithMessage(const std::string& bytes, const char* what, Fn&& use) {
-  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
-    return Status::DataLoss(
-        fmt::format("{} of {} bytes is not a Cap'n Proto message", what, bytes.size()));
-  }
-  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  try {
-    capnp::FlatArrayMessageReader reader(words.asPtr(), PeerPayloadOptions(words.size()));
-    return use(reader.getRoot<M>());
-  } catch (const kj::Exception& e) {
-    return Status::DataLoss(fmt::format("malformed {}: {}", what, e.getDescription().cStr()));
-  }
-}
-
 std::string EncodeShipment(const std::vector<RecordBatch>& batches) {
   size_t words = 16;
   for (const RecordBatch& b : batches)
@@ -59,7 +42,7 @@ std::string EncodeShipment(const std::vector<RecordBatch>& batches) {
 // The batches of `bytes`, one per array, checked against the arrays' ranks and element sizes.
 Status DecodeShipment(const std::string& bytes, const std::vector<ArrayBase*>& arrays, int from,
                       std::vector<std::vector<RecordBatch>>* into) {
-  return WithMessage<proto::RecordShipment>(
+  return WithPeerMessage<proto::RecordShipment>(
       bytes, "record shipment", [&](proto::RecordShipment::Reader m) -> Status {
         auto list = m.getArrays();
         if (list.size() != arrays.size()) {
@@ -114,7 +97,7 @@ Result<std::vector<std::vector<uint64_t>>> AllGatherCounts(const AllGatherFn& al
   if (!all.ok()) return all.status();
   std::vector<std::vector<uint64_t>> out(all->size());
   for (size_t w = 0; w < all->size(); ++w) {
-    Status s = WithMessage<proto::KeyCounts>(
+    Status s = WithPeerMessage<proto::KeyCounts>(
         (*all)[w], "key counts", [&](proto::KeyCounts::Reader m) -> Status {
           const auto counts = m.getCounts();
           if (counts.size() != local.size()) {

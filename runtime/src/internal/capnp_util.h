@@ -4,8 +4,13 @@
 #define TESSERA_RUNTIME_SRC_INTERNAL_CAPNP_UTIL_H_
 
 #include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #include "tessera/common/status.h"
 #include "tessera/proto/tessera.capnp.h"
@@ -27,6 +32,32 @@ std::string FlattenMessage(capnp::MessageBuilder& message);
 // more empty elements than that, fails its read (kj "traversal limit"), which the readers
 // return as DataLoss.
 capnp::ReaderOptions PeerPayloadOptions(size_t words);
+
+// Reads a message of type M from a peer's payload `bytes` -- in place when the bytes are
+// word-aligned (heap strings are), else from a copy -- and returns use(its root). DataLoss naming
+// `what` for bytes that are not whole words or do not read as M.
+template <typename M, typename Fn>
+Status WithPeerMessage(std::string_view bytes, std::string_view what, Fn&& use) {
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    return Status::DataLoss(
+        fmt::format("{} of {} bytes is not a Cap'n Proto message", what, bytes.size()));
+  }
+  kj::Array<capnp::word> copy;
+  kj::ArrayPtr<const capnp::word> words;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(capnp::word) == 0) {
+    words = {reinterpret_cast<const capnp::word*>(bytes.data()), bytes.size() / sizeof(capnp::word)};
+  } else {
+    copy = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+    std::memcpy(copy.begin(), bytes.data(), bytes.size());
+    words = copy.asPtr();
+  }
+  try {
+    capnp::FlatArrayMessageReader reader(words, PeerPayloadOptions(words.size()));
+    return use(reader.getRoot<M>());
+  } catch (const kj::Exception& e) {
+    return Status::DataLoss(fmt::format("malformed {}: {}", what, e.getDescription().cStr()));
+  }
+}
 
 }  // namespace tessera::internal
 
