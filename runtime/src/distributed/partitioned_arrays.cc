@@ -41,7 +41,15 @@ class PartitionedArrays::Impl {
   // The role each bound array can play partitioned in this loop (kNone: it must be whole).
   std::map<int64_t, Role> Roles(const LoopSchedule& s, const SiteBinding& binding) const {
     std::map<int64_t, Role> roles;
-    for (size_t i = 1; i < s.arrays.size(); ++i) {  // arrays[0] is the space: never partitioned
+    // The space is left replicated unless an earlier loop already keeps it partitioned: then each
+    // worker needs its own blocks' rows (a dense space's block is cut on rows when space_dim is 0).
+    // Any other name of it in the body disagrees below and makes it whole.
+    if (ArrayBase* space = binding.arrays.empty() ? nullptr : binding.arrays[0];
+        space != nullptr && layouts_.count(space->id()) != 0) {
+      roles[space->id()] =
+          s.space_dim == 0 && !space->is_sparse() ? Role::kLocal : Role::kNone;
+    }
+    for (size_t i = 1; i < s.arrays.size(); ++i) {  // arrays[0] is the space (above)
       ArrayBase* a = binding.arrays[i];
       if (a == nullptr) continue;
       const LoopSchedule::Array& n = s.arrays[i];
