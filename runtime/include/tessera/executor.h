@@ -146,6 +146,19 @@ class ArrayBase {
   virtual const int64_t* key_data() const = 0;
   virtual const RecordOrder* order_data() const = 0;
   virtual RecordOrder place_at(size_t p) const = 0;
+
+  // --- Building a sparse array row by row (DistArray::permuted, internal/permute_records.h). ---
+  // Replaces the stored elements by room for exactly counts[v - lo] elements of each key[0] value
+  // v in [lo, lo + counts.size()), which PlaceInRows fills. REQUIRES: sparse.
+  virtual void ReserveRows(int64_t lo, const std::vector<uint64_t>& counts) = 0;
+  // Places n elements (rank() key components and element_bytes() raw value bytes each) after
+  // those already placed in their rows. False when a key is outside the shape, its key[0]
+  // outside the reserved rows or its row full (the elements before it are placed).
+  virtual bool PlaceInRows(const int64_t* keys, const void* values, size_t n) = 0;
+  // Sorts every reserved row by key: the array then holds its elements in key order (its serial
+  // order), partitioned as `partition` says (places implicit) or whole when it is null. False,
+  // leaving the array undefined, when a row is not full or a key is placed twice.
+  virtual bool FinishRows(const RecordPartition* partition) = 0;
 };
 
 // A sum that loop bodies add to (tessera::Accumulator): what a distributed executor reduces
