@@ -48,7 +48,7 @@ Elements<N> Stored(const DistArray<double, N>& a) {
 
 // The hand-built permutation: every element under `perm`, sorted by the new key.
 template <int N>
-Elements<N> Permuted(const Elements<N>& in, const std::array<int, N>& perm) {
+Elements<N> Permuted(const Elements<N>& in, const std::array<int, static_cast<size_t>(N)>& perm) {
   Elements<N> out;
   for (const auto& [k, v] : in) {
     Key<N> nk;
