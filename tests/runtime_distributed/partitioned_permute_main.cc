@@ -65,15 +65,16 @@ int Saved(const tessera::Status& s) {
   return 1;
 }
 
-tessera::Result<tessera::Corpus> Load(tessera::Context& ctx, const std::string& path) {
+tessera::DocwordOptions AsTokens() {
   tessera::DocwordOptions read;
   read.tokens = true;
-  return tessera::load_docword(ctx, path, read);
+  return read;
 }
 
 int RunTokens(tessera::Context& ctx, const std::string& prefix, const std::string& path,
               bool save) {
-  auto loaded = Load(ctx, path);
+  // Called here: the loader's call is the tokens' origin, which tessc binds.
+  auto loaded = tessera::load_docword(ctx, path, AsTokens());
   if (!loaded.ok()) {
     std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());
     return 1;
@@ -110,7 +111,8 @@ int RunTokens(tessera::Context& ctx, const std::string& prefix, const std::strin
 }
 
 int RunSerialUse(tessera::Context& ctx, const std::string& prefix, const std::string& path) {
-  auto loaded = Load(ctx, path);
+  // Called here: the loader's call is the tokens' origin, which tessc binds.
+  auto loaded = tessera::load_docword(ctx, path, AsTokens());
   if (!loaded.ok()) {
     std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());
     return 1;
@@ -129,7 +131,9 @@ int RunSerialUse(tessera::Context& ctx, const std::string& prefix, const std::st
     checksum_w += ElementHash(k[0], k[1], k[2], v);
     count_w += 1;
   });
-  int rc = Saved(tessera::save_array(tokens_w, prefix + ".w.tarr"));
+  // Whole on every worker, so each saves it itself: to a file of its own.
+  const std::string rank = ctx.job().rank == 0 ? "" : "." + std::to_string(ctx.job().rank);
+  int rc = Saved(tessera::save_array(tokens_w, prefix + ".w.tarr" + rank));
   if (rc == 0) {
     rc = Write(ctx, prefix, "w", tokens_w.shape(), tokens_w.nnz(), count_w.value(),
                checksum_w.value(), by_word);
