@@ -453,9 +453,9 @@ void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<i
   if (r->partitioned) {
     impl_->logger->info(
         "permuted array #{} into #{}: {} of {} elements held by this worker, key[0] in [{}, {}) "
-        "(partitioned; {} rounds, {} B sent, {:.3f} s)",
+        "(partitioned; {} rounds, {} B sent, {:.3f} s of which {:.3f} s ordering rows)",
         source.id(), result.id(), r->held, result.record_partition()->global_size, r->lo, r->hi,
-        r->rounds, r->bytes_sent, seconds);
+        r->rounds, r->bytes_sent, seconds, r->order_seconds);
   } else {
     impl_->logger->info("permuted array #{} into #{}: {} elements, whole on every worker ({} B "
                         "sent, {:.3f} s)",

@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -58,9 +59,10 @@ Status PlaceFrom(const std::string& bytes, int from, ArrayBase* result,
         const size_t n = values.size() / e;
         if (values.size() % e != 0 || keys.size() != n * rank ||
             arrays[0].getOrderHigh().size() != 0 || arrays[0].getOrderLow().size() != 0) {
-          return Status::DataLoss(fmt::format("worker {} sent {} key components and {} value "
-                                              "bytes of rank-{} elements of {} bytes",
-                                              from, keys.size(), values.size(), rank, e));
+          return Status::DataLoss(
+              fmt::format("worker {} sent {} key components and {} value "
+                          "bytes of rank-{} elements of {} bytes",
+                          from, keys.size(), values.size(), rank, e));
         }
         scratch->resize(keys.size());
         for (size_t i = 0; i < keys.size(); ++i) (*scratch)[i] = keys[static_cast<unsigned>(i)];
@@ -130,8 +132,8 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
   mine.lo = plan.bounds[me];
   mine.hi = plan.bounds[me + 1];
   mine.global_size = global_size;
-  result->ReserveRows(mine.lo, std::vector<uint64_t>(counts.begin() + mine.lo,
-                                                     counts.begin() + mine.hi));
+  result->ReserveRows(mine.lo,
+                      std::vector<uint64_t>(counts.begin() + mine.lo, counts.begin() + mine.hi));
   std::vector<uint64_t>().swap(counts);
 
   if (held == nullptr) {
@@ -185,7 +187,11 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
       ++report.rounds;
     }
   }
-  if (!result->FinishRows(&mine)) {
+  const auto ordering = std::chrono::steady_clock::now();
+  const bool finished = result->FinishRows(&mine);
+  report.order_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ordering).count();
+  if (!finished) {
     return Status::DataLoss(
         "the permuted elements this worker received do not match the counts every worker sent "
         "(an element lost or held twice)");

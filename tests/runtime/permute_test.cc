@@ -3,11 +3,8 @@
 // rank order, are exactly the serial result, whatever the rounds; a whole source is split without
 // messages; a peer's malformed or misdirected elements are DataLoss. The job end to end is
 // tests/runtime_distributed/partitioned_permute_test.cc.
-#include "internal/permute_records.h"
-
-#include <gtest/gtest.h>
-
 #include <capnp/message.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,9 +17,10 @@
 #include <vector>
 
 #include "internal/capnp_util.h"
+#include "internal/permute_records.h"
 #include "internal/record_exchange.h"
-#include "tessera/proto/tessera.capnp.h"
 #include "tessera/internal/array_storage.h"
+#include "tessera/proto/tessera.capnp.h"
 #include "tessera/tessera.h"
 
 namespace tessera::internal {
@@ -55,7 +53,8 @@ Elements<N> Permuted(const Elements<N>& in, const std::array<int, static_cast<si
     for (int d = 0; d < N; ++d) nk.idx[d] = k.idx[perm[d]];
     out.emplace_back(nk, v);
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first.idx < b.first.idx; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.first.idx < b.first.idx; });
   return out;
 }
 
@@ -116,8 +115,9 @@ TEST(PermuteTest, ATransposedMatrixAndAnEmptyArray) {
 TEST(PermuteDeathTest, APermutationThatIsNotOneAbortsNamingIt) {
   Context ctx(Hermetic());
   auto x = RandomArray(ctx, {3, 3, 3}, 5, 2);
-  EXPECT_DEATH((void)x.permuted({0, 0, 2}),
-               R"(DistArray::permuted\(\{0, 0, 2\}\) of a rank-3 array: perm must hold each of 0..2 exactly once)");
+  EXPECT_DEATH(
+      (void)x.permuted({0, 0, 2}),
+      R"(DistArray::permuted\(\{0, 0, 2\}\) of a rank-3 array: perm must hold each of 0..2 exactly once)");
   EXPECT_DEATH((void)x.permuted({0, 1, 3}), R"(permuted\(\{0, 1, 3\}\))");
   EXPECT_DEATH((void)x.permuted({-1, 1, 2}), R"(permuted\(\{-1, 1, 2\}\))");
   auto dense = DistArray<double, 2>::dense(ctx, {2, 2});
@@ -129,10 +129,13 @@ TEST(PermuteDeathTest, APermutationThatIsNotOneAbortsNamingIt) {
 class InMemoryMesh {
  public:
   explicit InMemoryMesh(int n)
-      : n_(n), sync_(n), box_(static_cast<size_t>(n), std::vector<std::string>(static_cast<size_t>(n))) {}
+      : n_(n),
+        sync_(n),
+        box_(static_cast<size_t>(n), std::vector<std::string>(static_cast<size_t>(n))) {}
   Result<std::vector<std::string>> AllToAll(int rank, std::vector<std::string> to_each) {
     for (int w = 0; w < n_; ++w) {
-      box_[static_cast<size_t>(w)][static_cast<size_t>(rank)] = std::move(to_each[static_cast<size_t>(w)]);
+      box_[static_cast<size_t>(w)][static_cast<size_t>(rank)] =
+          std::move(to_each[static_cast<size_t>(w)]);
     }
     sync_.arrive_and_wait();
     if (left_) return Status::Unavailable("a peer left");
@@ -171,7 +174,8 @@ std::string OneElement(const Key<3>& k) {
 
 // Worker r's share of `whole` when it is partitioned on key[0] by `bounds`.
 void KeepShare(DistArray<double, 3>& a, const std::vector<int64_t>& bounds, int r) {
-  auto& s = const_cast<ArrayStorage<double, 3>&>(static_cast<const ArrayStorage<double, 3>&>(a.base()));
+  auto& s =
+      const_cast<ArrayStorage<double, 3>&>(static_cast<const ArrayStorage<double, 3>&>(a.base()));
   a.sort_keys();
   const int64_t total = a.nnz();
   std::vector<Key<3>> keys;
@@ -198,8 +202,8 @@ struct WorkerResult {
 // RandomArray(shape, count, seed) (or all of it, when bounds is empty).
 std::vector<WorkerResult> RunWorkers(int n, std::array<int64_t, 3> shape, int count, unsigned seed,
                                      const std::vector<int64_t>& bounds, std::array<int, 3> perm,
-                                     bool keep, size_t round, int* exchanges,
-                                     int corrupt_from = -1, bool misdirect = false) {
+                                     bool keep, size_t round, int* exchanges, int corrupt_from = -1,
+                                     bool misdirect = false) {
   InMemoryMesh mesh(n);
   std::vector<WorkerResult> results(static_cast<size_t>(n));
   std::vector<std::thread> threads;
@@ -330,9 +334,10 @@ TEST(PermuteRecordsTest, APeersMalformedOrMisdirectedElementsAreDataLoss) {
                                     &exchanges, /*corrupt_from=*/1, misdirect);
     const Status& s = results[0].status;
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-    EXPECT_NE(s.message().find(misdirect ? "worker 1 sent a permuted element outside this worker's rows"
-                                         : "permuted elements from worker 1"),
-              std::string::npos)
+    EXPECT_NE(
+        s.message().find(misdirect ? "worker 1 sent a permuted element outside this worker's rows"
+                                   : "permuted elements from worker 1"),
+        std::string::npos)
         << s.ToString();
     // The sender learns that its peer gave up (in a job: the worker stops, naming the cause).
     EXPECT_FALSE(results[1].status.ok());

@@ -51,10 +51,12 @@ int Write(tessera::Context& ctx, const std::string& prefix, const char* what,
           const DistArray<int64_t, 1>& by_row) {
   std::FILE* out = OpenOut(ctx, prefix + "." + what);
   if (out == nullptr) return 2;
-  std::fprintf(out, "shape %" PRId64 " %" PRId64 " %" PRId64 " nnz %" PRId64
+  std::fprintf(out,
+               "shape %" PRId64 " %" PRId64 " %" PRId64 " nnz %" PRId64
                " counted %.17g checksum %.17g\n",
                shape[0], shape[1], shape[2], nnz, count, checksum);
-  for (int64_t r = 0; r < shape[0]; ++r) std::fprintf(out, "row %" PRId64 " %" PRId64 "\n", r, by_row.get({{r}}));
+  for (int64_t r = 0; r < shape[0]; ++r)
+    std::fprintf(out, "row %" PRId64 " %" PRId64 "\n", r, by_row.get({{r}}));
   std::fclose(out);
   return 0;
 }
@@ -122,7 +124,8 @@ int RunSerialUse(tessera::Context& ctx, const std::string& prefix, const std::st
   auto tokens_w = tokens.permuted({1, 0, 2});
   // Serial code reads the elements by position: the word order must be whole on every worker.
   double first = 0;
-  for (int64_t p = 0; p < tokens_w.nnz() && p < 3; ++p) first += static_cast<double>(tokens_w.value_at(p));
+  for (int64_t p = 0; p < tokens_w.nnz() && p < 3; ++p)
+    first += static_cast<double>(tokens_w.value_at(p));
   std::printf("first values %.17g\n", first);
   auto by_word = DistArray<int64_t, 1>::dense(ctx, {tokens_w.extent(0)});
   tessera::Accumulator<double> checksum_w(ctx), count_w(ctx);
@@ -146,7 +149,8 @@ int RunWhole(tessera::Context& ctx, const std::string& prefix) {
   auto a = DistArray<int64_t, 3>::sparse(ctx, {40, 3, 5});
   for (int64_t i = 0; i < 40; ++i) {
     for (int64_t j = 0; j < 3; ++j) {
-      for (int64_t k = (i + j) % 2; k < 5; k += 1 + (i % 3)) a.insert({{i, j, k}}, i * 100 + j * 10 + k);
+      for (int64_t k = (i + j) % 2; k < 5; k += 1 + (i % 3))
+        a.insert({{i, j, k}}, i * 100 + j * 10 + k);
     }
   }
   a.shuffle(5);

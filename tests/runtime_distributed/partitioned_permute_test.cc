@@ -51,8 +51,11 @@ class PartitionedPermuteTest : public tessera::testing::JobTest {
       std::vector<int> ws(static_cast<size_t>(words));
       for (int w = 0; w < words; ++w) ws[static_cast<size_t>(w)] = w + 1;
       std::shuffle(ws.begin(), ws.end(), rng);
-      const int n = 1 + static_cast<int>(rng() % static_cast<unsigned>(std::min(words, doc % 10 == 0 ? 60 : 12)));
-      for (int i = 0; i < n; ++i) entries_.push_back({doc, ws[static_cast<size_t>(i)], 1 + static_cast<int>(rng() % 5)});
+      const int n =
+          1 +
+          static_cast<int>(rng() % static_cast<unsigned>(std::min(words, doc % 10 == 0 ? 60 : 12)));
+      for (int i = 0; i < n; ++i)
+        entries_.push_back({doc, ws[static_cast<size_t>(i)], 1 + static_cast<int>(rng() % 5)});
     }
     std::shuffle(entries_.begin() + static_cast<std::ptrdiff_t>(entries_.size() / 3),
                  entries_.begin() + static_cast<std::ptrdiff_t>(entries_.size() / 2), rng);
@@ -95,8 +98,7 @@ class PartitionedPermuteTest : public tessera::testing::JobTest {
       args.insert(args.begin(), {TESSERA_LAUNCHER_BINARY, "run", "-w", std::to_string(workers),
                                  "-s", "1", "--log-level", "info", "--"});
     }
-    const int rc =
-        RunProcess(name, args, {{"TESSERA_THREADS", std::to_string(threads)}});
+    const int rc = RunProcess(name, args, {{"TESSERA_THREADS", std::to_string(threads)}});
     *log = Read(dir_ + "/log." + name);
     for (const std::string& what : whats) {
       const std::string prefix = dir_ + "/" + name + "." + what;
@@ -112,7 +114,8 @@ class PartitionedPermuteTest : public tessera::testing::JobTest {
   // The shares of the `nth` partitioned array the program permuted (from 0), as each worker
   // reports it.
   static std::map<int, Share> Shares(const std::string& log, int nth) {
-    const std::regex re(R"(\[worker (\d+)\].*permuted array #\d+ into #\d+: (\d+) of (\d+) elements held by this worker, key\[0\] in \[(\d+), (\d+)\) \(partitioned; (\d+) rounds)");
+    const std::regex re(
+        R"(\[worker (\d+)\].*permuted array #\d+ into #\d+: (\d+) of (\d+) elements held by this worker, key\[0\] in \[(\d+), (\d+)\) \(partitioned; (\d+) rounds)");
     std::map<int, int> seen;
     std::map<int, Share> shares;
     for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();

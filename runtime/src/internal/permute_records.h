@@ -48,6 +48,7 @@ struct PermuteReport {
   int64_t lo = 0, hi = 0;    // partitioned: the key[0] range held here
   int rounds = 0;            // exchange rounds (0: no element travelled)
   uint64_t bytes_sent = 0;   // to other workers, the result's gathering included
+  double order_seconds = 0;  // putting each row of the result in key order (FinishRows)
 };
 
 // Fills `result` (sparse, shape (source.extent(perm[0]), ...), element_bytes() like source's)
