@@ -66,7 +66,7 @@ Status PlaceFrom(const std::string& bytes, int from, ArrayBase* result,
         }
         scratch->resize(keys.size());
         for (size_t i = 0; i < keys.size(); ++i) (*scratch)[i] = keys[static_cast<unsigned>(i)];
-        if (!result->PlaceInRows(scratch->data(), values.begin(), n)) {
+        if (!result->PlaceInRows(scratch->data(), values.begin(), n, from)) {
           return Status::DataLoss(fmt::format(
               "worker {} sent a permuted element outside this worker's rows or beyond their "
               "counts",
@@ -101,10 +101,10 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
   std::vector<uint64_t> counts = LocalKeyCounts(source, perm[0]);  // of the new key[0]
   if (held == nullptr && !(job && options.keep_partitioned)) {
     // Whole from the local source.
-    result->ReserveRows(0, counts);
+    result->ReserveRows(0, 1, counts);
     for (int64_t p = 0; p < n; ++p) {
       permute(p);
-      if (!result->PlaceInRows(permuted.data(), values + static_cast<size_t>(p) * bytes, 1)) {
+      if (!result->PlaceInRows(permuted.data(), values + static_cast<size_t>(p) * bytes, 1, 0)) {
         return Status::Internal("PermuteRecords: an element outside the result's shape");
       }
     }
@@ -115,15 +115,22 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
     return report;
   }
 
-  // Equal-count ranges of the new key[0], one per worker, from every worker's elements.
+  // Equal-count ranges of the new key[0], one per worker, from every worker's elements; the
+  // rows this worker will hold get one part per sender (PlaceInRows), so that the rows of a
+  // source in key order and split by rank come in sorted.
+  const int W = options.num_workers;
   int64_t global_size = n;
+  std::vector<std::vector<uint64_t>> by_sender;
   if (held != nullptr) {
-    Result<std::vector<uint64_t>> sum = SumCounts(options.all_gather, std::move(counts));
-    if (!sum.ok()) return sum.status();
-    counts = std::move(*sum);
+    Result<std::vector<std::vector<uint64_t>>> all = AllGatherCounts(options.all_gather, counts);
+    if (!all.ok()) return all.status();
+    by_sender = std::move(*all);
+    for (int w = 0; w < W; ++w) {
+      if (w == options.rank) continue;
+      for (size_t v = 0; v < counts.size(); ++v) counts[v] += by_sender[w][v];
+    }
     global_size = held->global_size;
   }
-  const int W = options.num_workers;
   const RecordPlan plan =
       PlanFromCuts(0, result->extent(0), CutsFromCounts(counts, W), 1, W, global_size);
   const size_t me = static_cast<size_t>(options.rank);
@@ -132,16 +139,27 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
   mine.lo = plan.bounds[me];
   mine.hi = plan.bounds[me + 1];
   mine.global_size = global_size;
-  result->ReserveRows(mine.lo,
-                      std::vector<uint64_t>(counts.begin() + mine.lo, counts.begin() + mine.hi));
+  const int parts = held != nullptr ? W : 1;
+  std::vector<uint64_t> slots;
+  slots.reserve(static_cast<size_t>((mine.hi - mine.lo) * parts));
+  for (int64_t v = mine.lo; v < mine.hi; ++v) {
+    if (held == nullptr) {
+      slots.push_back(counts[v]);
+    } else {
+      for (int w = 0; w < W; ++w) slots.push_back(by_sender[w][v]);
+    }
+  }
+  result->ReserveRows(mine.lo, parts, slots);
   std::vector<uint64_t>().swap(counts);
+  std::vector<uint64_t>().swap(slots);
+  std::vector<std::vector<uint64_t>>().swap(by_sender);
 
   if (held == nullptr) {
     // Every worker holds the whole source: each keeps its range.
     for (int64_t p = 0; p < n; ++p) {
       permute(p);
       if (permuted[0] < mine.lo || permuted[0] >= mine.hi) continue;
-      if (!result->PlaceInRows(permuted.data(), values + static_cast<size_t>(p) * bytes, 1)) {
+      if (!result->PlaceInRows(permuted.data(), values + static_cast<size_t>(p) * bytes, 1, 0)) {
         return Status::Internal("PermuteRecords: an element outside the result's shape");
       }
     }
@@ -166,7 +184,8 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
         const char* v = values + static_cast<size_t>(p) * bytes;
         o.values.insert(o.values.end(), v, v + bytes);
       }
-      if (!result->PlaceInRows(out[me].keys.data(), out[me].values.data(), out[me].size(rank))) {
+      if (!result->PlaceInRows(out[me].keys.data(), out[me].values.data(), out[me].size(rank),
+                               options.rank)) {
         return Status::Internal("PermuteRecords: an element outside the result's shape");
       }
       std::vector<std::string> messages(static_cast<size_t>(W));

@@ -148,13 +148,16 @@ class ArrayBase {
   virtual RecordOrder place_at(size_t p) const = 0;
 
   // --- Building a sparse array row by row (DistArray::permuted, internal/permute_records.h). ---
-  // Replaces the stored elements by room for exactly counts[v - lo] elements of each key[0] value
-  // v in [lo, lo + counts.size()), which PlaceInRows fills. REQUIRES: sparse.
-  virtual void ReserveRows(int64_t lo, const std::vector<uint64_t>& counts) = 0;
-  // Places n elements (rank() key components and element_bytes() raw value bytes each) after
-  // those already placed in their rows. False when a key is outside the shape, its key[0]
-  // outside the reserved rows or its row full (the elements before it are placed).
-  virtual bool PlaceInRows(const int64_t* keys, const void* values, size_t n) = 0;
+  // Replaces the stored elements by room for the rows of key[0] values [lo, lo + counts.size() /
+  // parts), each cut into `parts` parts, part q of row v holding exactly counts[(v - lo) * parts
+  // + q] elements, which PlaceInRows fills. REQUIRES: sparse; parts >= 1 divides counts.size().
+  virtual void ReserveRows(int64_t lo, int parts, const std::vector<uint64_t>& counts) = 0;
+  // Places n elements (rank() key components and element_bytes() raw value bytes each) in part
+  // `part` of their rows, after those already placed there. False when a key is outside the
+  // shape, its key[0] outside the reserved rows or its part full (the elements before it are
+  // placed). A sender's elements go to a part of their own, so that rows whose parts arrive in
+  // key order need no sort.
+  virtual bool PlaceInRows(const int64_t* keys, const void* values, size_t n, int part) = 0;
   // Sorts every reserved row by key: the array then holds its elements in key order (its serial
   // order), partitioned as `partition` says (places implicit) or whole when it is null. False,
   // leaving the array undefined, when a row is not full or a key is placed twice.

@@ -7,8 +7,9 @@
 //     partitioned: each worker keeps only the elements of its key[0] range (no message).
 //   - The source partitioned: every element goes once, from its holder to the worker holding its
 //     new key[0] range, in rounds of at most `round_elements` elements per sender (Cap'n Proto
-//     RecordShipment messages through the all-to-all); the result is that worker's share, or
-//     gathered whole afterwards when it may not stay partitioned.
+//     RecordShipment messages through the all-to-all), each into its sender's part of its row
+//     (rows of a source in key order split by rank then arrive sorted); the result is that
+//     worker's share, or gathered whole afterwards when it may not stay partitioned.
 // Ranges are equal-count ranges of the new key[0] (CutsFromCounts over every worker's elements,
 // one range per worker), the ranges a loader gives (partitioned_load.cc). Peak memory per worker:
 // its share of the source and of the result, plus one round's messages and the longest row.

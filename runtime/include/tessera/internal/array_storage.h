@@ -284,14 +284,17 @@ class ArrayStorage final : public ArrayBase {
     TESSERA_CHECK_MSG(partition_.has_value(), "place_at of an array that is not partitioned");
     return PlaceAt(p);
   }
-  void ReserveRows(int64_t lo, const std::vector<uint64_t>& counts) override {
+  void ReserveRows(int64_t lo, int parts, const std::vector<uint64_t>& counts) override {
     TESSERA_CHECK_MSG(sparse_, "ReserveRows of a dense array");
+    TESSERA_CHECK_MSG(parts >= 1 && counts.size() % static_cast<size_t>(parts) == 0,
+                      "ReserveRows: counts are not whole rows of parts");
     std::vector<Key<N>>().swap(keys_);
     std::vector<T>().swap(values_);
     std::vector<RecordOrder>().swap(order_);
     partition_.reset();
     key_places_ = false;
     build_lo_ = lo;
+    build_parts_ = parts;
     build_start_.assign(counts.size() + 1, 0);
     for (size_t r = 0; r < counts.size(); ++r) {
       build_start_[r + 1] = build_start_[r] + static_cast<int64_t>(counts[r]);
@@ -301,30 +304,33 @@ class ArrayStorage final : public ArrayBase {
     values_.resize(keys_.size());
     Relaid();
   }
-  bool PlaceInRows(const int64_t* keys, const void* values, size_t n) override {
+  bool PlaceInRows(const int64_t* keys, const void* values, size_t n, int part) override {
     const char* v = static_cast<const char*>(values);
-    const int64_t rows = static_cast<int64_t>(build_next_.size());
+    const int64_t rows = static_cast<int64_t>(build_next_.size()) / build_parts_;
+    if (part < 0 || part >= build_parts_) return false;
     for (size_t i = 0; i < n; ++i) {
       Key<N> k;
       for (int d = 0; d < N; ++d) k.idx[d] = keys[i * N + d];
       const int64_t r = k.idx[0] - build_lo_;
-      if (!InBounds(k) || r < 0 || r >= rows || build_next_[r] == build_start_[r + 1]) return false;
-      const int64_t p = build_next_[r]++;
+      if (!InBounds(k) || r < 0 || r >= rows) return false;
+      const int64_t slot = r * build_parts_ + part;
+      if (build_next_[slot] == build_start_[slot + 1]) return false;
+      const int64_t p = build_next_[slot]++;
       keys_[p] = k;
       std::memcpy(static_cast<void*>(&values_[p]), v + i * sizeof(T), sizeof(T));
     }
     return true;
   }
   bool FinishRows(const RecordPartition* partition) override {
-    const size_t rows = build_next_.size();
-    for (size_t r = 0; r < rows; ++r) {
-      if (build_next_[r] != build_start_[r + 1]) return false;
+    const size_t slots = build_next_.size(), parts = static_cast<size_t>(build_parts_);
+    for (size_t q = 0; q < slots; ++q) {
+      if (build_next_[q] != build_start_[q + 1]) return false;
     }
-    // Rows arrive in no particular order within themselves; most are short, so each is sorted
-    // through a scratch copy of itself alone.
+    // A row whose parts did not arrive in key order is sorted through a scratch copy of itself
+    // alone (most rows are short).
     std::vector<std::pair<Key<N>, T>> scratch;
-    for (size_t r = 0; r < rows; ++r) {
-      const int64_t b = build_start_[r], e = build_start_[r + 1];
+    for (size_t r = 0; r < slots / parts; ++r) {
+      const int64_t b = build_start_[r * parts], e = build_start_[(r + 1) * parts];
       bool sorted = true;
       for (int64_t p = b + 1; p < e && sorted; ++p) sorted = keys_[p - 1].idx < keys_[p].idx;
       if (sorted) continue;
@@ -468,9 +474,11 @@ class ArrayStorage final : public ArrayBase {
   bool key_places_ = false;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
-  // ReserveRows: row r (key[0] = build_lo_ + r) is positions [build_start_[r], build_start_[r +
-  // 1]), filled up to build_next_[r]; empty outside a build.
+  // ReserveRows: part q of row r (key[0] = build_lo_ + r), slot s = r * build_parts_ + q, is
+  // positions [build_start_[s], build_start_[s + 1]), filled up to build_next_[s]; empty outside
+  // a build.
   int64_t build_lo_ = 0;
+  int build_parts_ = 1;
   std::vector<int64_t> build_start_, build_next_;
   bool relaxed_ = false;  // set by RelaxedArray right after construction
   int staleness_ = 0;
