@@ -154,12 +154,13 @@ class OriginFinder {
     const auto* call = dyn_cast<clang::CallExpr>(StripInit(var->getInit()));
     const clang::FunctionDecl* callee = call != nullptr ? call->getDirectCallee() : nullptr;
     const auto* method = dyn_cast_or_null<clang::CXXMethodDecl>(callee);
+    // permuted() makes a new array (of another array's elements) at its call, like clone().
     if (method == nullptr || !IsTesseraArrayClass(method->getParent()) ||
         !(method->getName() == "dense" || method->getName() == "filled" ||
           method->getName() == "random" || method->getName() == "sparse" ||
-          method->getName() == "clone")) {
+          method->getName() == "clone" || method->getName() == "permuted")) {
       r.why_not = "it is not initialized by a DistArray or RelaxedArray factory call (dense, "
-                  "filled, random, sparse, clone)";
+                  "filled, random, sparse, clone, permuted)";
       return r;
     }
     if (std::string why = StorageMoves(var); !why.empty()) {
@@ -169,7 +170,10 @@ class OriginFinder {
     r.serial_use = FirstSerialUse(var, &r.serial_access);
     r.loop_only = r.serial_use.empty();
     if (!r.loop_only) r.serial_access.clear();
-    const clang::SourceLocation loc = sm_.getExpansionLoc(call->getBeginLoc());
+    // The runtime records the line g++ gives std::source_location in the call: that of its
+    // opening parenthesis, next to the method's name (`tokens\n    .permuted(...)`).
+    const clang::SourceLocation loc = sm_.getExpansionLoc(
+        method->getName() == "permuted" ? call->getExprLoc() : call->getBeginLoc());
     const clang::PresumedLoc p = sm_.getPresumedLoc(loc);
     if (p.isInvalid()) {
       r.why_not = "its factory call has no source location";
@@ -327,6 +331,13 @@ class OriginFinder {
     if (member == nullptr) return false;
     const auto* method = dyn_cast<clang::CXXMethodDecl>(member->getMemberDecl());
     if (method == nullptr || !IsTesseraArrayClass(method->getParent())) return false;
+    // A.permuted(perm): a bulk copy the runtime makes where A's elements live, collectively --
+    // so, as for save_array, only where no rank-dependent condition guards the call.
+    if (method->getName() == "permuted") {
+      const clang::Decl* decl_parent = nullptr;
+      const auto* call = dyn_cast_or_null<clang::CXXMemberCallExpr>(ParentOf(member, &decl_parent));
+      return call != nullptr && !InAnyLambda(call) && RankCondition(call, ctx_).isInvalid();
+    }
     static constexpr const char* kMethods[] = {"nnz",   "size",      "extent",         "shape",
                                                "rank",  "is_sparse", "valid",          "context",
                                                "shuffle", "sort_keys", "shuffle_blocks"};

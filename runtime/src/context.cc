@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "distributed/row_layout.h"
 #include "internal/loop_schedule.h"
 #include "internal/parallel_executor.h"
+#include "internal/permute_records.h"
 #include "internal/schedule_table.h"
 #include "tessera/client/job_environment.h"
 #include "tessera/common/check.h"
@@ -424,6 +426,41 @@ std::optional<Status> Context::SavePartitioned(const internal::ArrayBase& array,
                                                const std::string& path, bool text) {
   if (impl_->distributed == nullptr) return std::nullopt;
   return impl_->distributed->SavePartitioned(array, path, text);
+}
+
+void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<int>& perm,
+                          internal::ArrayBase& result) {
+  internal::PermuteOptions options;
+  const bool job = impl_->distributed != nullptr && impl_->job.num_workers > 1;
+  if (job) {
+    options.rank = impl_->job.rank;
+    options.num_workers = impl_->job.num_workers;
+    options.all_gather = [this](std::string bytes) { return AllGather(std::move(bytes)); };
+    options.all_to_all = [this](std::vector<std::string> to_each) {
+      return AllToAll(std::move(to_each));
+    };
+    options.keep_partitioned = PartitionsLoadedArray(result.origin());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Result<internal::PermuteReport> r = internal::PermuteRecords(options, source, perm, &result);
+  if (!r.ok()) {
+    internal::CheckFailed(__FILE__, __LINE__, "permuting a sparse array:",
+                          r.status().ToString().c_str());
+  }
+  if (!job) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r->partitioned) {
+    impl_->logger->info(
+        "permuted array #{} into #{}: {} of {} elements held by this worker, key[0] in [{}, {}) "
+        "(partitioned; {} rounds, {} B sent, {:.3f} s of which {:.3f} s ordering rows)",
+        source.id(), result.id(), r->held, result.record_partition()->global_size, r->lo, r->hi,
+        r->rounds, r->bytes_sent, seconds, r->order_seconds);
+  } else {
+    impl_->logger->info("permuted array #{} into #{}: {} elements, whole on every worker ({} B "
+                        "sent, {:.3f} s)",
+                        source.id(), result.id(), r->held, r->bytes_sent, seconds);
+  }
 }
 
 void Context::FetchRow(internal::ArrayBase& array, int64_t row) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
@@ -145,6 +146,12 @@ class Context {
   // code uses): the caller writes it itself.
   std::optional<Status> SavePartitioned(const internal::ArrayBase& array, const std::string& path,
                                         bool text);
+  // DistArray::permuted: fills the new sparse `result` with the elements of `source` under the
+  // key permutation `perm` (result key[d] = source key[perm[d]]), in key order, where the data
+  // lives (docs/runtime.md, "Permuted arrays"). Collective in a distributed job; aborts naming
+  // the cause when a peer is gone or sends a malformed message.
+  void PermuteInto(const internal::ArrayBase& source, const std::vector<int>& perm,
+                   internal::ArrayBase& result);
   // Guards against parallel_for inside a parallel_for body (not part of the model).
   bool EnterLoop();
   void ExitLoop();

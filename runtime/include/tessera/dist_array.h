@@ -28,6 +28,7 @@
 #include <memory>
 #include <numeric>
 #include <source_location>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -413,6 +414,46 @@ class DistArray {
       return s_->keys_[a].idx < s_->keys_[b].idx;
     });
     s_->Permute(std::move(order));
+  }
+
+  // A new sparse array of the stored elements of this one under a permutation of their key
+  // components: element k becomes (k[perm[0]], ..., k[perm[N - 1]]) with the same value, in an
+  // array of shape (extent(perm[0]), ..., extent(perm[N - 1])) that stores its elements in key
+  // order (row-major, key[0] slowest: its iteration order). This array is left as it is.
+  //   auto tokens_w = tokens.permuted({1, 0, 2});   // (doc, word, j) -> (word, doc, j)
+  // REQUIRES: sparse; perm holds each of 0 .. N-1 once (both checked: a violation aborts, naming
+  // the permutation). Leave `loc` at its default: the call is the new array's origin.
+  // Cost: O(nnz) time plus a sort of each row; memory for the new array beside this one.
+  // Distributed (collective: every worker calls it at the same point, as SPMD serial code does):
+  // where this array is partitioned, each element goes once from its holder to the worker holding
+  // its new key[0], in bounded rounds, and the new array is partitioned by its key[0] into
+  // equal-count ranges when tessc proved that only loops touch it (as a loader's arrays are:
+  // docs/runtime.md, "Permuted arrays"); otherwise it is then gathered whole on every worker.
+  // Where this array is whole, the new one is whole, or under the same proof each worker keeps
+  // only its range of it, without any message.
+  DistArray permuted(const std::array<int, N>& perm,
+                     std::source_location loc = std::source_location::current()) const {
+    CheckSparse();
+    std::array<bool, N> seen{};
+    bool ok = true;
+    for (int d = 0; d < N; ++d) {
+      ok = ok && perm[d] >= 0 && perm[d] < N && !seen[perm[d]];
+      if (ok) seen[perm[d]] = true;
+    }
+    if (!ok) {
+      std::string given;
+      for (int d = 0; d < N; ++d) given += (d > 0 ? ", " : "") + std::to_string(perm[d]);
+      const std::string msg = "DistArray::permuted({" + given + "}) of a rank-" +
+                              std::to_string(N) + " array: perm must hold each of 0.." +
+                              std::to_string(N - 1) + " exactly once";
+      internal::CheckFailed(loc.file_name(), static_cast<int>(loc.line()), "a key permutation",
+                            msg.c_str());
+    }
+    Shape shape;
+    for (int d = 0; d < N; ++d) shape[d] = s_->shape_[perm[d]];
+    DistArray r(*s_->ctx_, shape, /*sparse=*/true, internal::OriginOf(loc));
+    s_->ctx_->PermuteInto(*s_, std::vector<int>(perm.begin(), perm.end()), *r.s_);
+    return r;
   }
 
   // --- For the runtime (parallel_for, executors). ---

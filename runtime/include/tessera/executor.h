@@ -146,6 +146,22 @@ class ArrayBase {
   virtual const int64_t* key_data() const = 0;
   virtual const RecordOrder* order_data() const = 0;
   virtual RecordOrder place_at(size_t p) const = 0;
+
+  // --- Building a sparse array row by row (DistArray::permuted, internal/permute_records.h). ---
+  // Replaces the stored elements by room for the rows of key[0] values [lo, lo + counts.size() /
+  // parts), each cut into `parts` parts, part q of row v holding exactly counts[(v - lo) * parts
+  // + q] elements, which PlaceInRows fills. REQUIRES: sparse; parts >= 1 divides counts.size().
+  virtual void ReserveRows(int64_t lo, int parts, const std::vector<uint64_t>& counts) = 0;
+  // Places n elements (rank() key components and element_bytes() raw value bytes each) in part
+  // `part` of their rows, after those already placed there. False when a key is outside the
+  // shape, its key[0] outside the reserved rows or its part full (the elements before it are
+  // placed). A sender's elements go to a part of their own, so that rows whose parts arrive in
+  // key order need no sort.
+  virtual bool PlaceInRows(const int64_t* keys, const void* values, size_t n, int part) = 0;
+  // Sorts every reserved row by key: the array then holds its elements in key order (its serial
+  // order), partitioned as `partition` says (places implicit) or whole when it is null. False,
+  // leaving the array undefined, when a row is not full or a key is placed twice.
+  virtual bool FinishRows(const RecordPartition* partition) = 0;
 };
 
 // A sum that loop bodies add to (tessera::Accumulator): what a distributed executor reduces

@@ -284,6 +284,75 @@ class ArrayStorage final : public ArrayBase {
     TESSERA_CHECK_MSG(partition_.has_value(), "place_at of an array that is not partitioned");
     return PlaceAt(p);
   }
+  void ReserveRows(int64_t lo, int parts, const std::vector<uint64_t>& counts) override {
+    TESSERA_CHECK_MSG(sparse_, "ReserveRows of a dense array");
+    TESSERA_CHECK_MSG(parts >= 1 && counts.size() % static_cast<size_t>(parts) == 0,
+                      "ReserveRows: counts are not whole rows of parts");
+    std::vector<Key<N>>().swap(keys_);
+    std::vector<T>().swap(values_);
+    std::vector<RecordOrder>().swap(order_);
+    partition_.reset();
+    key_places_ = false;
+    build_lo_ = lo;
+    build_parts_ = parts;
+    build_start_.assign(counts.size() + 1, 0);
+    for (size_t r = 0; r < counts.size(); ++r) {
+      build_start_[r + 1] = build_start_[r] + static_cast<int64_t>(counts[r]);
+    }
+    build_next_.assign(build_start_.begin(), build_start_.end() - 1);
+    keys_.resize(static_cast<size_t>(build_start_.back()));
+    values_.resize(keys_.size());
+    Relaid();
+  }
+  bool PlaceInRows(const int64_t* keys, const void* values, size_t n, int part) override {
+    const char* v = static_cast<const char*>(values);
+    const int64_t rows = static_cast<int64_t>(build_next_.size()) / build_parts_;
+    if (part < 0 || part >= build_parts_) return false;
+    for (size_t i = 0; i < n; ++i) {
+      Key<N> k;
+      for (int d = 0; d < N; ++d) k.idx[d] = keys[i * N + d];
+      const int64_t r = k.idx[0] - build_lo_;
+      if (!InBounds(k) || r < 0 || r >= rows) return false;
+      const int64_t slot = r * build_parts_ + part;
+      if (build_next_[slot] == build_start_[slot + 1]) return false;
+      const int64_t p = build_next_[slot]++;
+      keys_[p] = k;
+      std::memcpy(static_cast<void*>(&values_[p]), v + i * sizeof(T), sizeof(T));
+    }
+    return true;
+  }
+  bool FinishRows(const RecordPartition* partition) override {
+    const size_t slots = build_next_.size(), parts = static_cast<size_t>(build_parts_);
+    for (size_t q = 0; q < slots; ++q) {
+      if (build_next_[q] != build_start_[q + 1]) return false;
+    }
+    // A row whose parts did not arrive in key order is sorted through a scratch copy of itself
+    // alone (most rows are short).
+    std::vector<std::pair<Key<N>, T>> scratch;
+    for (size_t r = 0; r < slots / parts; ++r) {
+      const int64_t b = build_start_[r * parts], e = build_start_[(r + 1) * parts];
+      bool sorted = true;
+      for (int64_t p = b + 1; p < e && sorted; ++p) sorted = keys_[p - 1].idx < keys_[p].idx;
+      if (sorted) continue;
+      scratch.clear();
+      for (int64_t p = b; p < e; ++p) scratch.emplace_back(keys_[p], std::move(values_[p]));
+      std::sort(scratch.begin(), scratch.end(),
+                [](const auto& x, const auto& y) { return x.first.idx < y.first.idx; });
+      for (int64_t p = b; p < e; ++p) {
+        keys_[p] = scratch[p - b].first;
+        values_[p] = std::move(scratch[p - b].second);
+        if (p > b && keys_[p - 1].idx == keys_[p].idx) return false;
+      }
+    }
+    std::vector<int64_t>().swap(build_start_);
+    std::vector<int64_t>().swap(build_next_);
+    if (partition != nullptr) {
+      partition_ = *partition;
+      key_places_ = true;
+    }
+    Relaid();
+    return true;
+  }
   // Makes the stored elements this worker's share of a partitioned array as they stand, without
   // a copy through record batches: order[p] is position p's place in the serial order.
   // REQUIRES: sparse; order has one place per stored element, increasing.
@@ -405,6 +474,12 @@ class ArrayStorage final : public ArrayBase {
   bool key_places_ = false;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
+  // ReserveRows: part q of row r (key[0] = build_lo_ + r), slot s = r * build_parts_ + q, is
+  // positions [build_start_[s], build_start_[s + 1]), filled up to build_next_[s]; empty outside
+  // a build.
+  int64_t build_lo_ = 0;
+  int build_parts_ = 1;
+  std::vector<int64_t> build_start_, build_next_;
   bool relaxed_ = false;  // set by RelaxedArray right after construction
   int staleness_ = 0;
 
