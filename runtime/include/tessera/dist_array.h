@@ -306,7 +306,9 @@ class DistArray {
   T* find(const Key<N>& k) {
     CheckSparse();
     Whole();
-    return s_->InBounds(k) ? s_->SparseFind(k) : nullptr;
+    if (!s_->InBounds(k)) return nullptr;
+    if (T* v = s_->PermutedFind(k)) return v;
+    return s_->SparseFind(k);
   }
   bool contains(const Key<N>& k) const {
     Whole();
@@ -423,7 +425,11 @@ class DistArray {
     if (s_->sparse_) {
       const Key<N>* keys = s_->keys_.data();
       T* values = s_->values_.data();
-      for (int64_t p = begin; p < end; ++p) Invoke(body, keys[p], values[p]);
+      internal::LoopPositionScope scope(s_.get());  // for writes at a permuted key
+      for (int64_t p = begin; p < end; ++p) {
+        internal::current_loop_position = p;
+        Invoke(body, keys[p], values[p]);
+      }
       return;
     }
     if (begin >= end) return;
@@ -438,9 +444,11 @@ class DistArray {
   }
   template <typename Body>
   void ForEachPosition(const int64_t* positions, size_t count, Body& body) {
+    internal::LoopPositionScope scope(s_->sparse_ ? s_.get() : nullptr);
     for (size_t i = 0; i < count; ++i) {
       const int64_t p = positions[i];
       if (s_->sparse_) {
+        internal::current_loop_position = p;
         Invoke(body, s_->keys_[p], s_->values_[p]);
       } else {
         Invoke(body, s_->Unravel(p), data_[p]);
@@ -482,16 +490,19 @@ class DistArray {
   // first made whole on every worker (collective, as SPMD serial code is). Inside a loop body the
   // executor has already placed the elements the body may touch.
   [[gnu::noinline]] T& SparseAt(const Key<N>& k) {
+    if (T* v = s_->PermutedFind(k)) return *v;
     Whole();
     return s_->SparseFindOrInsert(k);
   }
   [[gnu::noinline]] const T& SparseAt(const Key<N>& k) const {
+    if (const T* v = s_->PermutedFind(k)) return *v;
     Whole();
     const T* v = s_->SparseFind(k);
     TESSERA_CHECK_MSG(v != nullptr, "const access to an element a sparse DistArray does not store");
     return *v;
   }
   [[gnu::noinline]] T SparseGet(const Key<N>& k) const {
+    if (const T* v = s_->PermutedFind(k)) return *v;
     Whole();
     const T* v = s_->SparseFind(k);
     return v == nullptr ? T{} : *v;

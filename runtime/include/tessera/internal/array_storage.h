@@ -22,6 +22,7 @@
 #include "tessera/common/check.h"
 #include "tessera/context.h"
 #include "tessera/executor.h"
+#include "tessera/internal/permuted_index.h"
 #include "tessera/key.h"
 
 namespace tessera::internal {
@@ -330,6 +331,14 @@ class ArrayStorage final : public ArrayBase {
     auto it = index_.find(Linear(k));
     return it == index_.end() ? nullptr : &values_[it->second];
   }
+  // Inside a loop over a sparse space: the element at the permutation of the visited element's
+  // key, when `k` is that key (internal/permuted_index.h); null otherwise (then look `k` up).
+  T* PermutedFind(const Key<N>& k) {
+    if (current_loop_space == nullptr) return nullptr;
+    const int64_t q = permuted_.Find(*this, N, k.idx.data(),
+                                     [this](int64_t at) { return keys_[at].idx.data(); });
+    return q < 0 ? nullptr : &values_[q];
+  }
   // Returns true when inserted, false when the key was already stored (value left unchanged).
   bool SparseInsert(const Key<N>& k, T v) {
     EnsureIndex();
@@ -507,6 +516,7 @@ class ArrayStorage final : public ArrayBase {
 
   std::unordered_map<int64_t, int64_t> index_;
   bool index_valid_ = true;
+  PermutedMap permuted_;  // see PermutedFind
   uint64_t rows_version_ = ~uint64_t{0};  // layout_version_ row_start_/row_pos_ were built for
   uint64_t layout_version_ = 0;  // see ArrayBase::layout_version
 };
