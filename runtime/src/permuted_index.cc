@@ -22,8 +22,13 @@ bool BuildPermutedMap(int rank, const ArrayBase& source, const ArrayBase& target
   std::vector<int64_t> start(static_cast<size_t>(rows) + 1, 0);
   for (int64_t q = 0; q < m; ++q) ++start[static_cast<size_t>(dst[q * rank]) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<uint32_t> row_pos(static_cast<size_t>(m));
-  {
+  // row_pos: the target's positions row by row; empty when it is stored grouped by row (then
+  // the positions themselves).
+  std::vector<uint32_t> row_pos;
+  bool grouped = true;
+  for (int64_t q = 1; q < m && grouped; ++q) grouped = dst[(q - 1) * rank] <= dst[q * rank];
+  if (!grouped) {
+    row_pos.resize(static_cast<size_t>(m));
     std::vector<int64_t> fill(start.begin(), start.end() - 1);
     for (int64_t q = 0; q < m; ++q) {
       row_pos[static_cast<size_t>(fill[static_cast<size_t>(dst[q * rank])]++)] =
@@ -40,7 +45,8 @@ bool BuildPermutedMap(int rank, const ArrayBase& source, const ArrayBase& target
       map->clear();
       return false;
     }
-    const uint32_t q = row_pos[static_cast<size_t>(cursor[static_cast<size_t>(r)]++)];
+    const int64_t c = cursor[static_cast<size_t>(r)]++;
+    const uint32_t q = grouped ? static_cast<uint32_t>(c) : row_pos[static_cast<size_t>(c)];
     const int64_t* t = dst + static_cast<int64_t>(q) * rank;
     for (int d = 0; d < rank; ++d) {
       if (t[d] != k[perm[d]]) {
@@ -78,23 +84,41 @@ std::vector<std::vector<int>> CandidatePermutations(int rank, const int64_t* sou
   return out;
 }
 
-void PermutedMap::Build(const ArrayBase& space, const ArrayBase& target, int rank,
-                        const int64_t* key, uint64_t tag) {
+const PermutedMap::Built* PermutedMap::Build(const ArrayBase& target, uint64_t target_version,
+                                             int rank, const int64_t* key) {
   std::lock_guard<std::mutex> lock(build_);
-  if (tag_.load(std::memory_order_relaxed) == tag) return;
-  tag_.store(0, std::memory_order_relaxed);
-  map_.clear();
-  const int64_t p = current_loop_position;
-  if (space.rank() == rank && target.is_sparse() && p >= 0 && p < space.size()) {
-    const int64_t* source_key = space.key_data() + p * rank;
+  const LoopPosition& at = current_loop_position;
+  const Built* now = current_.load(std::memory_order_relaxed);
+  if (now != nullptr && now->space == at.space && now->space_id == at.space_id &&
+      now->space_version == at.space_version && now->target_version == target_version) {
+    return now;  // another thread of this loop built it
+  }
+  auto fresh = std::make_unique<Built>();
+  fresh->space = at.space;
+  fresh->space_id = at.space_id;
+  fresh->space_version = at.space_version;
+  fresh->target_version = target_version;
+  const ArrayBase& space = *at.space;
+  const int64_t p = at.position;
+  if (space.is_sparse() && space.rank() == rank && target.is_sparse() && p >= 0 &&
+      p < space.size()) {
+    fresh->source_keys = space.key_data();
     // A few candidates at most (components equal by chance); the first whose map fits wins.
-    for (const std::vector<int>& perm : CandidatePermutations(rank, source_key, key, 8)) {
-      if (BuildPermutedMap(rank, space, target, perm.data(), &map_)) break;
+    for (std::vector<int>& perm :
+         CandidatePermutations(rank, fresh->source_keys + p * rank, key, 8)) {
+      if (BuildPermutedMap(rank, space, target, perm.data(), &fresh->map)) {
+        fresh->perm = std::move(perm);
+        break;
+      }
     }
   }
-  if (map_.empty()) std::vector<uint32_t>().swap(map_);
-  // An empty map stays for this tag: nothing is retried until a layout changes.
-  tag_.store(tag, std::memory_order_release);
+  if (fresh->map.empty()) std::vector<uint32_t>().swap(fresh->map);
+  // An empty map stays for these layouts: nothing is retried until one changes.
+  if (owned_ != nullptr) std::vector<uint32_t>().swap(owned_->map);
+  retired_ = std::move(owned_);
+  owned_ = std::move(fresh);
+  current_.store(owned_.get(), std::memory_order_release);
+  return owned_.get();
 }
 
 }  // namespace tessera::internal

@@ -184,7 +184,7 @@ TEST(PermutedWritesTest, ThreadsShareOneMapBuiltOnce) {
     const Key<3>& k = o.y.key_at(q);
     EXPECT_EQ(o.y.value_at(q), ValueOf({{k[1], k[0], k[2]}}));
   }
-  EXPECT_EQ(internal::current_loop_space, nullptr);  // the loops' scopes are closed
+  EXPECT_EQ(internal::current_loop_position.space, nullptr);  // the loops' scopes are closed
 }
 
 }  // namespace

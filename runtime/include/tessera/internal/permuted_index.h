@@ -8,17 +8,21 @@
 // iteration space publishes which position it visits (LoopPositionScope, one thread-local store per
 // element), and Y keeps, per source array, a map from the source's positions to its own, built
 // once (O(n), while neither array changes layout) from the source's keys and the permutation the
-// first access shows. Every use is checked: the map's element is used only when its key equals the
-// key asked for, so a write at any other key, a stale map or a wrong permutation only falls back
-// to the hash lookup, never touches another element.
+// first access shows (each entry checked as it is built). Every use is checked: the map is used
+// only for the space and layouts it was built for, and only when the key asked for is the
+// permutation of the visited element's key (compared with the space's key, which the loop has
+// just read), so a write at any other key falls back to the hash lookup, never touches another
+// element.
 //
 // Thread safety: the scope's state is per thread; PermutedMap::Find may be called concurrently by
-// the executor threads of one loop (the first caller builds, the others wait for it).
+// the executor threads of one loop (the first caller builds, the others wait for it). A map is
+// replaced only when it does not fit the running loop, so no thread of that loop uses it.
 #ifndef TESSERA_INTERNAL_PERMUTED_INDEX_H_
 #define TESSERA_INTERNAL_PERMUTED_INDEX_H_
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -26,22 +30,32 @@
 
 namespace tessera::internal {
 
-// The sparse iteration space whose position this thread's loop body is running, or null outside
-// such a body. Set by DistArray's loops through LoopPositionScope.
-inline constinit thread_local const ArrayBase* current_loop_space = nullptr;
-inline constinit thread_local int64_t current_loop_position = 0;
+// The sparse iteration space whose position this thread's loop body is running (null outside
+// such a body), with its id and layout version as the loop began, and the position. Set by
+// DistArray's loops through LoopPositionScope.
+struct LoopPosition {
+  const ArrayBase* space = nullptr;
+  int64_t space_id = -1;
+  uint64_t space_version = 0;
+  int64_t position = 0;
+};
+inline constinit thread_local LoopPosition current_loop_position;
 
 class LoopPositionScope {
  public:
-  explicit LoopPositionScope(const ArrayBase* space) : previous_(current_loop_space) {
-    current_loop_space = space;
+  explicit LoopPositionScope(const ArrayBase* space) : previous_(current_loop_position) {
+    current_loop_position.space = space;
+    if (space != nullptr) {
+      current_loop_position.space_id = space->id();
+      current_loop_position.space_version = space->layout_version();
+    }
   }
-  ~LoopPositionScope() { current_loop_space = previous_; }
+  ~LoopPositionScope() { current_loop_position = previous_; }
   LoopPositionScope(const LoopPositionScope&) = delete;
   LoopPositionScope& operator=(const LoopPositionScope&) = delete;
 
  private:
-  const ArrayBase* previous_;
+  LoopPosition previous_;
 };
 
 // Builds map[p] = the position in `target` of the element whose key is `perm` applied to the key
@@ -62,41 +76,60 @@ std::vector<std::vector<int>> CandidatePermutations(int rank, const int64_t* sou
 // One target array's map from the positions of the loop space last seen to its own positions.
 class PermutedMap {
  public:
+  PermutedMap() = default;
+  PermutedMap(const PermutedMap&) = delete;
+  PermutedMap& operator=(const PermutedMap&) = delete;
+
   // The target position of the element the current loop position's permuted key denotes, if
-  // its key is `key` (components `rank`); -1 otherwise (the caller looks the key up). `target`
-  // is the array owning this map; keys(q) its key components at position q.
-  template <typename KeysAt>
-  int64_t Find(const ArrayBase& target, int rank, const int64_t* key, KeysAt keys) {
-    const ArrayBase* space = current_loop_space;
-    if (space == nullptr || !space->is_sparse()) return -1;
-    const uint64_t tag = Tag(*space, target);
-    if (tag_.load(std::memory_order_acquire) != tag) Build(*space, target, rank, key, tag);
-    const int64_t p = current_loop_position;
-    if (p < 0 || static_cast<size_t>(p) >= map_.size()) return -1;
-    const int64_t q = map_[static_cast<size_t>(p)];
-    if (q >= target.size()) return -1;
-    const int64_t* at = keys(q);
-    for (int d = 0; d < rank; ++d) {
-      if (at[d] != key[d]) return -1;
+  // that key is `key` (`rank` components); -1 otherwise (the caller looks the key up).
+  // `target` owns this map and has layout version `target_version`.
+  // `*ahead` is set to the position the map gives for a later loop position, if any (for a
+  // prefetch; left alone otherwise).
+  int64_t Find(const ArrayBase& target, uint64_t target_version, int rank, const int64_t* key,
+               int64_t* ahead) {
+    const LoopPosition& at = current_loop_position;
+    const Built* b = current_.load(std::memory_order_acquire);
+    if (b == nullptr || b->space != at.space || b->space_id != at.space_id ||
+        b->space_version != at.space_version || b->target_version != target_version)
+        [[unlikely]] {
+      b = Build(target, target_version, rank, key);
     }
-    return q;
+    const int64_t p = at.position;
+    if (static_cast<uint64_t>(p) >= b->map.size()) return -1;
+    // map[p] was checked, when built, to hold the permuted key of the space's position p, and
+    // neither layout changed since: the key asked for must be that one.
+    const int64_t* x = b->source_keys + p * rank;
+    for (int d = 0; d < rank; ++d) {
+      if (key[d] != x[b->perm[d]]) return -1;
+    }
+    // The writes land all over the target: ask for the element a few positions on now, so that
+    // its cache line is here when the loop gets to it.
+    if (static_cast<uint64_t>(p + kAhead) < b->map.size()) {
+      *ahead = b->map[static_cast<size_t>(p + kAhead)];
+    }
+    return b->map[static_cast<size_t>(p)];
   }
-  // Bytes held (the map).
-  size_t bytes() const { return map_.capacity() * sizeof(uint32_t); }
 
  private:
-  static uint64_t Tag(const ArrayBase& space, const ArrayBase& target) {
-    uint64_t h = static_cast<uint64_t>(space.id()) * 0x9E3779B97F4A7C15ULL;
-    h ^= (space.layout_version() + 0x632BE59BD9B4E019ULL) * 0xBF58476D1CE4E5B9ULL;
-    h ^= (target.layout_version() + 0x8CB92BA72F3D8DD7ULL) * 0x94D049BB133111EBULL;
-    return h | 1;  // 0: nothing built
-  }
-  void Build(const ArrayBase& space, const ArrayBase& target, int rank, const int64_t* key,
-             uint64_t tag);
+  static constexpr int64_t kAhead = 32;
+  struct Built {
+    const ArrayBase* space = nullptr;
+    int64_t space_id = -1;
+    uint64_t space_version = 0;
+    uint64_t target_version = 0;
+    std::vector<int> perm;
+    const int64_t* source_keys = nullptr;
+    std::vector<uint32_t> map;  // empty: no map fits this (space, layouts)
+  };
+  const Built* Build(const ArrayBase& target, uint64_t target_version, int rank,
+                     const int64_t* key);
 
   std::mutex build_;
-  std::atomic<uint64_t> tag_{0};  // the (space, layouts) map_ is for; map_ empty: none fits
-  std::vector<uint32_t> map_;
+  std::atomic<const Built*> current_{nullptr};
+  std::unique_ptr<Built> owned_;
+  // The map before owned_, its map freed: a thread of the loop that replaced it may still be
+  // reading its identity (finding it stale); it goes at the next build, a loop later.
+  std::unique_ptr<Built> retired_;
 };
 
 }  // namespace tessera::internal
