@@ -8,13 +8,12 @@
 // Sampler (after WarpLDA): Metropolis-Hastings with O(1) proposals and delayed counts, in sweeps
 // that visit the tokens word by word, then document by document. Each token is an element of two
 // iteration spaces, `tokens` keyed (doc, word, j) and `tokens_w` keyed (word, doc, j); its value
-// packs the topic and a pending proposal. Each sweep reads only its own order, a row at a time
-// (`sparse_row(key[0])`), and writes each token's next value into the other order at the
-// permuted key, where the next sweep reads it: the word sweep reads `tokens_w` and writes
-// `tokens(key[1], key[0], key[2])`, the document sweep the reverse. Its body writes nothing else
-// but the relaxed totals, so tessc schedules it `independent`, and no serial code copies topics
-// between the orders. A row (a word's or a document's tokens, consecutive in the sweep's order)
-// is gathered once, at its first token: every token of it first accepts or rejects
+// packs the topic and a pending proposal. Each sweep writes its own order and reads the other,
+// which the previous sweep wrote: the word sweep reads `tokens`, the document sweep `tokens_w`
+// (TokenOrders, apps/lda/token_topics.h, maps positions between them). Its body writes only its
+// own element and the relaxed totals, so tessc schedules it `independent`, and no serial code
+// copies topics between the orders. A row (a word's or a document's tokens, consecutive in the
+// sweep's order) is gathered once, at its first token: every token of it first accepts or rejects
 // its pending proposal against the row's counts as gathered (WarpLDA's delayed counts), then draws
 // its next proposal from the row's topics after those moves. The word sweep accepts the document
 // proposal against the word factor of p(z = k | rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V
@@ -74,11 +73,10 @@ using tessera::RelaxedArray;
 // What the sampler will hold for this corpus, checked before anything that large is allocated:
 // a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
 tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, const std::string& path) {
-  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), the
-  // runtime's map between the orders for the writes at the permuted key (2 x 4 bytes) and, while
-  // `tokens_w` is made, its order (8 bytes).
+  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), its positions
+  // and word (TokenOrders).
   const double tokens = static_cast<double>(corpus.num_tokens);
-  const double need = tokens * 80 + static_cast<double>(corpus.num_docs) * 16;
+  const double need = tokens * 88 + static_cast<double>(corpus.num_docs) * 16;
   const double have = PhysicalMemoryBytes();
   if (have > 0 && need > have) {
     int64_t max_count = 0;
@@ -163,47 +161,36 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   // Every token twice, as elements of two iteration spaces with the same value (its topic in the
   // low 32 bits, a pending proposal in the high 32): `tokens` keyed (doc, word, j) in document
   // order and `tokens_w` keyed (word, doc, j) in word order, j = the token's index in its document.
-  // Token id p = doc_begin[d] + j (its document-order position) seeds its generators.
-  // TODO(issue 19): make `tokens_w` from a partitioned `tokens` where the tokens live (a key
-  // permutation as a bulk operation); until then serial code builds both orders whole.
   corpus.counts.sort_keys();
-  std::vector<int64_t> doc_start(static_cast<size_t>(D) + 1, 0);  // tokens per doc, then starts
-  std::vector<int64_t> word_next(static_cast<size_t>(V) + 1, 0);  // tokens per word, then starts
+  std::vector<int64_t> doc_length(D, 0);
+  std::vector<int32_t> token_words;
+  token_words.reserve(corpus.num_tokens);
   for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
     const Key<2>& dw = corpus.counts.key_at(p);
-    doc_start[dw[0] + 1] += corpus.counts.value_at(p);
-    word_next[dw[1] + 1] += corpus.counts.value_at(p);
+    for (int32_t o = 0; o < corpus.counts.value_at(p); ++o)
+      token_words.push_back(static_cast<int32_t>(dw[1]));
+    doc_length[dw[0]] += corpus.counts.value_at(p);
   }
-  int64_t max_len = 1, max_word = 1;
-  for (int64_t d = 0; d < D; ++d) max_len = std::max(max_len, doc_start[d + 1]);
-  for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_next[w + 1]);
-  for (int64_t d = 0; d < D; ++d) doc_start[d + 1] += doc_start[d];
-  for (int64_t w = 0; w < V; ++w) word_next[w + 1] += word_next[w];
-  const std::vector<int64_t> doc_begin = std::move(doc_start);  // read-only in the loops
-  const int64_t num_tokens = doc_begin[D];
+  // The entries are not read again: their memory goes before the token arrays are built.
+  corpus.counts = DistArray<int32_t, 2>();
+  const int64_t max_len =
+      std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
+  const lda::TokenOrders orders(doc_length, token_words, V);
+  const int64_t num_tokens = orders.tokens();
   auto tokens = DistArray<int64_t, 3>::sparse(ctx, {D, V, max_len});
   auto tokens_w = DistArray<int64_t, 3>::sparse(ctx, {V, D, max_len});
   tokens.reserve(num_tokens);
-  for (int64_t p = 0, j = 0, d = -1; p < corpus.counts.nnz(); ++p) {
-    const Key<2>& dw = corpus.counts.key_at(p);
-    if (dw[0] != d) d = dw[0], j = 0;
-    for (int32_t o = 0; o < corpus.counts.value_at(p); ++o, ++j) {
-      tokens.append_unchecked({{d, dw[1], j}}, 0);
+  tokens_w.reserve(num_tokens);
+  for (int64_t d = 0; d < D; ++d) {
+    for (int64_t p = orders.doc_begin(d); p < orders.doc_end(d); ++p) {
+      tokens.append_unchecked({{d, token_words[p], p - orders.doc_begin(d)}}, 0);
     }
   }
-  // The entries are not read again: their memory goes before the word order is built.
-  corpus.counts = DistArray<int32_t, 2>();
-  {
-    // Document-order positions by word (a counting sort), then the word order's keys.
-    std::vector<int64_t> by_word(static_cast<size_t>(num_tokens));
-    for (int64_t p = 0; p < num_tokens; ++p) by_word[word_next[tokens.key_at(p)[1]]++] = p;
-    tokens_w.reserve(num_tokens);
-    for (int64_t p : by_word) {
-      const Key<3>& k = tokens.key_at(p);
-      tokens_w.append_unchecked({{k[1], k[0], k[2]}}, 0);
-    }
+  for (int64_t q = 0; q < num_tokens; ++q) {
+    const Key<3>& k = tokens.key_at(orders.doc_position(q));
+    tokens_w.append_unchecked({{k[1], k[0], k[2]}}, 0);
   }
-  std::vector<int64_t>().swap(word_next);
+  std::vector<int32_t>().swap(token_words);
   if (report) {
     fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
                num_tokens, K, opt.alpha, opt.beta,
@@ -214,12 +201,11 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
 
   auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {K}, opt.staleness);
 
-  // Random initial topics, a function of the (doc, word, j) key so the result does not depend on
-  // visit order, in the word order the first sweep reads. The pending proposal is the topic itself
-  // (nothing to accept in the first sweep).
-  tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t& v) {
-    uint64_t h = opt.seed ^ (static_cast<uint64_t>(key[1]) << 40) ^
-                 (static_cast<uint64_t>(key[0]) << 12) ^ static_cast<uint64_t>(key[2]);
+  // Random initial topics, a function of the key so the result does not depend on visit order.
+  // The pending proposal is the topic itself (nothing to accept in the first sweep).
+  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+    uint64_t h = opt.seed ^ (static_cast<uint64_t>(key[0]) << 40) ^ (static_cast<uint64_t>(key[1]) << 12) ^
+                 static_cast<uint64_t>(key[2]);
     const int32_t z =
         static_cast<int32_t>(tessera::internal::SplitMix64(h) % static_cast<uint64_t>(K));
     v = Pack(z, z);
@@ -227,17 +213,20 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   });
 
   // Log-likelihood terms that do not change: document lengths and the normalizers.
+  int64_t max_word = 1;
+  for (int64_t w = 0; w < V; ++w)
+    max_word = std::max(max_word, orders.word_end(w) - orders.word_begin(w));
   const auto lg_alpha = LgammaTable(alpha, max_len + 1);
   const auto lg_beta = LgammaTable(beta, max_word + 1);
   double ll_const = 0;
-  for (int64_t d = 0; d < D; ++d) {
-    const auto n = static_cast<double>(doc_begin[d + 1] - doc_begin[d]);
-    ll_const += std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + n);
+  for (int64_t n : doc_length) {
+    ll_const += std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
   }
   ll_const += K * std::lgamma(V * opt.beta);
   const double vbeta_d = static_cast<double>(V) * opt.beta;
-  int64_t first_doc = 0;
-  while (first_doc < D && doc_begin[first_doc + 1] == doc_begin[first_doc]) ++first_doc;
+  const int64_t first_doc = static_cast<int64_t>(
+      std::find_if(doc_length.begin(), doc_length.end(), [](int64_t n) { return n > 0; }) -
+      doc_length.begin());
 
   // Every token draws from its own generator, seeded by (seed, sweep, token id = its
   // document-order position): the body then has no shared mutable state besides the arrays,
@@ -253,10 +242,11 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
     tessera::Accumulator<int64_t> accepted(ctx);
-    // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. A sweep reads
-    // its own order and writes the other one, which nothing reads while it runs, each token at
-    // its own (permuted) key, so tessc can partition it freely. At a row's first token the body
-    // gathers the row from its own order and decides every token's move: the word sweep accepts the pending document proposal
+    // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. A sweep
+    // writes its own order and reads the other one, which nothing writes while it runs, so its
+    // loop writes nothing but each token's own element and the relaxed totals, and tessc can
+    // partition it freely. At a row's first token the body gathers the row from the other order
+    // and decides every token's move: the word sweep accepts the pending document proposal
     // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
     // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
     // row's counts as gathered and the totals as this row's earlier moves left them, and draws
@@ -286,51 +276,47 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     // The rows' work happens at their first token, out of line: what every token does is small
     // enough to inline into the runtime's loop.
     auto gather_word = [&](lda::RowTopics& row, int64_t w) __attribute__((noinline)) {
-      const auto tokens_of = tokens_w.sparse_row(w);
-      row.Begin(w, sweep, K, tokens_of.size());
-      for (int64_t i = 0; i < tokens_of.size(); ++i) {
-        const Key<3>& k = tokens_of.key(i);
-        row.set_id(i, doc_begin[k[1]] + k[2]);
-        row.set_state(i, tokens_of.value(i));
-      }
+      const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+      row.Begin(w, sweep, K, n);
+      for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
+      for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
       row.Count();
       move_and_propose(row, beta);
     };
     auto gather_doc = [&](lda::RowTopics& row, int64_t d) __attribute__((noinline)) {
-      const auto tokens_of = tokens.sparse_row(d);
-      row.Begin(d, sweep, K, tokens_of.size());
-      for (int64_t i = 0; i < tokens_of.size(); ++i) {
-        row.set_id(i, doc_begin[d] + tokens_of.key(i)[2]);
-        row.set_state(i, tokens_of.value(i));
+      const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
+      row.Begin(d, sweep, K, n);
+      for (int64_t i = 0; i < n; ++i) {
+        row.set_id(i, begin + i);
+        row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
       }
       row.Count();
       move_and_propose(row, alpha);
     };
-    auto word_sweep = [&](const Key<3>& key, int64_t&) {
+    auto word_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
       if (!row.Holds(key[0], sweep)) [[unlikely]]
         gather_word(row, key[0]);
-      const int64_t i = row.IndexOf(doc_begin[key[1]] + key[2]);
+      const int64_t i = row.IndexOf(orders.doc_begin(key[1]) + key[2]);
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
       totals.add(before, -moved);
       totals.add(s, moved);
       accepted += moved;
-      tokens(key[1], key[0], key[2]) = row.next(i);
+      v = row.next(i);
     };
-    auto doc_sweep = [&](const Key<3>& key, int64_t&) {
+    auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
       if (!row.Holds(key[0], sweep)) [[unlikely]]
         gather_doc(row, key[0]);
-      const int64_t i = row.IndexOf(doc_begin[key[0]] + key[2]);
-      const int32_t before = row.gathered_topic(i), s = row.topic(i);
+      const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
       totals.add(before, -moved);
       totals.add(s, moved);
       accepted += moved;
-      tokens_w(key[1], key[0], key[2]) = row.next(i);
+      v = row.next(key[2]);
     };
     // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
     // permission to run the loops data-parallel with reads up to S clocks stale.
@@ -365,20 +351,17 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
       // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
       //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the topics the
-      // last document sweep left in `tokens_w`, copied to `tokens` for the documents' rows: each
-      // document's and word's terms are added at its first token.
-      tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t& v) {
-        tokens(key[1], key[0], key[2]) = v;
-      });
+      // last document sweep left in `tokens`: each document's and word's terms are added at its
+      // first token.
       tessera::Accumulator<double> ll(ctx, ll_const);
       tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) {
         if (key[2] != 0) return;
         thread_local lda::RowTopics nd;
-        const auto tokens_of = tokens.sparse_row(key[0]);
-        nd.Begin(key[0], -iter, K, tokens_of.size());
-        for (int64_t i = 0; i < tokens_of.size(); ++i) {
-          nd.set_id(i, doc_begin[key[0]] + i);
-          nd.set_state(i, tokens_of.value(i));
+        const int64_t begin = orders.doc_begin(key[0]), n = orders.doc_end(key[0]) - begin;
+        nd.Begin(key[0], -iter, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          nd.set_id(i, begin + i);
+          nd.set_state(i, tokens.value_at(begin + i));
         }
         nd.Count();
         double sum = 0;
@@ -391,13 +374,14 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         ll += sum;
       });
       tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
-        const auto tokens_of = tokens_w.sparse_row(key[0]);
-        if (!(tokens_of.key(0) == key)) return;  // the word's first token adds its term
+        const int64_t w = key[0];
+        if (orders.word_position(orders.doc_begin(key[1]) + key[2]) != orders.word_begin(w)) return;
         thread_local lda::RowTopics nw;
-        nw.Begin(key[0], -iter, K, tokens_of.size());
-        for (int64_t i = 0; i < tokens_of.size(); ++i) {
-          nw.set_id(i, i);
-          nw.set_state(i, tokens_of.value(i));
+        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+        nw.Begin(w, -iter, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          nw.set_id(i, orders.doc_position(begin + i));
+          nw.set_state(i, tokens.value_at(nw.id(i)));
         }
         nw.Count();
         double sum = 0;
@@ -418,13 +402,13 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
   }
   if (!opt.model.save_model.empty()) {
-    // The counts of the tokens' current topics (the last document sweep left them in
-    // `tokens_w`), made by a loop (the MH sampler keeps no count tables), whole on every worker.
+    // The counts of the tokens' current topics, made by a loop (the MH sampler keeps no count
+    // tables), whole on every worker.
     auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
     auto doc_topic_out = DistArray<int32_t, 2>::dense(ctx, {D, K});
-    tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t& v) {
-      doc_topic_out(key[1], Topic(v)) += 1;
-      word_topic_out(key[0], Topic(v)) += 1;
+    tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+      doc_topic_out(key[0], Topic(v)) += 1;
+      word_topic_out(key[1], Topic(v)) += 1;
     });
     if (int status = SaveModelFromWorker0(
             ctx, opt, report, {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab});
@@ -432,24 +416,22 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       return status;
     }
   }
-  if (!opt.vocab_path.empty()) {
-    // The word-topic counts of the current topics, by a loop (the tokens stay where they are),
-    // whole on every worker; worker 0 prints them.
-    auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
-    tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t& v) {
-      word_topic_out(key[0], Topic(v)) += 1;
-    });
-    if (report) {
-      std::vector<int64_t> sizes(K);
-      for (int k = 0; k < K; ++k) sizes[k] = totals(k);
-      PrintTopics(opt, vocab, sizes, [&](const auto& f) {
-        for (int64_t w = 0; w < V; ++w) {
-          for (int k = 0; k < K; ++k) {
-            if (const int32_t n = word_topic_out(w, k); n > 0) f(w, k, n);
-          }
+  if (report && !opt.vocab_path.empty()) {
+    std::vector<int64_t> sizes(K);
+    for (int k = 0; k < K; ++k) sizes[k] = totals(k);
+    PrintTopics(opt, vocab, sizes, [&](const auto& f) {
+      lda::RowTopics nw;
+      for (int64_t w = 0; w < V; ++w) {
+        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
+        nw.Begin(w, 0, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          nw.set_id(i, orders.doc_position(begin + i));
+          nw.set_state(i, tokens.value_at(nw.id(i)));
         }
-      });
-    }
+        nw.Count();
+        nw.ForEachNonzero([&](int32_t k, int32_t count) { f(w, k, count); });
+      }
+    });
   }
   return 0;
 }
