@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   emit("wavefront", Wavefront(ctx, 24));
   emit("skewed_wavefront", SkewedWavefront(ctx, 21));
   emit("data_parallel_sums", DataParallelSums(ctx, 40, 16));
+  emit("permuted_sweeps", PermutedSweeps(ctx, 37, 41, 2));
   emit("shared_total", SharedTotal(ctx, 300));  // tessc runs it serially: whole on every worker
 
   // A write at an offset from the key (tessc's halo): a block of keys [a, b] writes [a+1, b+1].

@@ -79,6 +79,10 @@ TEST_F(DistributedExecutorTest, ThreeWorkersTwoServersGiveTheSerialResult) {
   ExpectDistributedEquals(Serial(), 3, 2, kSplitWaves);
 }
 
+TEST_F(DistributedExecutorTest, FourWorkersGiveTheSerialResult) {
+  ExpectDistributedEquals(Serial(), 4, 1, kSplitWaves);
+}
+
 // Without the line two threads of one worker may race on (data-parallel shared arrays).
 std::string WithoutRacyLine(const std::string& text) {
   std::istringstream in(text);

@@ -2,11 +2,12 @@
 // partitioned by document (docs/runtime.md, "Partitioned data"). Its loops read the entries by
 // document (the layout of the load) and, with `byword`, also by word (the entries move) and
 // whole (a copy into a dense array). With `tokens` it loads the corpus as tokens
-// (DocwordOptions::tokens) and runs them by document. The digest it writes to OUT.<rank> must be
+// (DocwordOptions::tokens) and runs them by document, reading their own document's row too
+// (and with `tokensnext` the next document's). The digest it writes to OUT.<rank> must be
 // the same on every worker, in a serial run and with every record on every worker
 // (partitioned_docword_test.cc).
 //
-//   partitioned_docword OUT DOCWORD (bydoc|byword|tokens)
+//   partitioned_docword OUT DOCWORD (bydoc|byword|tokens|tokensnext)
 #include <tessera/tessera.h>
 
 #include <cinttypes>
@@ -36,7 +37,8 @@ double TokenHash(int64_t doc, int64_t word, int64_t j) {
 }
 
 // `tokens` mode: the corpus as tokens, touched only by a loop by document (and its shape).
-int RunTokens(tessera::Context& ctx, const std::string& out_prefix, const std::string& path) {
+int RunTokens(tessera::Context& ctx, const std::string& out_prefix, const std::string& path,
+              bool next) {
   tessera::DocwordOptions read;
   read.tokens = true;
   auto loaded = tessera::load_docword(ctx, path, read);
@@ -57,6 +59,26 @@ int RunTokens(tessera::Context& ctx, const std::string& out_prefix, const std::s
   });
   tessera::Accumulator<double> written(ctx);
   tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) { written += v == k[2] ? 1 : 0; });
+  // Each token reads its own document's row by name (the tokens stay split: a row is on one
+  // worker and in one block) and writes its own element.
+  tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) {
+    int64_t sum = 0;
+    for (auto [key, value] : tokens.sparse_row(k[0])) sum += (key[1] + 1) * (value + 1);
+    v = sum + k[2];
+  });
+  // `tokensnext`: each document's first token reads the next document's row, which may be on
+  // another worker, so the tokens are gathered whole first (once: they stay whole).
+  auto next_row = DistArray<int64_t, 1>::dense(ctx, {docs});
+  if (next) tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t&) {
+    if (k[2] != 0 || k[0] + 1 >= docs) return;
+    int64_t sum = 0;
+    for (auto [key, value] : tokens.sparse_row(k[0] + 1)) sum += key[2] * value % 1000003;
+    next_row(k[0]) = sum;
+  });
+  tessera::Accumulator<double> rows(ctx);
+  tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) {
+    rows += static_cast<double>((v % 1000003) * (k[0] + 1) % 1000003);
+  });
   const std::string name = out_prefix + "." + std::to_string(ctx.job().rank);
   std::FILE* out = std::fopen(name.c_str(), "w");
   if (out == nullptr) {
@@ -67,6 +89,10 @@ int RunTokens(tessera::Context& ctx, const std::string& out_prefix, const std::s
                " counted %.17g written %.17g checksum %.17g\n",
                docs, words, loaded->max_doc_length, loaded->num_tokens, count.value(),
                written.value(), checksum.value());
+  std::fprintf(out, "rows %.17g\n", rows.value());
+  for (int64_t d = 0; next && d < docs; ++d) {
+    std::fprintf(out, "next %" PRId64 " %" PRId64 "\n", d, next_row(d));
+  }
   for (int64_t d = 0; d < docs; ++d) std::fprintf(out, "doc %" PRId64 " %" PRId64 "\n", d, by_doc(d));
   std::fclose(out);
   return 0;
@@ -76,11 +102,14 @@ int RunTokens(tessera::Context& ctx, const std::string& out_prefix, const std::s
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s OUT DOCWORD (bydoc|byword)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT DOCWORD (bydoc|byword|tokens|tokensnext)\n", argv[0]);
     return 2;
   }
   tessera::Context ctx(argc, argv);
-  if (std::string(argv[3]) == "tokens") return RunTokens(ctx, argv[1], argv[2]);
+  const std::string mode = argv[3];
+  if (mode == "tokens" || mode == "tokensnext") {
+    return RunTokens(ctx, argv[1], argv[2], mode == "tokensnext");
+  }
   auto loaded = tessera::load_docword(ctx, argv[2]);
   if (!loaded.ok()) {
     std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());

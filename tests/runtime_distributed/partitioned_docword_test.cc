@@ -186,7 +186,8 @@ TEST_F(PartitionedDocwordTest, EachWorkerHoldsItsDocumentsAndNoEntryIsLostOrDoub
 }
 
 // DocwordOptions::tokens: one element per token, each on the worker of its document's
-// equal-token range; the loops by document run where the tokens were loaded (no relayout).
+// equal-token range; the loops by document run where the tokens were loaded (no relayout, nothing
+// gathered), also the one that reads its own document's row by name (sparse_row(key[0])).
 TEST_F(PartitionedDocwordTest, TokensAreHeldByTheirDocumentsWorkerOnly) {
   // What the file holds as tokens: (doc, word, j) with j counting each document's tokens in word
   // order.
@@ -212,7 +213,9 @@ TEST_F(PartitionedDocwordTest, TokensAreHeldByTheirDocumentsWorkerOnly) {
                 longest, total, total, total, checksum);
   ASSERT_NE(serial.find(head), std::string::npos) << serial.substr(0, 300) << "\nwant " << head;
 
-  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {3, 1}}) {
+  ASSERT_NE(serial.find("rows "), std::string::npos) << serial.substr(0, 300);
+  for (const auto& [workers, threads] :
+       std::vector<std::pair<int, int>>{{2, 1}, {3, 1}, {2, 2}}) {
     SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
     std::string whole_log, whole, split_log, split;
     ASSERT_EQ(Run(workers, threads, path_, "tokens", false, &whole_log, &whole), 0) << whole_log;
@@ -244,6 +247,23 @@ TEST_F(PartitionedDocwordTest, TokensAreHeldByTheirDocumentsWorkerOnly) {
     const auto [relayouts, gathers] = Moves(split_log);
     EXPECT_EQ(relayouts, 0) << split_log;
     EXPECT_EQ(gathers, 0) << split_log;
+  }
+}
+
+// A loop whose body reads the next document's row: that row may be held by another worker, so
+// the tokens are gathered whole for it (once per worker; they stay whole), with the serial result.
+TEST_F(PartitionedDocwordTest, ReadingAnotherDocumentsRowGathersTheTokens) {
+  std::string log, serial;
+  ASSERT_EQ(Run(0, 1, path_, "tokensnext", false, &log, &serial), 0) << log;
+  ASSERT_NE(serial.find("next 0 "), std::string::npos) << serial.substr(0, 300);
+  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {3, 2}}) {
+    SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
+    std::string split_log, split;
+    ASSERT_EQ(Run(workers, threads, path_, "tokensnext", true, &split_log, &split), 0) << split_log;
+    EXPECT_EQ(split, serial);
+    const auto [relayouts, gathers] = Moves(split_log);
+    EXPECT_EQ(relayouts, 0) << split_log;
+    EXPECT_EQ(gathers, workers) << split_log;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "kernels.h"
 
+#include <algorithm>
+#include <array>
 #include <thread>
 
 namespace tessera::testing {
@@ -103,6 +105,42 @@ KernelRun MatrixUpdate2D(Context& ctx, int64_t rows, int64_t cols, int64_t nnz) 
   KernelRun run = Collect(A, slot);
   for (int64_t j = 0; j < cols; ++j) run.values.push_back(B(j));
   for (int64_t t = 0; t < 4; ++t) run.values.push_back(totals(t));
+  return run;
+}
+
+KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds) {
+  constexpr int64_t kLen = 64;
+  auto X = DistArray<int64_t, 3>::sparse(ctx, {rows, cols, kLen});
+  auto Y = DistArray<int64_t, 3>::sparse(ctx, {cols, rows, kLen});
+  std::vector<std::array<int64_t, 3>> swapped;
+  uint64_t state = 31;
+  for (int64_t a = 0; a < rows; ++a) {
+    int64_t j = 0;
+    for (int64_t b = 0; b < cols && j + 3 <= kLen; ++b) {
+      const int64_t n = static_cast<int64_t>(internal::SplitMix64(state) % 4);
+      for (int64_t o = 0; o < n; ++o, ++j) {
+        X.append_unchecked({{a, b, j}}, (a * 7 + b) % 100);
+        swapped.push_back({b, a, j});
+      }
+    }
+  }
+  std::sort(swapped.begin(), swapped.end());
+  for (const auto& k : swapped) Y.append_unchecked({{k[0], k[1], k[2]}}, -1);
+  for (int round = 0; round < rounds; ++round) {
+    parallel_for(X, [&](const Key<3>& key, int64_t& v) {
+      int64_t row = 0;
+      for (auto [k, value] : X.sparse_row(key[0])) row = (row * 31 + value + k[2]) % kM;
+      Y(key[1], key[0], key[2]) = (row + v * 3 + key[2]) % kM;
+    });
+    parallel_for(Y, [&](const Key<3>& key, int64_t& v) {
+      int64_t row = 0;
+      for (auto [k, value] : Y.sparse_row(key[0])) row = (row * 17 + value + k[1]) % kM;
+      X(key[1], key[0], key[2]) = (row + v * 5 + key[2]) % kM;
+    });
+  }
+  KernelRun run;
+  for (int64_t p = 0; p < X.nnz(); ++p) run.values.push_back(X.value_at(p));
+  for (int64_t q = 0; q < Y.nnz(); ++q) run.values.push_back(Y.value_at(q));
   return run;
 }
 

@@ -42,6 +42,11 @@ KernelRun SkewedWavefront(Context& ctx, int64_t n);
 // data_parallel (DataParallel permission): hits(value) += 1 conflicts (racy by permission; not
 // returned), per-sample sums are local and exact.
 KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features);
+// LDA-shaped sweeps over two orders of one sparse key set, X keyed (a, b, j) and Y keyed (b, a, j),
+// both sorted by key: each loop reads its own row (sparse_row(key[0])) and writes the other order
+// at the permuted key (through the runtime's position map), `rounds` times each way. values: X's
+// then Y's values in storage order.
+KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds);
 // No schedule by tessc's choice: every iteration adds into one captured `total`, state outside
 // the loop body that tessc cannot partition, so tessc runs the loop serially. values: {total}.
 KernelRun SharedTotal(Context& ctx, int64_t n);

@@ -158,6 +158,21 @@ TEST_P(ParallelExecutorTest, TwoDRotationNeverSharesARowOrColumn) {
       "2d matrix update");
 }
 
+// Writes at the permuted key from several threads share one position map per target.
+TEST_P(ParallelExecutorTest, PermutedSweepsGiveTheSerialResult) {
+  const KernelRun serial = testing::PermutedSweeps(*SerialContext(), 60, 50, 2);
+  std::vector<std::string> schedules;
+  const KernelRun parallel =
+      testing::PermutedSweeps(*ParallelContext(GetParam(), &schedules), 60, 50, 2);
+  ASSERT_EQ(schedules.size(), 4u);  // two loops, two rounds
+  for (const std::string& s : schedules) {
+    if (s == "<none>" && !TESSERA_TEST_HAVE_TESSC) GTEST_SKIP() << "built without tessc";
+    EXPECT_NE(s.find("\"strategy\":\"independent\""), std::string::npos) << s;
+  }
+  EXPECT_GT(serial.values.size(), 1000u);
+  EXPECT_TRUE(SameValues(serial.values, parallel.values));
+}
+
 TEST_P(ParallelExecutorTest, UnimodularWavefront) {
   CheckMatchesSerial({"unimodular", -1, [](Context& c) { return testing::Wavefront(c, 64); }},
                      "unimodular wavefront");

@@ -107,21 +107,24 @@ class SparseRowView {
     int64_t j_;
   };
 
+  // `positions` null: the row is keys[0, size), values[0, size).
   SparseRowView(const int64_t* positions, int64_t size, const Key<N>* keys, T* values)
       : positions_(positions), size_(size), keys_(keys), values_(values) {}
   int64_t size() const { return size_; }
   // REQUIRES: 0 <= j < size().
-  const Key<N>& key(int64_t j) const { return keys_[positions_[j]]; }
+  const Key<N>& key(int64_t j) const { return keys_[at(j)]; }
   int64_t col(int64_t j) const
     requires(N == 2)
   {
-    return keys_[positions_[j]].idx[1];
+    return keys_[at(j)].idx[1];
   }
-  T& value(int64_t j) const { return values_[positions_[j]]; }
+  T& value(int64_t j) const { return values_[at(j)]; }
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, size_); }
 
  private:
+  int64_t at(int64_t j) const { return positions_ == nullptr ? j : positions_[j]; }
+
   const int64_t* positions_;
   int64_t size_;
   const Key<N>* keys_;
@@ -277,7 +280,8 @@ class DistArray {
 
   // --- Sparse arrays only (checked). ---
   // The stored elements whose key[0] is i. REQUIRES: N >= 2, sparse, 0 <= i < extent(0). The
-  // first call after a change groups the elements by row (O(nnz)); not thread-safe until then.
+  // first call after a change groups the elements by row (O(nnz), and no memory per element when
+  // they are stored grouped, as in key order); loop bodies on several threads may call it.
   SparseRowView<T, N> sparse_row(int64_t i)
     requires(N >= 2)
   {
@@ -285,9 +289,11 @@ class DistArray {
     TESSERA_CHECK_MSG(i >= 0 && i < s_->shape_[0], "DistArray::sparse_row index out of range");
     Whole();
     s_->EnsureRows();
-    const int64_t b = s_->row_start_[i];
-    return SparseRowView<T, N>(s_->row_pos_.data() + b, s_->row_start_[i + 1] - b, s_->keys_.data(),
-                            s_->values_.data());
+    const int64_t b = s_->row_start_[i], n = s_->row_start_[i + 1] - b;
+    if (s_->row_pos_.empty()) {  // stored grouped by row: the row is consecutive
+      return SparseRowView<T, N>(nullptr, n, s_->keys_.data() + b, s_->values_.data() + b);
+    }
+    return SparseRowView<T, N>(s_->row_pos_.data() + b, n, s_->keys_.data(), s_->values_.data());
   }
 
   // Stores (k, v); returns false and leaves the stored value alone when k is already stored.
@@ -307,7 +313,9 @@ class DistArray {
   T* find(const Key<N>& k) {
     CheckSparse();
     Whole();
-    return s_->InBounds(k) ? s_->SparseFind(k) : nullptr;
+    if (!s_->InBounds(k)) return nullptr;
+    if (T* v = s_->PermutedFind(k)) return v;
+    return s_->SparseFind(k);
   }
   bool contains(const Key<N>& k) const {
     Whole();
@@ -464,7 +472,11 @@ class DistArray {
     if (s_->sparse_) {
       const Key<N>* keys = s_->keys_.data();
       T* values = s_->values_.data();
-      for (int64_t p = begin; p < end; ++p) Invoke(body, keys[p], values[p]);
+      internal::LoopPositionScope scope(s_.get());  // for writes at a permuted key
+      for (int64_t p = begin; p < end; ++p) {
+        internal::current_loop_position.position = p;
+        Invoke(body, keys[p], values[p]);
+      }
       return;
     }
     if (begin >= end) return;
@@ -479,9 +491,11 @@ class DistArray {
   }
   template <typename Body>
   void ForEachPosition(const int64_t* positions, size_t count, Body& body) {
+    internal::LoopPositionScope scope(s_->sparse_ ? s_.get() : nullptr);
     for (size_t i = 0; i < count; ++i) {
       const int64_t p = positions[i];
       if (s_->sparse_) {
+        internal::current_loop_position.position = p;
         Invoke(body, s_->keys_[p], s_->values_[p]);
       } else {
         Invoke(body, s_->Unravel(p), data_[p]);
@@ -523,16 +537,19 @@ class DistArray {
   // first made whole on every worker (collective, as SPMD serial code is). Inside a loop body the
   // executor has already placed the elements the body may touch.
   [[gnu::noinline]] T& SparseAt(const Key<N>& k) {
+    if (T* v = s_->PermutedFind(k)) return *v;
     Whole();
     return s_->SparseFindOrInsert(k);
   }
   [[gnu::noinline]] const T& SparseAt(const Key<N>& k) const {
+    if (const T* v = s_->PermutedFind(k)) return *v;
     Whole();
     const T* v = s_->SparseFind(k);
     TESSERA_CHECK_MSG(v != nullptr, "const access to an element a sparse DistArray does not store");
     return *v;
   }
   [[gnu::noinline]] T SparseGet(const Key<N>& k) const {
+    if (const T* v = s_->PermutedFind(k)) return *v;
     Whole();
     const T* v = s_->SparseFind(k);
     return v == nullptr ? T{} : *v;

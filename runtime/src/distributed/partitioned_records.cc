@@ -23,6 +23,14 @@ bool LaysOutSpace(const LoopSchedule& s) {
          s.strategy == LoopStrategy::k2D || s.strategy == LoopStrategy::kDataParallel;
 }
 
+// Whether a name of the iteration space reaches only elements whose key[space_dim] is the
+// visited element's (e.g. `X.sparse_row(key[0])` in a loop split on key[0]): blocks are cut on
+// key[space_dim] ranges, so those elements are on this worker and in the visiting thread's block.
+bool ReachesOwnRows(const LoopSchedule& s, const LoopSchedule::Array& a) {
+  return a.placement == "local" && a.array_dim == s.space_dim && a.key_dim == s.space_dim &&
+         a.halo_lo == 0 && a.halo_hi == 0;
+}
+
 }  // namespace
 
 bool PartitionedRecords::Place(const LoopSchedule& s, const ArrayBase& space,
@@ -37,6 +45,10 @@ bool PartitionedRecords::Place(const LoopSchedule& s, const ArrayBase& space,
     bool whole = !exact;
     if (a == &space) {
       whole = whole || !LaysOutSpace(s);
+      // Its names (the space's own, first, and any other bound to it) must stay in its rows.
+      for (size_t i = 0; i < binding.arrays.size() && !whole; ++i) {
+        whole = binding.arrays[i] == a && !ReachesOwnRows(s, s.arrays[i]);
+      }
     } else if (!whole) {
       // Bound under another name of this loop: any of its elements may be read here.
       for (size_t i = 1; i < binding.arrays.size(); ++i) whole = whole || binding.arrays[i] == a;

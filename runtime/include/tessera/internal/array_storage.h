@@ -8,6 +8,8 @@
 #include <functional>
 #include <new>
 #include <array>
+#include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -22,6 +24,7 @@
 #include "tessera/common/check.h"
 #include "tessera/context.h"
 #include "tessera/executor.h"
+#include "tessera/internal/permuted_index.h"
 #include "tessera/key.h"
 
 namespace tessera::internal {
@@ -399,6 +402,15 @@ class ArrayStorage final : public ArrayBase {
     auto it = index_.find(Linear(k));
     return it == index_.end() ? nullptr : &values_[it->second];
   }
+  // Inside a loop over a sparse space: the element at the permutation of the visited element's
+  // key, when `k` is that key (internal/permuted_index.h); null otherwise (then look `k` up).
+  T* PermutedFind(const Key<N>& k) {
+    if (current_loop_position.space == nullptr) return nullptr;
+    int64_t ahead = -1;
+    const int64_t q = permuted_.Find(*this, layout_version_, N, k.idx.data(), &ahead);
+    if (ahead >= 0) __builtin_prefetch(&values_[static_cast<size_t>(ahead)], 1);
+    return q < 0 ? nullptr : &values_[static_cast<size_t>(q)];
+  }
   // Returns true when inserted, false when the key was already stored (value left unchanged).
   bool SparseInsert(const Key<N>& k, T v) {
     EnsureIndex();
@@ -437,17 +449,32 @@ class ArrayStorage final : public ArrayBase {
   }
 
   // Positions of the stored elements grouped by key[0] (stable: storage order within a row), for
-  // SparseRowView; rebuilt on first use after the layout changed.
+  // SparseRowView; rebuilt on first use after the layout changed. When the elements are stored
+  // grouped by key[0] already (e.g. in key order), row_pos_ stays empty: row r is the positions
+  // [row_start_[r], row_start_[r + 1]) themselves. Safe to call from several executor threads
+  // at once (the first builds, the others wait), as long as nothing changes the layout meanwhile.
   void EnsureRows() {
-    if (rows_version_ == layout_version_) return;
+    if (rows_version_.load(std::memory_order_acquire) == layout_version_) return;
+    std::lock_guard<std::mutex> lock(rows_build_);
+    if (rows_version_.load(std::memory_order_relaxed) == layout_version_) return;
     const int64_t rows = shape_[0];
     row_start_.assign(static_cast<size_t>(rows) + 1, 0);
-    for (const Key<N>& k : keys_) ++row_start_[k.idx[0] + 1];
+    bool grouped = true;
+    for (size_t p = 0; p < keys_.size(); ++p) {
+      ++row_start_[keys_[p].idx[0] + 1];
+      grouped = grouped && (p == 0 || keys_[p - 1].idx[0] <= keys_[p].idx[0]);
+    }
     for (int64_t r = 0; r < rows; ++r) row_start_[r + 1] += row_start_[r];
-    row_pos_.resize(keys_.size());
-    std::vector<int64_t> fill(row_start_.begin(), row_start_.end() - 1);
-    for (size_t p = 0; p < keys_.size(); ++p) row_pos_[fill[keys_[p].idx[0]]++] = static_cast<int64_t>(p);
-    rows_version_ = layout_version_;
+    if (grouped) {
+      std::vector<int64_t>().swap(row_pos_);
+    } else {
+      row_pos_.resize(keys_.size());
+      std::vector<int64_t> fill(row_start_.begin(), row_start_.end() - 1);
+      for (size_t p = 0; p < keys_.size(); ++p) {
+        row_pos_[fill[keys_[p].idx[0]]++] = static_cast<int64_t>(p);
+      }
+    }
+    rows_version_.store(layout_version_, std::memory_order_release);
   }
 
   Context* ctx_;
@@ -582,7 +609,10 @@ class ArrayStorage final : public ArrayBase {
 
   std::unordered_map<int64_t, int64_t> index_;
   bool index_valid_ = true;
-  uint64_t rows_version_ = ~uint64_t{0};  // layout_version_ row_start_/row_pos_ were built for
+  PermutedMap permuted_;  // see PermutedFind
+  // layout_version_ row_start_/row_pos_ were built for.
+  std::atomic<uint64_t> rows_version_{~uint64_t{0}};
+  std::mutex rows_build_;
   uint64_t layout_version_ = 0;  // see ArrayBase::layout_version
 };
 
