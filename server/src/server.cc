@@ -45,9 +45,11 @@ Status Server::Impl::Start() {
     return Status::InvalidArgument("server: no coordinator endpoint");
   ConfigureSocket(socket_);
   socket_.set(zmq::sockopt::router_mandatory,
-              1);  // a vanished client is an error, not a silent drop
+              1);  // a vanished client, or a full queue, is an error, not a silent drop
+  socket_.set(zmq::sockopt::sndhwm, std::max(options_.send_queue, 1));
   SecureBindSide(socket_, options_.secret);
-  LimitIncoming(socket_, kMaxDataMessageBytes, kDataReceiveQueue);
+  // Clients split larger messages into frames of kDataPartBytes (parts.h).
+  LimitIncoming(socket_, kMaxDataFrameBytes, kDataReceiveQueue);
   ConfigureControlSocket(coordinator_);
   SecureConnectSide(coordinator_, options_.secret);
   proof_ = SecretProof(options_.secret);
@@ -103,6 +105,8 @@ void Server::Impl::Loop() {
       budget.Refill(TokenBucket::Clock::now());
       timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
     }
+    // A worker's overrun Error waiting for room in its queue is tried again every 20 ms.
+    if (untold_overruns_ > 0 && (timeout_ms < 0 || timeout_ms > 20)) timeout_ms = 20;
     if (socket_may_have_input_ || coordinator_may_have_input) timeout_ms = 0;
     for (pollfd& p : fds) p.revents = 0;
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
@@ -113,6 +117,7 @@ void Server::Impl::Loop() {
     if ((fds[1].revents & POLLIN) != 0) coordinator_may_have_input = true;
     if ((fds[2].revents & POLLIN) != 0) loop_.waker().Drain();
     if ((fds[3].revents & POLLIN) != 0) handshakes_.Drain();
+    if (untold_overruns_ > 0) TellOverrun();
     if (comm.early_sends()) {
       budget.Refill(TokenBucket::Clock::now());
       // Everything sent counts against the budget; only early pushes wait for it.
@@ -132,9 +137,9 @@ void Server::Impl::Loop() {
                          rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_;
          ++rounds) {
       if (socket_may_have_input_) {
-        if (auto frame = TryReceiveRouted(socket_)) {
-          if (frame->multipart) {
-            Reject(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+        if (auto frame = TryReceiveRouted(socket_, kMaxDataMessageBytes)) {
+          if (!frame->oversized.ok()) {
+            Reject(frame->identity, 0, frame->oversized);
           } else {
             HandleClient(frame->identity, std::move(frame->payload));
           }
@@ -168,10 +173,23 @@ void Server::Impl::HandleCoordinator(zmq::message_t frame) {
 
 bool Server::Impl::Send(const std::string& identity, OutgoingMessage& msg) {
   socket_may_have_input_ = true;  // see Loop
+  if (!overrun_.empty()) {
+    if (auto it = overrun_.find(identity); it != overrun_.end()) {
+      ++it->second.dropped;
+      CountStat([](ServerStats& s) { ++s.overrun_messages; });
+      return false;
+    }
+  }
   zmq::message_t frame = msg.ToFrame();
-  bytes_since_refill_ += frame.size();
-  CountStat([&](ServerStats& s) { s.bytes_sent += frame.size(); });
-  Status sent = SendRouted(socket_, identity, std::move(frame));
+  const size_t bytes = frame.size();
+  // Never blocks: a worker that does not read must not stop the server for the others.
+  Status sent = SendRouted(socket_, identity, std::move(frame), zmq::send_flags::dontwait);
+  if (sent.code() == StatusCode::kFailedPrecondition) {
+    Overrun(identity);
+    return false;
+  }
+  bytes_since_refill_ += bytes;
+  CountStat([&](ServerStats& s) { s.bytes_sent += bytes; });
   if (!sent.ok()) {
     // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on. Say so
     // once per peer, not once per push.
@@ -186,6 +204,47 @@ bool Server::Impl::Send(const std::string& identity, OutgoingMessage& msg) {
     return false;
   }
   return true;
+}
+
+// A worker that does not read what this server sends it (stopped, or a peer that only sends) would
+// make its queue grow without bound. Past ServerOptions::send_queue messages, what would go to it
+// is dropped and counted, and it is told with an Error as soon as one fits, which fails its
+// Client: it never goes on with answers or pushes missing.
+void Server::Impl::Overrun(const std::string& identity) {
+  auto [it, inserted] = overrun_.try_emplace(identity);
+  ++it->second.dropped;
+  CountStat([&](ServerStats& s) {
+    ++s.overrun_messages;
+    if (inserted) ++s.overrun_workers;
+  });
+  if (!inserted) return;
+  ++untold_overruns_;
+  std::string who = "an unregistered peer";
+  for (size_t w = 0; w < peers_.size(); ++w) {
+    if (peers_[w].identity == identity) who = fmt::format("worker {}", w);
+  }
+  log_->error(
+      "{} has {} messages from this server queued that it has not read (the bound, "
+      "ServerOptions::send_queue): dropping what this server sends it, and telling it so, which "
+      "fails it",
+      who, options_.send_queue);
+}
+
+void Server::Impl::TellOverrun() {
+  for (auto& [identity, overrun] : overrun_) {
+    if (overrun.told) continue;
+    OutgoingMessage msg(options_.rank, 0);
+    FillError(Status::DataLoss(fmt::format(
+                  "server {} dropped {} messages (answers, pushes) to this worker because more "
+                  "than {} it had not read were queued for it; this worker cannot go on without "
+                  "them (was it stopped, or starved of CPU?)",
+                  options_.rank, overrun.dropped, options_.send_queue)),
+              msg.envelope().getBody().initError());
+    Status sent = SendRouted(socket_, identity, msg.ToFrame(), zmq::send_flags::dontwait);
+    if (sent.code() == StatusCode::kFailedPrecondition) continue;  // still full
+    overrun.told = true;
+    --untold_overruns_;
+  }
 }
 
 void Server::Impl::Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
