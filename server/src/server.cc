@@ -38,7 +38,8 @@ Server::Impl::Impl(ServerOptions options, zmq::context_t& context)
       socket_(context, zmq::socket_type::router),
       coordinator_(context, zmq::socket_type::dealer),
       log_(MakeLogger(fmt::format("server-{}", options_.rank))),
-      handshakes_(context, socket_, fmt::format("server {}", options_.rank), log_) {}
+      handshakes_(context, socket_, fmt::format("server {}", options_.rank), log_,
+                  ZMQ_EVENT_DISCONNECTED) {}
 
 Status Server::Impl::Start() {
   if (options_.coordinator.empty())
@@ -94,7 +95,8 @@ void Server::Impl::Loop() {
                                pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
                                pollfd{loop_.waker().poll_item().fd, POLLIN, 0},
                                pollfd{handshakes_.fd(), POLLIN, 0}};
-  handshakes_.Drain();
+  const auto on_event = [this](uint16_t event, uint32_t fd) { OnConnectionEvent(event, fd); };
+  handshakes_.Drain(on_event);
   bool coordinator_may_have_input = true;
   socket_may_have_input_ = true;
   const CommOptions& comm = options_.comm;
@@ -116,7 +118,11 @@ void Server::Impl::Loop() {
     if ((fds[0].revents & POLLIN) != 0) socket_may_have_input_ = true;
     if ((fds[1].revents & POLLIN) != 0) coordinator_may_have_input = true;
     if ((fds[2].revents & POLLIN) != 0) loop_.waker().Drain();
-    if ((fds[3].revents & POLLIN) != 0) handshakes_.Drain();
+    if ((fds[3].revents & POLLIN) != 0) {
+      handshakes_.Drain(on_event);
+      // Read the socket empty before judging a drop (JudgeDrops).
+      if (!drops_.empty()) socket_may_have_input_ = true;
+    }
     if (untold_overruns_ > 0) TellOverrun();
     if (comm.early_sends()) {
       budget.Refill(TokenBucket::Clock::now());
@@ -138,6 +144,8 @@ void Server::Impl::Loop() {
          ++rounds) {
       if (socket_may_have_input_) {
         if (auto frame = TryReceiveRouted(socket_, kMaxDataMessageBytes)) {
+          current_fd_ = frame->fd;
+          if (frame->fd >= 0) connections_.try_emplace(frame->fd, -1);
           if (!frame->oversized.ok()) {
             Reject(frame->identity, 0, frame->oversized);
           } else {
@@ -145,6 +153,7 @@ void Server::Impl::Loop() {
           }
         } else {
           socket_may_have_input_ = false;
+          if (!drops_.empty()) JudgeDrops();
         }
       }
       if (coordinator_may_have_input) {
@@ -155,6 +164,31 @@ void Server::Impl::Loop() {
           coordinator_may_have_input = false;
         }
       }
+    }
+  }
+}
+
+void Server::Impl::OnConnectionEvent(uint16_t event, uint32_t fd) {
+  if (event == ZMQ_EVENT_DISCONNECTED) drops_.push_back(static_cast<int>(fd));
+}
+
+// A worker's connection closing after it left, or one that only asked for a checkpoint, is the
+// job's course; a registered worker's before it left, or one on which no message ever arrived
+// (ZeroMQ cut it for an oversized or malformed frame, or a stranger under --insecure that sent
+// nothing whole), is logged.
+void Server::Impl::JudgeDrops() {
+  for (const int fd : std::exchange(drops_, {})) {
+    auto it = connections_.find(fd);
+    if (it == connections_.end()) {
+      handshakes_.LogDrop(endpoint_, fd, "a connection on which no whole message arrived");
+      continue;
+    }
+    const int worker = it->second;
+    connections_.erase(it);
+    if (worker >= 0 && static_cast<size_t>(worker) < peers_.size() &&
+        peers_[worker].clock != kLeftClock && !finished_) {
+      handshakes_.LogDrop(endpoint_, fd,
+                          fmt::format("worker {}'s connection, before it left,", worker));
     }
   }
 }
@@ -363,6 +397,7 @@ void Server::Impl::OnRegister(const std::string& identity, uint64_t request_id,
     return;
   }
   Peer& peer = peers_[rank];
+  if (current_fd_ >= 0) connections_[current_fd_] = static_cast<int>(rank);
   if (!peer.identity.empty() && peer.identity != identity) {
     log_->warn("worker {} reconnected from a new connection", rank);
   }

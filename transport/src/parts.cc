@@ -42,8 +42,7 @@ bool SendInParts(zmq::socket_t& socket, zmq::message_t frame, zmq::send_flags fl
   return true;
 }
 
-Result<zmq::message_t> ReceiveRest(zmq::socket_t& socket, zmq::message_t first,
-                                   int64_t max_bytes) {
+Result<zmq::message_t> ReceiveRest(zmq::socket_t& socket, zmq::message_t first, int64_t max_bytes) {
   if (!first.more()) return first;
   std::vector<zmq::message_t> parts;
   uint64_t total = first.size();

@@ -1,5 +1,7 @@
 #include "tessera/transport/router.h"
 
+#include <cstdlib>
+
 #include "tessera/transport/frame_handover.h"
 #include "tessera/transport/parts.h"
 
@@ -12,6 +14,9 @@ std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router, int64_t join_
   frame.identity = identity.to_string();
   // A ROUTER always delivers the identity and at least one more frame together.
   if (!identity.more() || !router.recv(frame.payload, zmq::recv_flags::none)) return frame;
+  if (const char* fd = zmq_msg_gets(frame.payload.handle(), "__fd"); fd != nullptr) {
+    frame.fd = std::atoi(fd);
+  }
   if (join_up_to > 0) {
     Result<zmq::message_t> whole = ReceiveRest(router, std::move(frame.payload), join_up_to);
     if (whole.ok()) {

@@ -21,7 +21,8 @@ namespace tessera {
 // sent, if the socket's queue for the peer is full). Throws zmq::error_t as socket.send does.
 // REQUIRES: part_bytes > 0.
 bool SendInParts(zmq::socket_t& socket, zmq::message_t frame,
-                 zmq::send_flags flags = zmq::send_flags::none, int64_t part_bytes = kDataPartBytes);
+                 zmq::send_flags flags = zmq::send_flags::none,
+                 int64_t part_bytes = kDataPartBytes);
 
 // `first`, just received from `socket`, and the frames that follow it in its message (ZeroMQ
 // delivers a message's frames together, so they are there) as one frame. OutOfRange, naming the

@@ -19,6 +19,7 @@ struct RoutedFrame {
   // Set when a message of several frames (parts.h) added up to more than the bound it was
   // received with; payload is empty then.
   Status oversized;
+  int fd = -1;  // the connection it came on (tcp and ipc), as ZeroMQ's monitor events name it
 };
 
 // The next message, or std::nullopt when none is waiting. Never blocks. With `join_up_to` > 0 a
