@@ -13,6 +13,8 @@
 #               unless BUILD_TARGETS says otherwise
 #   BUILD_TARGETS  build only these targets (default: all), e.g. the test binaries CTEST_ARGS
 #               selects and the programs they start (a bounded run on a small machine)
+#   BUILD_DIR   the build directory (default build-san-<stage>, e.g. build-san-thread); one per
+#               stage and configuration, so that two parts can run side by side
 #   TESSC       a tessc built without sanitizers (e.g. build/bin/tessc) for the programs' schedules
 #               instead of a sanitized one: tessc and its tests (tests/compiler) are then left out
 #               of the stage, about a third of its compile time on this tree
@@ -28,7 +30,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 supp="$PWD/tests/sanitizers"
 status=0
 for san in ${SANITIZERS:-address,undefined thread}; do
-  dir="build-san-${san//,/-}"
+  dir="${BUILD_DIR:-build-san-${san//,/-}}"
   echo "== $san: building the whole tree in $dir"
   # -O1 -g1 (the sanitizers' recommended level): the suite's multi-process jobs run in minutes,
   # not hours, reports still name the lines, and the build takes about half the time of -O2 -g.
