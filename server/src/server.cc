@@ -265,8 +265,13 @@ void Server::Impl::Overrun(const std::string& identity) {
 }
 
 void Server::Impl::TellOverrun() {
-  for (auto& [identity, overrun] : overrun_) {
-    if (overrun.told) continue;
+  for (auto it = overrun_.begin(); it != overrun_.end();) {
+    const std::string& identity = it->first;
+    OverrunState& overrun = it->second;
+    if (overrun.told) {
+      ++it;
+      continue;
+    }
     OutgoingMessage msg(options_.rank, 0);
     FillError(Status::DataLoss(fmt::format(
                   "server {} dropped {} messages (answers, pushes) to this worker because more "
@@ -275,9 +280,17 @@ void Server::Impl::TellOverrun() {
                   options_.rank, overrun.dropped, options_.send_queue)),
               msg.envelope().getBody().initError());
     Status sent = SendRouted(socket_, identity, msg.ToFrame(), zmq::send_flags::dontwait);
-    if (sent.code() == StatusCode::kFailedPrecondition) continue;  // still full
-    overrun.told = true;
+    if (sent.code() == StatusCode::kFailedPrecondition) {  // still full
+      ++it;
+      continue;
+    }
     --untold_overruns_;
+    if (!sent.ok()) {  // the peer is gone: nothing more goes to it, so it needs no entry
+      it = overrun_.erase(it);
+      continue;
+    }
+    overrun.told = true;
+    ++it;
   }
 }
 
