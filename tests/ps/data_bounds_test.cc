@@ -32,7 +32,9 @@ constexpr TableId kTable = 1;
 // after a clock when `clock` (a job of one worker): the server still serves this client.
 void ExpectServed(Client& client, RowId row, bool clock) {
   ASSERT_TRUE(client.Inc<int64_t>(kTable, row, 0, 1).ok());
-  if (clock) ASSERT_TRUE(client.Clock(0).ok());
+  if (clock) {
+    ASSERT_TRUE(client.Clock(0).ok());
+  }
   std::vector<int64_t> cells;
   ASSERT_TRUE(client.Get<int64_t>(0, kTable, row, &cells).ok());
   ASSERT_FALSE(cells.empty());
