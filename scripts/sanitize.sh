@@ -77,7 +77,14 @@ for san in ${SANITIZERS:-address,undefined thread}; do
   #   on purpose (tessera::DataParallel permits lost updates); TSan rightly calls that a race.
   # - MessagesNotAskedForAreHeldUpToABound: it waits 2 s for a peer's 1034 messages to be read,
   #   which TSan's slowdown (with every frame decrypted) does not meet; ASan runs it.
-  [[ $san == thread ]] && exclude+='|DataParallelSplitsFreely|MessagesNotAskedForAreHeldUpToABound'
+  # - TwoWorkersWithTwoThreadsEachGiveTheSerialResult: its program's data-parallel block adds to
+  #   plain arrays from two threads of a worker by permission (dist_kernels_main.cc), the same
+  #   race as DataParallelSplitsFreely's.
+  # - ALargeDenseArrayCostsNoMemoryUntilWritten: it measures the resident set after a 256 MiB
+  #   calloc, which TSan's allocator fills with zeros itself (the pages become resident).
+  [[ $san == thread ]] &&
+    exclude+='|DataParallelSplitsFreely|MessagesNotAskedForAreHeldUpToABound'\
+'|TwoWorkersWithTwoThreadsEachGiveTheSerialResult|ALargeDenseArrayCostsNoMemoryUntilWritten'
   echo "== $san: running the suite"
   for tests in "${test_dirs[@]}"; do
     # shellcheck disable=SC2086
