@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "tessera/transport/endpoint.h"
+#include "tessera/transport/parts.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
 
@@ -106,7 +107,8 @@ void ClientSockets::SendLocked(Outbound out, std::vector<bool>* used) {
   const size_t bytes = out.frame.size();
   (*used)[out.target + 1] = true;
   try {
-    SocketOf(out.target).send(out.frame, zmq::send_flags::none);
+    // Frames of at most kDataPartBytes: what a server's socket takes (parts.h).
+    SendInParts(SocketOf(out.target), std::move(out.frame));
   } catch (const zmq::error_t& e) {
     log_->error("send failed: {}", e.what());
     return;

@@ -38,16 +38,19 @@ Server::Impl::Impl(ServerOptions options, zmq::context_t& context)
       socket_(context, zmq::socket_type::router),
       coordinator_(context, zmq::socket_type::dealer),
       log_(MakeLogger(fmt::format("server-{}", options_.rank))),
-      handshakes_(context, socket_, fmt::format("server {}", options_.rank), log_) {}
+      handshakes_(context, socket_, fmt::format("server {}", options_.rank), log_,
+                  ZMQ_EVENT_DISCONNECTED) {}
 
 Status Server::Impl::Start() {
   if (options_.coordinator.empty())
     return Status::InvalidArgument("server: no coordinator endpoint");
   ConfigureSocket(socket_);
   socket_.set(zmq::sockopt::router_mandatory,
-              1);  // a vanished client is an error, not a silent drop
+              1);  // a vanished client, or a full queue, is an error, not a silent drop
+  socket_.set(zmq::sockopt::sndhwm, std::max(options_.send_queue, 1));
   SecureBindSide(socket_, options_.secret);
-  LimitIncoming(socket_, kMaxDataMessageBytes, kDataReceiveQueue);
+  // Clients split larger messages into frames of kDataPartBytes (parts.h).
+  LimitIncoming(socket_, kMaxDataFrameBytes, kDataReceiveQueue);
   ConfigureControlSocket(coordinator_);
   SecureConnectSide(coordinator_, options_.secret);
   proof_ = SecretProof(options_.secret);
@@ -92,7 +95,8 @@ void Server::Impl::Loop() {
                                pollfd{coordinator_.get(zmq::sockopt::fd), POLLIN, 0},
                                pollfd{loop_.waker().poll_item().fd, POLLIN, 0},
                                pollfd{handshakes_.fd(), POLLIN, 0}};
-  handshakes_.Drain();
+  const auto on_event = [this](uint16_t event, uint32_t fd) { OnConnectionEvent(event, fd); };
+  handshakes_.Drain(on_event);
   bool coordinator_may_have_input = true;
   socket_may_have_input_ = true;
   const CommOptions& comm = options_.comm;
@@ -103,6 +107,8 @@ void Server::Impl::Loop() {
       budget.Refill(TokenBucket::Clock::now());
       timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
     }
+    // A worker's overrun Error waiting for room in its queue is tried again every 20 ms.
+    if (untold_overruns_ > 0 && (timeout_ms < 0 || timeout_ms > 20)) timeout_ms = 20;
     if (socket_may_have_input_ || coordinator_may_have_input) timeout_ms = 0;
     for (pollfd& p : fds) p.revents = 0;
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
@@ -112,7 +118,12 @@ void Server::Impl::Loop() {
     if ((fds[0].revents & POLLIN) != 0) socket_may_have_input_ = true;
     if ((fds[1].revents & POLLIN) != 0) coordinator_may_have_input = true;
     if ((fds[2].revents & POLLIN) != 0) loop_.waker().Drain();
-    if ((fds[3].revents & POLLIN) != 0) handshakes_.Drain();
+    if ((fds[3].revents & POLLIN) != 0) {
+      handshakes_.Drain(on_event);
+      // Read the socket empty before judging a drop (JudgeDrops).
+      if (!drops_.empty()) socket_may_have_input_ = true;
+    }
+    if (untold_overruns_ > 0) TellOverrun();
     if (comm.early_sends()) {
       budget.Refill(TokenBucket::Clock::now());
       // Everything sent counts against the budget; only early pushes wait for it.
@@ -132,14 +143,17 @@ void Server::Impl::Loop() {
                          rounds < kMaxRoundsPerPoll && !loop_.stopping() && !finished_;
          ++rounds) {
       if (socket_may_have_input_) {
-        if (auto frame = TryReceiveRouted(socket_)) {
-          if (frame->multipart) {
-            Reject(frame->identity, 0, proto::ErrorCode::MALFORMED, "multi-frame message");
+        if (auto frame = TryReceiveRouted(socket_, kMaxDataMessageBytes)) {
+          current_fd_ = frame->fd;
+          if (frame->fd >= 0) connections_.try_emplace(frame->fd, -1);
+          if (!frame->oversized.ok()) {
+            Reject(frame->identity, 0, frame->oversized);
           } else {
             HandleClient(frame->identity, std::move(frame->payload));
           }
         } else {
           socket_may_have_input_ = false;
+          if (!drops_.empty()) JudgeDrops();
         }
       }
       if (coordinator_may_have_input) {
@@ -150,6 +164,31 @@ void Server::Impl::Loop() {
           coordinator_may_have_input = false;
         }
       }
+    }
+  }
+}
+
+void Server::Impl::OnConnectionEvent(uint16_t event, uint32_t fd) {
+  if (event == ZMQ_EVENT_DISCONNECTED) drops_.push_back(static_cast<int>(fd));
+}
+
+// A worker's connection closing after it left, or one that only asked for a checkpoint, is the
+// job's course; a registered worker's before it left, or one on which no message ever arrived
+// (ZeroMQ cut it for an oversized or malformed frame, or a stranger under --insecure that sent
+// nothing whole), is logged.
+void Server::Impl::JudgeDrops() {
+  for (const int fd : std::exchange(drops_, {})) {
+    auto it = connections_.find(fd);
+    if (it == connections_.end()) {
+      handshakes_.LogDrop(endpoint_, fd, "a connection on which no whole message arrived");
+      continue;
+    }
+    const int worker = it->second;
+    connections_.erase(it);
+    if (worker >= 0 && static_cast<size_t>(worker) < peers_.size() &&
+        peers_[worker].clock != kLeftClock && !finished_) {
+      handshakes_.LogDrop(endpoint_, fd,
+                          fmt::format("worker {}'s connection, before it left,", worker));
     }
   }
 }
@@ -168,10 +207,23 @@ void Server::Impl::HandleCoordinator(zmq::message_t frame) {
 
 bool Server::Impl::Send(const std::string& identity, OutgoingMessage& msg) {
   socket_may_have_input_ = true;  // see Loop
+  if (!overrun_.empty()) {
+    if (auto it = overrun_.find(identity); it != overrun_.end()) {
+      ++it->second.dropped;
+      CountStat([](ServerStats& s) { ++s.overrun_messages; });
+      return false;
+    }
+  }
   zmq::message_t frame = msg.ToFrame();
-  bytes_since_refill_ += frame.size();
-  CountStat([&](ServerStats& s) { s.bytes_sent += frame.size(); });
-  Status sent = SendRouted(socket_, identity, std::move(frame));
+  const size_t bytes = frame.size();
+  // Never blocks: a worker that does not read must not stop the server for the others.
+  Status sent = SendRouted(socket_, identity, std::move(frame), zmq::send_flags::dontwait);
+  if (sent.code() == StatusCode::kFailedPrecondition) {
+    Overrun(identity);
+    return false;
+  }
+  bytes_since_refill_ += bytes;
+  CountStat([&](ServerStats& s) { s.bytes_sent += bytes; });
   if (!sent.ok()) {
     // EHOSTUNREACH: the peer is gone. Its requests die with it; everyone else goes on. Say so
     // once per peer, not once per push.
@@ -186,6 +238,60 @@ bool Server::Impl::Send(const std::string& identity, OutgoingMessage& msg) {
     return false;
   }
   return true;
+}
+
+// A worker that does not read what this server sends it (stopped, or a peer that only sends) would
+// make its queue grow without bound. Past ServerOptions::send_queue messages, what would go to it
+// is dropped and counted, and it is told with an Error as soon as one fits, which fails its
+// Client: it never goes on with answers or pushes missing.
+void Server::Impl::Overrun(const std::string& identity) {
+  auto [it, inserted] = overrun_.try_emplace(identity);
+  ++it->second.dropped;
+  CountStat([&](ServerStats& s) {
+    ++s.overrun_messages;
+    if (inserted) ++s.overrun_workers;
+  });
+  if (!inserted) return;
+  ++untold_overruns_;
+  std::string who = "an unregistered peer";
+  for (size_t w = 0; w < peers_.size(); ++w) {
+    if (peers_[w].identity == identity) who = fmt::format("worker {}", w);
+  }
+  log_->error(
+      "{} has {} messages from this server queued that it has not read (the bound, "
+      "ServerOptions::send_queue): dropping what this server sends it, and telling it so, which "
+      "fails it",
+      who, options_.send_queue);
+}
+
+void Server::Impl::TellOverrun() {
+  for (auto it = overrun_.begin(); it != overrun_.end();) {
+    const std::string& identity = it->first;
+    OverrunState& overrun = it->second;
+    if (overrun.told) {
+      ++it;
+      continue;
+    }
+    OutgoingMessage msg(options_.rank, 0);
+    FillError(Status::DataLoss(fmt::format(
+                  "server {} dropped {} messages (answers, pushes) to this worker because more "
+                  "than {} it had not read were queued for it; this worker cannot go on without "
+                  "them (was it stopped, or starved of CPU?)",
+                  options_.rank, overrun.dropped, options_.send_queue)),
+              msg.envelope().getBody().initError());
+    Status sent = SendRouted(socket_, identity, msg.ToFrame(), zmq::send_flags::dontwait);
+    if (sent.code() == StatusCode::kFailedPrecondition) {  // still full
+      ++it;
+      continue;
+    }
+    --untold_overruns_;
+    if (!sent.ok()) {  // the peer is gone: nothing more goes to it, so it needs no entry
+      it = overrun_.erase(it);
+      continue;
+    }
+    overrun.told = true;
+    ++it;
+  }
 }
 
 void Server::Impl::Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
@@ -304,6 +410,7 @@ void Server::Impl::OnRegister(const std::string& identity, uint64_t request_id,
     return;
   }
   Peer& peer = peers_[rank];
+  if (current_fd_ >= 0) connections_[current_fd_] = static_cast<int>(rank);
   if (!peer.identity.empty() && peer.identity != identity) {
     log_->warn("worker {} reconnected from a new connection", rank);
   }

@@ -99,6 +99,14 @@ class Server::Impl {
   void Loop();
   void HandleCoordinator(zmq::message_t frame);
   bool Send(const std::string& identity, OutgoingMessage& msg);
+  // A worker whose send queue filled (ServerOptions::send_queue): logs it and starts dropping.
+  void Overrun(const std::string& identity);
+  // Sends the overrun workers not told yet their Error, where it fits (see ServerOptions).
+  void TellOverrun();
+  // A connection event of the socket (HandshakeWatch): drops are judged once the socket has been
+  // read empty, so that a peer's last messages are read before its connection's end.
+  void OnConnectionEvent(uint16_t event, uint32_t fd);
+  void JudgeDrops();
   void Reject(const std::string& identity, uint64_t request_id, proto::ErrorCode code,
               const std::string& text);
   void Reject(const std::string& identity, uint64_t request_id, const Status& status);
@@ -177,6 +185,19 @@ class Server::Impl {
   // Buffers of answers and pushes, reused (see FramePool): frames in flight hold it too.
   std::shared_ptr<FramePool> frame_pool_ = FramePool::Create();
   bool socket_may_have_input_ = true;  // see Loop
+  // Peers (by identity) whose send queue filled: messages dropped since, and whether the Error
+  // that says so reached their queue.
+  struct OverrunState {
+    uint64_t dropped = 0;
+    bool told = false;
+  };
+  std::unordered_map<std::string, OverrunState> overrun_;
+  size_t untold_overruns_ = 0;
+  // Connections (file descriptors) that delivered a message, with the worker that registered on
+  // it (-1: none); drops not judged yet; the connection of the message being handled.
+  std::unordered_map<int, int> connections_;
+  std::vector<int> drops_;
+  int current_fd_ = -1;
 
   mutable std::mutex stats_mu_;
   ServerStats stats_;

@@ -145,6 +145,24 @@ TEST_F(ClientBadReplyTest, AServersErrorFailsTheReadThatAskedAndNothingElse) {
   EXPECT_EQ(row, (std::vector<float>{1, 1}));
 }
 
+// An error a server sends for no request (request id 0: what a server whose queue for this worker
+// overflowed sends, ServerOptions::send_queue) fails the worker's next clock with that error: a
+// worker never goes on without what the server dropped.
+TEST_F(ClientBadReplyTest, AServersErrorForNoRequestFailsTheNextClock) {
+  server_->OnGet([&](const std::string& id, uint64_t request, proto::GetRequest::Reader get) {
+    server_->SendError(id, 0,
+                       Status::DataLoss("server 0 dropped 3 messages (answers, pushes) to this "
+                                        "worker because more than 4 it had not read were queued"));
+    SendRows(id, request, Asked(get));
+  });
+  std::vector<float> row;
+  ASSERT_TRUE(client_->Get<float>(0, kTable, 5, &row).ok());  // its answer came after the error
+  Status s = client_->Clock(0);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("server 0: server 0 dropped 3 messages"), std::string::npos)
+      << s.ToString();
+}
+
 // Garbage and a wrong-version envelope from a server are dropped (logged); the good reply that
 // follows answers the read.
 TEST_F(ClientBadReplyTest, GarbageFromAServerIsDroppedAndTheReplyAfterItIsRead) {

@@ -44,6 +44,7 @@ struct ClusterOptions {
   uint64_t cache_rows = 0;  // every client's cache capacity per table (0: no limit)
   std::chrono::milliseconds client_timeout{60000};  // every client's ClientOptions::timeout
   std::string checkpoint_dir;                       // every server's ServerOptions::checkpoint_dir
+  int server_send_queue = kServerSendQueue;         // every server's ServerOptions::send_queue
 };
 
 class InProcessCluster {
@@ -71,6 +72,7 @@ class InProcessCluster {
       so.secret = options_.secret;
       so.comm = options_.server_comm;
       so.checkpoint_dir = options_.checkpoint_dir;
+      so.send_queue = options_.server_send_queue;
       servers_.push_back(std::make_unique<Server>(so, context_));
       started.push_back(
           std::async(std::launch::async, [s = servers_.back().get()] { return s->Start(); }));

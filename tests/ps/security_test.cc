@@ -6,10 +6,7 @@
 #include "tessera/transport/security.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 
-#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <string>
@@ -18,6 +15,7 @@
 #include "in_process_cluster.h"
 #include "raw_peer.h"
 #include "tessera/transport/message.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/stranger.h"
 
 namespace tessera {
@@ -26,6 +24,7 @@ namespace {
 using testing::ConnectAndSend;
 using testing::Handshake;
 using testing::InProcessCluster;
+using testing::LogCapture;
 using testing::RawPeer;
 
 constexpr TableId kTable = 1;
@@ -36,55 +35,6 @@ std::string Bytes(OutgoingMessage& msg) {
   const zmq::message_t frame = msg.ToFrame();
   return std::string(static_cast<const char*>(frame.data()), frame.size());
 }
-
-// Every line logged by the nodes made after it (they copy the default logger's sinks).
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<Sink>()) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogCapture() { std::erase(spdlog::default_logger()->sinks(), sink_); }
-  int Count(const std::string& text) { return sink_->Count(text); }
-  // Whether a line containing `text` comes within `within` (a failure bound).
-  bool WaitFor(const std::string& text,
-               std::chrono::milliseconds within = std::chrono::seconds(20)) {
-    return sink_->WaitFor(text, within);
-  }
-
- private:
-  class Sink : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    int Count(const std::string& text) {
-      std::lock_guard lock(lines_mu_);
-      int n = 0;
-      for (const std::string& line : lines_) n += line.find(text) != std::string::npos;
-      return n;
-    }
-    bool WaitFor(const std::string& text, std::chrono::milliseconds within) {
-      std::unique_lock lock(lines_mu_);
-      return cv_.wait_for(lock, within, [&] {
-        for (const std::string& line : lines_) {
-          if (line.find(text) != std::string::npos) return true;
-        }
-        return false;
-      });
-    }
-
-   protected:
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      std::lock_guard lock(lines_mu_);
-      lines_.emplace_back(msg.payload.data(), msg.payload.size());
-      cv_.notify_all();
-    }
-    void flush_() override {}
-
-   private:
-    std::mutex lines_mu_;
-    std::condition_variable cv_;
-    std::vector<std::string> lines_;
-  };
-  std::shared_ptr<Sink> sink_;
-};
 
 class SecurityTest : public ::testing::Test {
  protected:

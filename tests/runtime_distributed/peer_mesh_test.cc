@@ -3,6 +3,7 @@
 // all-gather, clear errors for bad announcements and silent peers, and garbage dropped.
 #include "distributed/peer_mesh.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,7 +17,9 @@
 #include "tessera/server/coordinator.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/parts.h"
 #include "tessera/transport/security.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/stranger.h"
 
 namespace tessera::internal {
@@ -87,6 +90,22 @@ class PeerMeshTest : public ::testing::Test {
     return std::string(static_cast<const char*>(frame.data()), frame.size());
   }
 
+  // Sends one frame of `bytes` bytes (not split: no worker of the job sends such a frame) to
+  // `mesh`'s inbox from a new connection holding the test's secret, after `first` (a message, if
+  // not empty); returns once this side saw the connection closed.
+  void SendOneFrameOf(const PeerMesh& mesh, size_t bytes, const std::string& first = "") {
+    zmq::socket_t raw(zmq_, zmq::socket_type::push);
+    ConfigureSocket(raw);
+    SecureConnectSide(raw, secret_);
+    testing::SocketEvents events(zmq_, raw);
+    raw.connect(mesh.endpoint());
+    ASSERT_EQ(events.Next(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    if (!first.empty()) raw.send(zmq::buffer(first), zmq::send_flags::none);
+    raw.send(zmq::message_t(bytes), zmq::send_flags::none);
+    EXPECT_EQ(events.Next(), ZMQ_EVENT_DISCONNECTED);
+  }
+
+  testing::LogCapture log_;  // first: the meshes' loggers copy its sink
   std::string secret_ = "s3cret";
   zmq::context_t zmq_;
   std::unique_ptr<Coordinator> coordinator_;
@@ -326,6 +345,71 @@ TEST_F(PeerMeshTest, WithoutASecretGarbageIsStillDropped) {
   ASSERT_TRUE(msg.ok()) << msg.status().ToString();
   EXPECT_EQ(PayloadOf(**msg), "unauthenticated");
   EXPECT_EQ(meshes[0]->dropped(), 2u);
+}
+
+// A message larger than a frame may be (kDataPartBytes) goes as several frames, each under the
+// inbox's ZMQ_MAXMSGSIZE, and arrives whole: array hand-overs are not bounded by the frame bound.
+TEST_F(PeerMeshTest, AMessageLargerThanAFrameArrivesWhole) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[1], nullptr);
+  std::string big(static_cast<size_t>(2 * kDataPartBytes + 12345), '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 7919) >> 5);
+  SendStep(*meshes[1], 0, 3, 0, big);
+  auto msg = meshes[0]->Receive(1, 3, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_TRUE(PayloadOf(**msg) == big);
+  EXPECT_EQ(meshes[0]->dropped(), 0u);
+}
+
+// A frame over the inbox's bound from a connection that is not a worker of the job (one holding
+// the secret, or anyone under --insecure): ZeroMQ closes that connection before reading the frame
+// whole; the worker logs it, naming its inbox and the bound, and its exchanges go on.
+class PeerMeshBoundTest : public PeerMeshTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PeerMeshBoundTest, AnOversizedFrameFromANonWorkerIsDroppedAndLogged) {
+  secret_ = GetParam();
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  SendOneFrameOf(*meshes[0], static_cast<size_t>(kMaxDataFrameBytes) + 1);
+  SendStep(*meshes[1], 0, 4, 0, "after");
+  auto msg = meshes[0]->Receive(1, 4, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "after");
+  const std::string line = "peer-mesh inbox " + meshes[0]->endpoint() +
+                           ": a connection that sent no hello (not a worker of this job)";
+  EXPECT_TRUE(log_.WaitFor(line));
+  EXPECT_EQ(log_.Count(fmt::format("over this socket's bound of {} bytes", kMaxDataFrameBytes)), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(SecretOrInsecure, PeerMeshBoundTest,
+                         ::testing::Values(std::string("s3cret"), std::string("")),
+                         [](const auto& info) {
+                           return info.param.empty() ? "Insecure" : "Secret";
+                         });
+
+// A worker of the job whose connection ZeroMQ cuts for an oversized frame may have lost a
+// message on it: the receiver fails the exchange with one error naming the worker, its inbox and
+// the bound, rather than wait or go on without it.
+TEST_F(PeerMeshTest, AnOversizedFrameFromAWorkerFailsTheExchangeSayingWhy) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_NE(meshes[0], nullptr);
+  // The mesh's hello (its own tag and step) on a connection of "worker 1".
+  const std::string hello = PeerBytes(1, ~uint64_t{0}, INT64_MIN + 1, "");
+  SendOneFrameOf(*meshes[0], static_cast<size_t>(kMaxDataFrameBytes) + 1, hello);
+  auto msg = meshes[0]->Receive(1, 6, 0);
+  ASSERT_FALSE(msg.ok());
+  EXPECT_EQ(msg.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(msg.status().message().find(fmt::format(
+                "the connection from worker 1 to this worker's inbox {}", meshes[0]->endpoint())),
+            std::string::npos)
+      << msg.status().ToString();
+  EXPECT_NE(msg.status().message().find(
+                fmt::format("a frame over the inbox's bound of {} bytes", kMaxDataFrameBytes)),
+            std::string::npos)
+      << msg.status().ToString();
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // A real job (`tessera run -w 2 -s 1`, separate processes over tcp loopback) attacked by a
 // stranger -- a process without the job secret -- on every port it has: the coordinator, the
 // server, and each worker's peer-mesh inbox. The stranger sends an HTTP health check, garbage,
-// 16 MiB of bytes, and well-formed ZeroMQ messages without and with a wrong secret: forged
-// peer-mesh patches claiming to come from worker 1, a forged update batch claiming to come from
-// worker 0, barriers. Every handshake must fail, and the job must finish with exactly the serial
-// program's results.
+// 16 MiB of bytes, a ZeroMQ frame claiming 1 GiB, and well-formed ZeroMQ messages without and with
+// a wrong secret: forged peer-mesh patches claiming to come from worker 1, a forged update batch
+// claiming to come from worker 0, barriers. Every handshake must fail, and the job must finish with
+// exactly the serial program's results.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -207,6 +207,8 @@ TEST_F(JobUnderAttackTest, StrangersOnEveryPortChangeNothing) {
     EXPECT_TRUE(SendRawTcp(t.endpoint, HttpHealthCheck()));
     EXPECT_TRUE(SendRawTcp(t.endpoint, std::string(300, '\xff')));
     SendRawTcp(t.endpoint, std::string(16 << 20, 'x'));  // refused early: may not all be sent
+    // A frame claiming 1 GiB, over every socket's bound: its connection is closed unread.
+    EXPECT_TRUE(SendRawTcp(t.endpoint, OversizedZmtpFrame("CURVE", uint64_t{1} << 30)));
     EXPECT_EQ(ConnectAndSend(context, t.endpoint, "", t.forged, t.type), Handshake::kFailed);
     EXPECT_EQ(ConnectAndSend(context, t.endpoint, "not-the-job-secret", t.forged, t.type),
               Handshake::kFailed);
@@ -240,6 +242,16 @@ TEST_F(JobUnderAttackTest, StrangersOnEveryPortChangeNothing) {
   const std::string out = Output();
   EXPECT_NE(out.find("coordinator: refused a connection"), std::string::npos) << out;
   EXPECT_NE(out.find("server 0: refused a connection"), std::string::npos) << out;
+  // And the connections they closed without a message (oversized frames, garbage), naming the
+  // socket and its bound.
+  EXPECT_NE(out.find("server 0 " + server + ": a connection on which no whole message arrived"),
+            std::string::npos)
+      << out;
+  for (const std::string& inbox : inboxes) {
+    EXPECT_NE(out.find("peer-mesh inbox " + inbox + ": a connection that sent no hello"),
+              std::string::npos)
+        << inbox;
+  }
   for (int r = 0; r < 2; ++r) {
     const std::regex worker_refused("\\[worker " + std::to_string(r) +
                                     "\\].*peer-mesh inbox: refused a connection");

@@ -132,6 +132,21 @@ inline std::optional<std::chrono::milliseconds> HoldRawTcpUntilClosed(
   return closed;
 }
 
+// A ZMTP 3.0 greeting offering `mechanism` ("NULL", "CURVE"), then the header of a command frame
+// claiming `claimed` bytes: a stranger who speaks ZeroMQ making a receiver allocate that much
+// before any handshake is done. ZeroMQ compares the size with ZMQ_MAXMSGSIZE first.
+inline std::string OversizedZmtpFrame(const std::string& mechanism, uint64_t claimed) {
+  std::string bytes(64, '\0');
+  bytes[0] = '\xff';  // signature
+  bytes[9] = '\x7f';
+  bytes[10] = 3;  // version 3.0
+  bytes.replace(12, mechanism.size(), mechanism);
+  bytes += '\x06';  // a command, long size
+  for (int shift = 56; shift >= 0; shift -= 8)
+    bytes += static_cast<char>((claimed >> shift) & 0xff);
+  return bytes;
+}
+
 // ~300 bytes of an HTTP request, as a load balancer's health check sends.
 inline std::string HttpHealthCheck() {
   return "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: kube-probe/1.27\r\n"

@@ -34,7 +34,8 @@ HandshakeWatch::HandshakeWatch(zmq::context_t& context, zmq::socket_t& socket, s
     : socket_(socket),
       events_(context, zmq::socket_type::pair),
       what_(std::move(what)),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      watch_disconnects_((also & ZMQ_EVENT_DISCONNECTED) != 0) {
   // Unique within the context: the socket's address.
   const std::string endpoint = fmt::format("inproc://tessera-handshakes-{}", socket.handle());
   if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), kRefusals | also) != 0) {
@@ -64,15 +65,33 @@ void HandshakeWatch::Drain(const EventHandler& other) {
     std::memcpy(&id, event.data(), sizeof(id));
     std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
     if ((id & kRefusals) == 0) {
+      // ZeroMQ's single I/O thread reports a refused connection's disconnection right after
+      // its refusal, with no other event between.
+      if (id == ZMQ_EVENT_DISCONNECTED && refusals_to_close_ > 0) {
+        --refusals_to_close_;
+        continue;
+      }
       if (other) other(id, value);
       continue;
     }
     ++refused_;
+    if (watch_disconnects_) ++refusals_to_close_;
     if (throttle_.Allow()) {
       log_->warn("{}: refused a connection to {}: {}{}", what_, address.to_string(), Why(id, value),
                  throttle_.TakeSuppressedNote());
     }
   }
+}
+
+void HandshakeWatch::LogDrop(const std::string& endpoint, uint32_t fd, const std::string& who) {
+  ++drops_;
+  if (!drop_throttle_.Allow()) return;
+  log_->warn(
+      "{} {}: {} (fd {}) was closed: ZeroMQ closes a connection that sends a frame over this "
+      "socket's bound of {} bytes, or breaks its framing, and reports no more than that; or the "
+      "peer went away{}",
+      what_, endpoint, who, fd, socket_.get(zmq::sockopt::maxmsgsize),
+      drop_throttle_.TakeSuppressedNote());
 }
 
 }  // namespace tessera

@@ -1,16 +1,32 @@
 #include "tessera/transport/router.h"
 
+#include <cstdlib>
+
 #include "tessera/transport/frame_handover.h"
+#include "tessera/transport/parts.h"
 
 namespace tessera {
 
-std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router) {
+std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router, int64_t join_up_to) {
   RoutedFrame frame;
   zmq::message_t identity;
   if (!router.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
   frame.identity = identity.to_string();
   // A ROUTER always delivers the identity and at least one more frame together.
   if (!identity.more() || !router.recv(frame.payload, zmq::recv_flags::none)) return frame;
+  if (const char* fd = zmq_msg_gets(frame.payload.handle(), "__fd"); fd != nullptr) {
+    frame.fd = std::atoi(fd);
+  }
+  if (join_up_to > 0) {
+    Result<zmq::message_t> whole = ReceiveRest(router, std::move(frame.payload), join_up_to);
+    if (whole.ok()) {
+      frame.payload = std::move(whole).value();
+    } else {
+      frame.payload = zmq::message_t();
+      frame.oversized = whole.status();
+    }
+    return frame;
+  }
   while (frame.payload.more()) {
     frame.multipart = true;
     zmq::message_t extra;
@@ -25,10 +41,18 @@ Status SendRouted(zmq::socket_t& router, const std::string& identity, OutgoingMe
 }
 
 Status SendRouted(zmq::socket_t& router, const std::string& identity, zmq::message_t frame) {
+  return SendRouted(router, identity, std::move(frame), zmq::send_flags::none);
+}
+
+Status SendRouted(zmq::socket_t& router, const std::string& identity, zmq::message_t frame,
+                  zmq::send_flags flags) {
   MarkFrameSent(frame);  // it may have been built elsewhere than by ToFrame
   try {
-    router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    router.send(frame, zmq::send_flags::none);
+    // Only a message's first frame can find the queue full: the rest follow it.
+    if (!router.send(zmq::buffer(identity), flags | zmq::send_flags::sndmore)) {
+      return Status::FailedPrecondition("queue full");
+    }
+    router.send(frame, flags);
     return Status::Ok();
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(e.what());

@@ -13,6 +13,7 @@
 #include "tessera/transport/connect_watch.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/frame_handover.h"
+#include "tessera/transport/parts.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
 #include "tessera/transport/waker.h"
@@ -104,7 +105,8 @@ PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
   greeted_.resize(held_from_.size());
   ConfigureMeshSocket(inbox_);
   SecureBindSide(inbox_, options_.secret);
-  LimitIncoming(inbox_, kMaxDataMessageBytes, kDataReceiveQueue);
+  // Senders split larger messages into frames of kDataPartBytes (Push).
+  LimitIncoming(inbox_, kMaxDataFrameBytes, kDataReceiveQueue);
 }
 
 PeerMesh::~PeerMesh() {
@@ -220,7 +222,7 @@ Status PeerMesh::Push(int to, zmq::message_t frame) {
   TESSERA_CHECK(to != options_.rank && to >= 0 && to < options_.num_workers);
   bytes_sent_ += frame.size();
   try {
-    outboxes_[to].send(std::move(frame), zmq::send_flags::none);
+    SendInParts(outboxes_[to], std::move(frame));
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(fmt::format("peer mesh: send to worker {}: {}", to, e.what()));
   }
@@ -271,7 +273,15 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
 void PeerMesh::DrainInbox() {
   zmq::message_t frame;
   while (inbox_.recv(frame, zmq::recv_flags::dontwait)) {
-    if (Status s = Hold(std::move(frame)); !s.ok()) Drop(s);
+    // The connection it came on (tcp only): ZeroMQ's metadata of the frame.
+    const char* fd_text = zmq_msg_gets(frame.handle(), "__fd");
+    const int fd = fd_text != nullptr ? std::atoi(fd_text) : -1;
+    Result<zmq::message_t> whole = ReceiveRest(inbox_, std::move(frame), kMaxDataMessageBytes);
+    if (!whole.ok()) {
+      Drop(whole.status());
+    } else if (Status s = Hold(std::move(whole).value(), fd); !s.ok()) {
+      Drop(s);
+    }
     frame = zmq::message_t();
   }
 }
@@ -296,15 +306,21 @@ Status PeerMesh::CheckLinks() {
   DrainInbox();
   for (const int fd : std::exchange(inbox_drops_, {})) {
     auto link = inbox_links_.find(fd);
-    if (link == inbox_links_.end()) continue;  // never said hello: not a worker of the job
+    if (link == inbox_links_.end()) {
+      // Not a worker of the job (none says anything before its hello): logged, the job goes on.
+      handshakes_.LogDrop(endpoint_, static_cast<uint32_t>(fd),
+                          "a connection that sent no hello (not a worker of this job)");
+      continue;
+    }
     const int peer = link->second;
     inbox_links_.erase(link);
     if (left_.count(peer)) continue;
     return Status::Unavailable(fmt::format(
         "peer mesh: the connection from worker {} to this worker's inbox {} was lost (closed or "
-        "reset: worker {} died, or the network between the two failed) before worker {} left the "
-        "program; a message it sent may be lost, so the job cannot go on",
-        peer, endpoint_, peer, peer));
+        "reset: worker {} died, the network between the two failed, or it sent a frame over the "
+        "inbox's bound of {} bytes, which a worker of this build never does) before worker {} left "
+        "the program; a message it sent may be lost, so the job cannot go on",
+        peer, endpoint_, peer, kMaxDataFrameBytes, peer));
   }
   for (size_t r = 0; r < outbox_lost_.size(); ++r) {
     const int peer = static_cast<int>(r);
@@ -346,10 +362,7 @@ bool PeerMesh::WaitForTraffic(Clock::time_point deadline) {
 // A message that is not a well-formed PeerMessage from another worker of the job is dropped, not
 // an error: whatever reaches the inbox (a stray client, a health check, a port scan under
 // --insecure) must not stop this worker. With a job secret only the job's workers get through.
-Status PeerMesh::Hold(zmq::message_t frame) {
-  // The connection it came on (tcp only): ZeroMQ's metadata of the frame.
-  const char* fd_text = zmq_msg_gets(frame.handle(), "__fd");
-  const int fd = fd_text != nullptr ? std::atoi(fd_text) : -1;
+Status PeerMesh::Hold(zmq::message_t frame, int fd) {
   auto parsed = IncomingMessage::Parse(std::move(frame));
   if (!parsed.ok()) return parsed.status();
   try {

@@ -130,7 +130,8 @@ class PeerMesh {
   // Queues `frame` for worker `to`, unchecked.
   Status Push(int to, zmq::message_t frame);
   // Keeps a received message until Receive asks for it; an error says why it was not kept.
-  Status Hold(zmq::message_t frame);
+  // `fd`: the connection it came on (-1: unknown).
+  Status Hold(zmq::message_t frame, int fd);
   void Drop(const Status& why);
 
   PeerMeshOptions options_;

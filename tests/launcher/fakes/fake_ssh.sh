@@ -12,10 +12,19 @@ done
 host=$1
 shift
 printf '%s\t%s\n' "$host" "$*" >> "${FAKE_SSH_LOG:-/dev/null}"
-# Like sshd: run the command with a clean environment (no TESSERA_*, nothing the launcher set).
+# Like sshd: run the command with a clean environment (no TESSERA_*, nothing the launcher set),
+# but for the sanitizers' options, as an sshd that accepts them (AcceptEnv *SAN_OPTIONS) would:
+# a sanitized "remote" process then uses the stage's suppressions and report files
+# (scripts/sanitize.sh) like a local one.
+cmd="$*"
+set -- PATH="$PATH" HOME="${HOME:-/}"
+for name in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+  eval "isset=\${$name+x} value=\${$name-}"
+  if [ -n "$isset" ]; then set -- "$@" "$name=$value"; fi
+done
 # FAKE_SSH_DETACH=1: in a new session, so that signals sent to this "ssh" do not reach the
 # command (as on a real remote host); setsid -w still waits and passes its exit status on.
 if [ -n "${FAKE_SSH_DETACH:-}" ]; then
-  exec setsid -w env -i PATH="$PATH" HOME="${HOME:-/}" sh -c "$*"
+  exec setsid -w env -i "$@" sh -c "$cmd"
 fi
-exec env -i PATH="$PATH" HOME="${HOME:-/}" sh -c "$*"
+exec env -i "$@" sh -c "$cmd"

@@ -20,6 +20,11 @@
 
 namespace tessera {
 
+// ServerOptions::send_queue's default. A worker's I/O thread reads what its servers send it as it
+// arrives, so its queue holds what the network has not delivered yet: at most the answers to its
+// reads (65536 may wait for the clock, server_impl.h) and a clock's pushes, released together.
+inline constexpr int kServerSendQueue = 1 << 17;
+
 struct ServerOptions {
   // This server's index in 0 .. num_servers-1. Default: 0.
   int rank = 0;
@@ -42,6 +47,12 @@ struct ServerOptions {
   // this server writes its shard of a checkpoint's tables there and reads them back on resume;
   // empty: it refuses to. Default: empty (tessera-server sets it from TESSERA_CHECKPOINT_DIR).
   std::string checkpoint_dir;
+  // Messages this server queues for one worker that has not read them yet (ZMQ_SNDHWM of its
+  // connection). When a worker's queue is full the server drops what it would send that worker,
+  // and the first message to it that fits again is an Error (DataLoss) naming the bound, which
+  // fails the worker's Client: nothing is lost silently, and the other workers are served on
+  // (docs/operations.md, "Security"). Default: kServerSendQueue.
+  int send_queue = kServerSendQueue;
 };
 
 // Counters for tests and monitoring; read with Server::stats().
@@ -56,6 +67,10 @@ struct ServerStats {
   uint64_t rejected_messages = 0;  // malformed, wrong version, unknown peer, bad content
   uint64_t unsubscribed_rows = 0;  // (worker, row) subscriptions ended by a worker's cache eviction
   int64_t clock = 0;               // min over workers
+  // Messages not sent to a worker because its send queue was full (ServerOptions::send_queue),
+  // and workers told so.
+  uint64_t overrun_messages = 0;
+  uint64_t overrun_workers = 0;
 };
 
 class Server {

@@ -1,7 +1,10 @@
 // HandshakeWatch: the trace of strangers. With a job secret, ZeroMQ refuses a connection that
 // fails the CURVE handshake (no secret, a wrong one, an HTTP request, garbage) before any of it
 // reaches Tessera's code; this watches a bound socket's monitor events and logs each refusal,
-// rate-limited (LogThrottle), so an operator sees who knocks and the node goes on.
+// rate-limited (LogThrottle), so an operator sees who knocks and the node goes on. ZeroMQ also
+// closes a connection that sends a frame over the socket's ZMQ_MAXMSGSIZE, or breaks ZMTP's
+// framing after the handshake, and reports it as a plain ZMQ_EVENT_DISCONNECTED; the node, which
+// knows which connections may close (a worker that left), names the others with LogDrop.
 //
 // Thread safety: none; the thread that polls the socket's node owns the watch.
 #ifndef TESSERA_TRANSPORT_HANDSHAKE_WATCH_H_
@@ -40,10 +43,18 @@ class HandshakeWatch {
   zmq::pollitem_t poll_item();
   // Its file descriptor, for poll(2): edge-triggered, so Drain() whenever it fires.
   int fd();
-  // Logs the refusals that arrived and hands the other events to `other`. Never blocks.
+  // Logs the refusals that arrived and hands the other events to `other`. Never blocks. The
+  // disconnection that follows a refusal (ZeroMQ reports both) is not handed on.
   void Drain(const EventHandler& other = {});
   // Connections refused so far (those drained).
   uint64_t refused() const { return refused_; }
+
+  // Logs, rate-limited, that the connection `fd` to `endpoint` (this socket's) closed when the
+  // node did not expect it to; `who` names the peer ("worker 2", "a connection that sent no
+  // message"). The line names the socket and the frame bound ZeroMQ enforced.
+  void LogDrop(const std::string& endpoint, uint32_t fd, const std::string& who);
+  // Connections logged by LogDrop so far.
+  uint64_t drops() const { return drops_; }
 
  private:
   zmq::socket_t& socket_;
@@ -52,6 +63,10 @@ class HandshakeWatch {
   std::shared_ptr<spdlog::logger> log_;
   LogThrottle throttle_;
   uint64_t refused_ = 0;
+  bool watch_disconnects_ = false;
+  uint64_t refusals_to_close_ = 0;  // refusals whose disconnection has not come yet
+  LogThrottle drop_throttle_;
+  uint64_t drops_ = 0;
 };
 
 }  // namespace tessera
