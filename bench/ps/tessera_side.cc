@@ -1,5 +1,7 @@
 #include "bench/ps/tessera_side.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +19,17 @@ namespace tessera::bench {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// A forked process's failed call: says which and why on stderr, for the run's failure message.
+int Failed(const char* call, const tessera::Status& status) {
+  std::fprintf(stderr, "ps_bench (pid %d): %s failed: %s\n", static_cast<int>(getpid()), call,
+               status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
 Report RunTessera(const Config& cfg) {
   std::string coord_file = TempEndpointFile();
   std::vector<pid_t> nodes, clients;
@@ -28,7 +41,7 @@ Report RunTessera(const Config& cfg) {
     o.num_workers = cfg.clients;
     o.secret = cfg.secret;
     tessera::Coordinator c(o, ctx);
-    if (!c.Start().ok()) return 1;
+    if (tessera::Status st = c.Start(); !st.ok()) return Failed("Start", st);
     PublishFile(coord_file, c.endpoint());
     c.WaitUntilDone();
     return 0;
@@ -42,7 +55,7 @@ Report RunTessera(const Config& cfg) {
       o.coordinator = coordinator;
       o.secret = cfg.secret;
       tessera::Server server(o, ctx);
-      if (!server.Start().ok()) return 1;
+      if (tessera::Status st = server.Start(); !st.ok()) return Failed("Start", st);
       server.WaitUntilDone();
       if (cfg.client_stats) {
         std::fprintf(stderr, "server %d threads, us per row of the run since start:%s\n", s,
@@ -66,7 +79,7 @@ Report RunTessera(const Config& cfg) {
       o.cache_rows = cfg.cache_rows;
       o.secret = cfg.secret;
       tessera::Client client(o, ctx);
-      if (!client.Start().ok()) return 1;
+      if (tessera::Status st = client.Start(); !st.ok()) return Failed("Start", st);
       tessera::TableSpec spec;
       spec.id = 1;
       spec.name = "bench";
@@ -74,7 +87,7 @@ Report RunTessera(const Config& cfg) {
       spec.num_rows = cfg.rows_per_client * cfg.clients + 1;
       spec.width = cfg.width;
       spec.staleness = 0;
-      if (!client.CreateTable(spec).ok()) return 1;
+      if (tessera::Status st = client.CreateTable(spec); !st.ok()) return Failed("CreateTable", st);
       std::vector<float> delta(cfg.width, 1.0f), row;
       const tessera::RowId base = cfg.rows_per_client * w;
       // Get patterns: batch b is rows [b * batch, (b + 1) * batch) of this client's range.
@@ -98,11 +111,15 @@ Report RunTessera(const Config& cfg) {
         for (uint64_t b = 0; b < batches; ++b) {
           const std::vector<tessera::RowId>& ids = batch_ids(b);
           std::span<const float> d(deltas.data(), ids.size() * cfg.width);
-          if (!client.IncRows<float>(1, ids, d).ok() || !client.Clock(0).ok()) return 1;
+          if (tessera::Status st = client.IncRows<float>(1, ids, d); !st.ok()) {
+            return Failed("IncRows", st);
+          }
+          if (tessera::Status st = client.Clock(0); !st.ok()) return Failed("Clock", st);
         }
-        if (!client.Get<float>(0, 1, spec.num_rows - 1, &row).ok()) return 1;
+        if (tessera::Status st = client.Get<float>(0, 1, spec.num_rows - 1, &row); !st.ok())
+          return Failed("Get", st);
       }
-      if (!client.Barrier().ok()) return 1;
+      if (tessera::Status st = client.Barrier(); !st.ok()) return Failed("Barrier", st);
       auto start = Clock::now();
       const ThreadCpu start_cpu = ThreadCpuSeconds();
       uint64_t moved = 0;
@@ -115,17 +132,20 @@ Report RunTessera(const Config& cfg) {
             ids.push_back(base + j % cfg.working_set);
           if (cfg.per_row_inc) {
             for (tessera::RowId id : ids) {
-              if (!client.IncRow<float>(1, id, delta).ok()) return 1;
+              if (tessera::Status st = client.IncRow<float>(1, id, delta); !st.ok())
+                return Failed("IncRow", st);
             }
           } else {
             std::span<const float> d(deltas.data(), ids.size() * cfg.width);
-            if (!client.IncRows<float>(1, ids, d).ok()) return 1;
+            if (tessera::Status st = client.IncRows<float>(1, ids, d); !st.ok())
+              return Failed("IncRows", st);
           }
           moved += ids.size();
-          if (!client.Clock(0).ok()) return 1;
+          if (tessera::Status st = client.Clock(0); !st.ok()) return Failed("Clock", st);
         }
         // Applied everywhere once a staleness-0 read at the final clock is answered.
-        if (!client.Get<float>(0, 1, base, &row).ok()) return 1;
+        if (tessera::Status st = client.Get<float>(0, 1, base, &row); !st.ok())
+          return Failed("Get", st);
       } else if (cfg.pattern == "get-uncached") {
         // A ring of `window` buffers, each with a read in flight, the oldest waited for first.
         const size_t window = static_cast<size_t>(cfg.window);
@@ -134,7 +154,10 @@ Report RunTessera(const Config& cfg) {
         std::vector<tessera::ReadTicket> tickets(window);
         std::vector<size_t> sizes(window, 0);
         auto wait = [&](size_t slot) {
-          if (!client.WaitUncachedRead(tickets[slot]).ok()) return false;
+          if (tessera::Status st = client.WaitUncachedRead(tickets[slot]); !st.ok()) {
+            Failed("WaitUncachedRead", st);
+            return false;
+          }
           moved += sizes[slot];
           return true;
         };
@@ -149,7 +172,7 @@ Report RunTessera(const Config& cfg) {
           sizes[slot] = ids.size();
           auto t = client.StartUncachedRead<float>(
               0, 1, ids, std::span<float>(bufs[slot].data(), ids.size() * cfg.width));
-          if (!t.ok()) return 1;
+          if (!t.ok()) return Failed("StartUncachedRead", t.status());
           tickets[slot] = *t;
           ++in_flight;
         }
@@ -158,7 +181,8 @@ Report RunTessera(const Config& cfg) {
         }
       } else {
         for (uint64_t b = 0; b < std::min<uint64_t>(cfg.window, batches); ++b) {
-          if (!client.Prefetch(0, 1, batch_ids(b)).ok()) return 1;
+          if (tessera::Status st = client.Prefetch(0, 1, batch_ids(b)); !st.ok())
+            return Failed("Prefetch", st);
         }
         std::vector<float> rows_out(static_cast<size_t>(cfg.batch) * cfg.width);
         // get-written reads what it wrote (each cell 1): a row that is not is a failed run, so
@@ -168,12 +192,14 @@ Report RunTessera(const Config& cfg) {
           const std::vector<tessera::RowId>& ids = batch_ids(b);
           if (cfg.per_row_get) {
             for (tessera::RowId id : ids) {
-              if (!client.Get<float>(0, 1, id, &row).ok()) return 1;
+              if (tessera::Status st = client.Get<float>(0, 1, id, &row); !st.ok())
+                return Failed("Get", st);
               if (check && row[0] != 1.0f) return 1;
             }
           } else {
             std::span<float> out(rows_out.data(), ids.size() * cfg.width);
-            if (!client.GetRows<float>(0, 1, ids, out).ok()) return 1;
+            if (tessera::Status st = client.GetRows<float>(0, 1, ids, out); !st.ok())
+              return Failed("GetRows", st);
             for (size_t i = 0; check && i < ids.size(); ++i) {
               if (out[i * cfg.width] != 1.0f) return 1;
             }
@@ -181,8 +207,11 @@ Report RunTessera(const Config& cfg) {
           moved += ids.size();
           // The next request once this batch is read, as the ceiling sends its next once it has
           // received one: `window` batches in flight on both sides, never one more.
-          if (b + cfg.window < batches && !client.Prefetch(0, 1, batch_ids(b + cfg.window)).ok())
-            return 1;
+          if (b + cfg.window < batches) {
+            if (tessera::Status st = client.Prefetch(0, 1, batch_ids(b + cfg.window)); !st.ok()) {
+              return Failed("Prefetch", st);
+            }
+          }
         }
       }
       double secs = std::chrono::duration<double>(Clock::now() - start).count();

@@ -349,6 +349,8 @@ void Server::Impl::HandleClient(const std::string& identity, zmq::message_t payl
     }
     if (body.isWaitingAtBarrier()) {
       peers_[worker].at_barrier = std::max<uint64_t>(body.getWaitingAtBarrier().getId(), 1);
+      peers_[worker].last_barrier =
+          std::max(peers_[worker].last_barrier, peers_[worker].at_barrier);
       FailDeadlockedReads();
       return;
     }

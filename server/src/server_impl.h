@@ -46,14 +46,15 @@ constexpr uint64_t kMaxParkedRows = uint64_t{1} << 26;
 
 // A worker as this server knows it.
 struct Peer {
-  std::string identity;      // empty until the worker registers here
-  bool unreachable = false;  // its connection is gone; logged once, skipped by pushes
-  int64_t clock = 0;         // the worker completed clocks < clock
-  uint64_t applied_seq = 0;  // its update batches applied here, in order
-  uint64_t held_rows = 0;    // rows of this shard it has read (and so is pushed)
-  uint64_t at_barrier = 0;   // the barrier it waits at (WaitingAtBarrier), 0 when it does not
-  size_t parked_gets = 0;    // its reads in parked_
-  uint64_t parked_rows = 0;  // the rows they name
+  std::string identity;       // empty until the worker registers here
+  bool unreachable = false;   // its connection is gone; logged once, skipped by pushes
+  int64_t clock = 0;          // the worker completed clocks < clock
+  uint64_t applied_seq = 0;   // its update batches applied here, in order
+  uint64_t held_rows = 0;     // rows of this shard it has read (and so is pushed)
+  uint64_t at_barrier = 0;    // the barrier it waits at (WaitingAtBarrier), 0 when it does not
+  uint64_t last_barrier = 0;  // the latest barrier it said it waits at, also once past it
+  size_t parked_gets = 0;     // its reads in parked_
+  uint64_t parked_rows = 0;   // the rows they name
 };
 
 // A read that waits until the server's clock reaches its bound.

@@ -66,6 +66,9 @@ bool Server::Impl::FailIfDeadlocked(const ParkedGet& req) {
   for (uint32_t w = 0; w < peers_.size(); ++w) {
     const Peer& p = peers_[w];
     if (w == req.worker || p.at_barrier == 0 || p.clock >= req.min_clock) continue;
+    // The reader waited at that barrier too and is past it: the barrier was released, and
+    // worker w, not heard from since, is on its way (every worker's k-th barrier has id k).
+    if (peers_[req.worker].last_barrier >= p.at_barrier) continue;
     auto table = tables_.find(req.table);
     const std::string name =
         table == tables_.end() ? std::to_string(req.table) : "'" + table->second.spec.name + "'";

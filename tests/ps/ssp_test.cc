@@ -166,6 +166,40 @@ TEST(SspBoundTest, RunsAheadWithoutWaitingThenWaitsAtTheBound) {
   }
 }
 
+// After a barrier both workers passed, a worker the server has not heard from since is on its way,
+// not stopped there: a read that waits for its clock is parked until it comes, not failed as a
+// deadlock because the server's last news of that worker is "waiting at the barrier".
+TEST(SspBoundTest, AReadWaitsForAWorkerStillSilentAfterABarrierBothPassed) {
+  InProcessCluster cluster({.num_servers = 1, .num_workers = 2});
+  Client& reader = cluster.client(0);
+  Client& late = cluster.client(1);
+  ASSERT_TRUE(reader.CreateTable(CounterTable(2, 0)).ok());
+  ASSERT_TRUE(late.CreateTable(CounterTable(2, 0)).ok());
+  auto late_barrier = std::async(std::launch::async, [&] { return late.Barrier(); });
+  ASSERT_TRUE(reader.Barrier().ok());
+  ASSERT_TRUE(late_barrier.get().ok());
+  // From here `late` sends nothing until the read waits at the server.
+  ASSERT_TRUE(reader.Inc<int64_t>(kTable, 0, 0, 1).ok());
+  ASSERT_TRUE(reader.Clock(0).ok());
+  auto read = std::async(std::launch::async, [&] {
+    std::vector<int64_t> row;
+    Status s = reader.Get<int64_t>(0, kTable, 1, &row);
+    return std::make_pair(s, row.empty() ? int64_t{-1} : row[0]);
+  });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (cluster.server(0).stats().parked_gets == 0 &&
+         read.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(cluster.server(0).stats().parked_gets, 1u) << "the read was not left waiting";
+  ASSERT_TRUE(late.Inc<int64_t>(kTable, 1, 0, 7).ok());
+  ASSERT_TRUE(late.Clock(0).ok());
+  const auto [status, value] = read.get();
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(value, 7);
+}
+
 // Rows a client has read are pushed to it when they change: after the first read, every later
 // read is answered without a request to the server, and still sees the other worker's updates.
 TEST(ServerPushTest, RereadAfterOtherWorkersUpdatesNeedsNoRequest) {
