@@ -160,8 +160,8 @@ void StepExchange::SendToPeers(int64_t step, const std::vector<PatchData>& patch
     return EncodePatches(rank, tag_, step, patches, own);
   };
   if (!per_peer) {
-    // The last peer gets the frame itself: with one peer (-w 2) nothing is copied, which spared
-    // a copy of every step's changes into freshly faulted pages (bench/README.md, LDA).
+    // The last peer gets the frame itself: with one peer (-w 2) nothing is copied; a copy would
+    // write every step's changes once more into freshly faulted pages (bench/README.md, LDA).
     zmq::message_t frame = encode(nullptr);
     const int last = options_.rank == mesh_.size() - 1 ? mesh_.size() - 2 : mesh_.size() - 1;
     for (int r = 0; r < mesh_.size(); ++r) {
