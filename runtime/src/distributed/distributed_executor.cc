@@ -139,6 +139,10 @@ class DistributedExecutor::Impl {
         servers_->clocks(), c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
         c.staleness_max);
+    const StepExchange::Times& st = steps_->times();
+    logger_->info("steps: {:.3f} s snapshots, {:.3f} s comparing, encoding and sending patches, "
+                  "{:.3f} s waiting for peers' messages, {:.3f} s applying them",
+                  st.snapshot, st.publish, st.wait, st.apply);
     partitioned_->Report(*logger_);
     records_->Report(*logger_);
     for (const auto& [schedule, state] : sites_) {

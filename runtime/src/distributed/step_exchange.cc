@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -14,6 +15,15 @@
 #include "distributed/peer_mesh.h"
 
 namespace tessera::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
 StepExchange::StepExchange(const Options& options, Context& ctx, PeerMesh& mesh,
                            PartitionedArrays& partitioned)
     : options_(options),
@@ -24,8 +34,10 @@ StepExchange::StepExchange(const Options& options, Context& ctx, PeerMesh& mesh,
 
 // Before a step: each tracked array's regions and snapshot for `parts` (write_tracking.h).
 void StepExchange::BeginStep(const Blocks& b, const std::vector<Part>& parts) {
+  const Clock::time_point t0 = Clock::now();
   for (auto& [id, t] : tracked_) TrackStep(b, parts, &t);
   step_open_ = true;
+  times_.snapshot += Since(t0);
 }
 
 void StepExchange::BeginLoop(const LoopSchedule& s, const ArrayBase& space,
@@ -100,6 +112,7 @@ void StepExchange::TrackPartitioned() {
 }
 
 void StepExchange::Publish(int64_t step, bool additive, bool replicated) {
+  const Clock::time_point t0 = Clock::now();
   ++steps_;
   // Scheduled loops wait for every peer's message of every step, so replicated steps of them
   // still send one, empty.
@@ -125,6 +138,7 @@ void StepExchange::Publish(int64_t step, bool additive, bool replicated) {
     SendToPeers(step, patches);
   }
   step_open_ = false;
+  times_.publish += Since(t0);
 }
 
 // One PeerMessage of `step` to every peer, carrying `patches` and that peer's per_peer_ patches
@@ -146,11 +160,15 @@ void StepExchange::SendToPeers(int64_t step, const std::vector<PatchData>& patch
     return EncodePatches(rank, tag_, step, patches, own);
   };
   if (!per_peer) {
+    // The last peer gets the frame itself: with one peer (-w 2) nothing is copied; a copy would
+    // write every step's changes once more into freshly faulted pages (bench/README.md, LDA).
     zmq::message_t frame = encode(nullptr);
+    const int last = options_.rank == mesh_.size() - 1 ? mesh_.size() - 2 : mesh_.size() - 1;
     for (int r = 0; r < mesh_.size(); ++r) {
-      if (r == options_.rank) continue;
+      if (r == options_.rank || r == last) continue;
       CheckOk(mesh_.SendCopy(r, frame), "sending a step's changes");
     }
+    CheckOk(mesh_.SendFrame(last, std::move(frame)), "sending a step's changes");
     return;
   }
   for (int r = 0; r < mesh_.size(); ++r) {
@@ -200,9 +218,13 @@ void StepExchange::AwaitThrough(int64_t step) {
   for (int64_t s = applied_step_ + 1; s <= step; ++s) {
     for (int r = 0; r < mesh_.size(); ++r) {
       if (r == options_.rank) continue;
+      const Clock::time_point t0 = Clock::now();
       Result<std::unique_ptr<IncomingMessage>> msg = mesh_.Receive(r, tag_, s);
       CheckOk(msg.status(), "waiting for a peer's changes");
+      const Clock::time_point t1 = Clock::now();
       Apply(r, **msg);
+      times_.wait += std::chrono::duration<double>(t1 - t0).count();
+      times_.apply += Since(t1);
     }
     applied_step_ = s;
   }

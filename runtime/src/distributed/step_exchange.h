@@ -67,6 +67,13 @@ class StepExchange {
   uint64_t steps() const { return steps_; }
   uint64_t patch_bytes_sent() const { return patch_bytes_sent_; }  // payload sent to every peer
   uint64_t block_bytes_sent() const { return block_bytes_sent_; }  // payload sent to one peer
+  // Where this worker's steps spent their time, for the final report: snapshots before steps,
+  // comparing and encoding patches and handing them to ZeroMQ, waiting for peers' messages,
+  // applying them (seconds).
+  struct Times {
+    double snapshot = 0, publish = 0, wait = 0, apply = 0;
+  };
+  const Times& times() const { return times_; }
 
  private:
   // One PeerMessage of `step` to every peer, carrying `patches` and per_peer_[peer] (cleared).
@@ -87,6 +94,7 @@ class StepExchange {
   uint64_t steps_ = 0;
   uint64_t patch_bytes_sent_ = 0;
   uint64_t block_bytes_sent_ = 0;
+  Times times_;
 };
 
 }  // namespace tessera::internal
