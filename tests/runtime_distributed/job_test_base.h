@@ -13,8 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::testing {
@@ -61,6 +63,25 @@ class JobTest : public ::testing::Test {
   }
 
   std::string dir_;
+
+  // How often `what` occurs in `log`.
+  static int Count(const std::string& log, const std::string& what) {
+    int n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  // The numbers in the workers' "N relayouts, M gathered whole" lines, summed over the workers.
+  static std::pair<int, int> Moves(const std::string& log) {
+    const std::regex re(R"((\d+) relayouts, (\d+) gathered whole)");
+    std::pair<int, int> sum{0, 0};
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+      sum.first += std::stoi((*it)[1]);
+      sum.second += std::stoi((*it)[2]);
+    }
+    return sum;
+  }
 };
 
 }  // namespace tessera::testing

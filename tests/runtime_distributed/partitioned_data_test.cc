@@ -56,28 +56,11 @@ class PartitionedDataTest : public tessera::testing::JobTest {
     }
     return log;
   }
-
-  static int Count(const std::string& log, const std::string& what) {
-    int n = 0;
-    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
-    return n;
-  }
-
-  // The numbers in "N relayouts, M gathered whole", summed over the workers.
-  static std::pair<int, int> Moves(const std::string& log) {
-    const std::regex re(R"((\d+) relayouts, (\d+) gathered whole)");
-    std::pair<int, int> sum{0, 0};
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-      sum.first += std::stoi((*it)[1]);
-      sum.second += std::stoi((*it)[2]);
-    }
-    return sum;
-  }
 };
 
 TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopies) {
-  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {3, 1}, {4, 1}}) {
+  for (const auto& [workers, threads] :
+       std::vector<std::pair<int, int>>{{2, 1}, {2, 2}, {3, 1}, {4, 1}}) {
     SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
     std::string whole, split;
     const std::string whole_log = Run(workers, threads, "sorted", false, &whole);
@@ -102,7 +85,8 @@ TEST_F(PartitionedDataTest, EachWorkerHoldsItsShareAndTheResultIsThatOfWholeCopi
     EXPECT_EQ(gathers, 0) << log;
     // The test loop read the item factors block by block as they rotated; no loop needed the
     // partitioned dense arrays whole.
-    EXPECT_EQ(Count(log, "whose blocks of them rotate, so that no worker needs them whole"), workers)
+    EXPECT_EQ(Count(log, "whose blocks of them rotate, so that no worker needs them whole"),
+              workers)
         << log;
     EXPECT_EQ(Count(log, " 0 loops that needed them whole"), workers) << log;
     // The dense arrays kept partitioned: item_factor and item_table, which serial code never

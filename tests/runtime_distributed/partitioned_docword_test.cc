@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <chrono>
+#include <cinttypes>
 #include <fstream>
 #include <map>
 #include <random>
@@ -51,7 +51,8 @@ class PartitionedDocwordTest : public tessera::testing::JobTest {
       for (int w = 0; w < kWords; ++w) words[w] = w + 1;
       std::shuffle(words.begin(), words.end(), rng);
       const int n = 1 + static_cast<int>(rng() % (doc % 10 == 0 ? 150 : 25));
-      for (int i = 0; i < n; ++i) entries_.push_back({doc, words[i], 1 + static_cast<int>(rng() % 6)});
+      for (int i = 0; i < n; ++i)
+        entries_.push_back({doc, words[i], 1 + static_cast<int>(rng() % 6)});
     }
     // Move a block of entries late in the file: document ranges then straddle byte ranges.
     std::rotate(entries_.begin() + 100, entries_.begin() + 160, entries_.begin() + 400);
@@ -89,24 +90,6 @@ class PartitionedDocwordTest : public tessera::testing::JobTest {
     return rc;
   }
 
-  static int Count(const std::string& log, const std::string& what) {
-    int n = 0;
-    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
-    return n;
-  }
-
-  // The numbers in "N relayouts, M gathered whole", summed over the workers.
-  static std::pair<int, int> Moves(const std::string& log) {
-    const std::regex re(R"((\d+) relayouts, (\d+) gathered whole)");
-    std::pair<int, int> sum{0, 0};
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-      sum.first += std::stoi((*it)[1]);
-      sum.second += std::stoi((*it)[2]);
-    }
-    return sum;
-  }
-
   // Under `tessera run -w workers`, the load (as counts, or as tokens with `mode` "tokens")
   // fails on every worker with `message`, quickly.
   void ExpectEveryWorkerFails(int workers, const std::string& path, const std::string& message,
@@ -115,9 +98,11 @@ class PartitionedDocwordTest : public tessera::testing::JobTest {
     std::string log, digest;
     EXPECT_NE(Run(workers, 1, path, mode, true, &log, &digest), 0) << log;
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30)
-        << "the failing job took too long to stop\n" << log;
+        << "the failing job took too long to stop\n"
+        << log;
     EXPECT_EQ(Count(log, "load failed: " + message), workers)
-        << "every worker reports '" << message << "'\n" << log;
+        << "every worker reports '" << message << "'\n"
+        << log;
     EXPECT_TRUE(digest.empty()) << "a worker went on alone\n" << log;
   }
 
@@ -214,8 +199,7 @@ TEST_F(PartitionedDocwordTest, TokensAreHeldByTheirDocumentsWorkerOnly) {
   ASSERT_NE(serial.find(head), std::string::npos) << serial.substr(0, 300) << "\nwant " << head;
 
   ASSERT_NE(serial.find("rows "), std::string::npos) << serial.substr(0, 300);
-  for (const auto& [workers, threads] :
-       std::vector<std::pair<int, int>>{{2, 1}, {3, 1}, {2, 2}}) {
+  for (const auto& [workers, threads] : std::vector<std::pair<int, int>>{{2, 1}, {3, 1}, {2, 2}}) {
     SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
     std::string whole_log, whole, split_log, split;
     ASSERT_EQ(Run(workers, threads, path_, "tokens", false, &whole_log, &whole), 0) << whole_log;

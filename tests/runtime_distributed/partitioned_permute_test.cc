@@ -148,24 +148,6 @@ class PartitionedPermuteTest : public tessera::testing::JobTest {
     return empty;
   }
 
-  // The numbers in "N relayouts, M gathered whole", summed over the workers.
-  static std::pair<int, int> Moves(const std::string& log) {
-    const std::regex re(R"((\d+) relayouts, (\d+) gathered whole)");
-    std::pair<int, int> sum{0, 0};
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-      sum.first += std::stoi((*it)[1]);
-      sum.second += std::stoi((*it)[2]);
-    }
-    return sum;
-  }
-
-  static int Count(const std::string& log, const std::string& what) {
-    int n = 0;
-    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
-    return n;
-  }
-
   std::vector<Entry> entries_;
 };
 
