@@ -19,21 +19,13 @@
 #include <cstdio>
 #include <string>
 
+#include "element_hash.h"
+
 using tessera::DistArray;
 using tessera::Key;
+using tessera::testing::ElementHash;
 
 namespace {
-
-// A per-element hash summed over the elements: a lost or doubled element changes the sum
-// (partitioned_permute_test.cc computes the same).
-double ElementHash(int64_t a, int64_t b, int64_t c, int64_t v) {
-  uint64_t h = static_cast<uint64_t>(a) * 1000003u + static_cast<uint64_t>(b) * 7919u +
-               static_cast<uint64_t>(c) * 31u + static_cast<uint64_t>(v);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 32;
-  return static_cast<double>(h % 1000003u);
-}
 
 std::FILE* OpenOut(tessera::Context& ctx, const std::string& prefix) {
   const std::string name = prefix + "." + std::to_string(ctx.job().rank);

@@ -16,19 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "element_hash.h"
 #include "job_test_base.h"
 
 namespace {
 
-// As partitioned_permute_main.cc's ElementHash.
-double ElementHash(int64_t a, int64_t b, int64_t c, int64_t v) {
-  uint64_t h = static_cast<uint64_t>(a) * 1000003u + static_cast<uint64_t>(b) * 7919u +
-               static_cast<uint64_t>(c) * 31u + static_cast<uint64_t>(v);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 32;
-  return static_cast<double>(h % 1000003u);
-}
+using tessera::testing::ElementHash;
 
 struct Entry {
   int doc, word, count;  // 1-based ids
