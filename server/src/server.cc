@@ -108,7 +108,7 @@ void Server::Impl::Loop() {
       timeout_ms = static_cast<int>(budget.TimeUntilPositive().count());
     }
     // A worker's overrun Error waiting for room in its queue is tried again every 20 ms.
-    if (untold_overruns_ > 0 && (timeout_ms < 0 || timeout_ms > 20)) timeout_ms = 20;
+    if (Untold() && (timeout_ms < 0 || timeout_ms > 20)) timeout_ms = 20;
     if (socket_may_have_input_ || coordinator_may_have_input) timeout_ms = 0;
     for (pollfd& p : fds) p.revents = 0;
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
@@ -123,7 +123,7 @@ void Server::Impl::Loop() {
       // Read the socket empty before judging a drop (JudgeDrops).
       if (!drops_.empty()) socket_may_have_input_ = true;
     }
-    if (untold_overruns_ > 0) TellOverrun();
+    if (Untold()) TellOverrun();
     if (comm.early_sends()) {
       budget.Refill(TokenBucket::Clock::now());
       // Everything sent counts against the budget; only early pushes wait for it.
@@ -252,7 +252,6 @@ void Server::Impl::Overrun(const std::string& identity) {
     if (inserted) ++s.overrun_workers;
   });
   if (!inserted) return;
-  ++untold_overruns_;
   std::string who = "an unregistered peer";
   for (size_t w = 0; w < peers_.size(); ++w) {
     if (peers_[w].identity == identity) who = fmt::format("worker {}", w);
@@ -284,7 +283,6 @@ void Server::Impl::TellOverrun() {
       ++it;
       continue;
     }
-    --untold_overruns_;
     if (!sent.ok()) {  // the peer is gone: nothing more goes to it, so it needs no entry
       it = overrun_.erase(it);
       continue;

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -104,6 +105,11 @@ class Server::Impl {
   void Overrun(const std::string& identity);
   // Sends the overrun workers not told yet their Error, where it fits (see ServerOptions).
   void TellOverrun();
+  // Whether some overrun peer has not been told yet (overrun_ is empty but for failing jobs).
+  bool Untold() const {
+    return std::any_of(overrun_.begin(), overrun_.end(),
+                       [](const auto& e) { return !e.second.told; });
+  }
   // A connection event of the socket (HandshakeWatch): drops are judged once the socket has been
   // read empty, so that a peer's last messages are read before its connection's end.
   void OnConnectionEvent(uint16_t event, uint32_t fd);
@@ -193,7 +199,6 @@ class Server::Impl {
     bool told = false;
   };
   std::unordered_map<std::string, OverrunState> overrun_;
-  size_t untold_overruns_ = 0;
   // Connections (file descriptors) that delivered a message, with the worker that registered on
   // it (-1: none); drops not judged yet; the connection of the message being handled.
   std::unordered_map<int, int> connections_;
