@@ -7,20 +7,21 @@
 //
 // Sampler (after WarpLDA): Metropolis-Hastings with O(1) proposals and delayed counts, in sweeps
 // that visit the tokens word by word, then document by document. Each token is an element of two
-// iteration spaces, `tokens` keyed (doc, word, j) and `tokens_w` keyed (word, doc, j); its value
-// packs the topic and a pending proposal. Each sweep writes its own order and reads the other,
-// which the previous sweep wrote: the word sweep reads `tokens`, the document sweep `tokens_w`
-// (TokenOrders, apps/lda/token_topics.h, maps positions between them). Its body writes only its
-// own element and the relaxed totals, so tessc schedules it `independent`, and no serial code
-// copies topics between the orders. A row (a word's or a document's tokens, consecutive in the
-// sweep's order) is gathered once, at its first token: every token of it first accepts or rejects
-// its pending proposal against the row's counts as gathered (WarpLDA's delayed counts), then draws
-// its next proposal from the row's topics after those moves. The word sweep accepts the document
-// proposal against the word factor of p(z = k | rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V
-// beta) and draws a word proposal q_w(k) ~ n_wk + beta (a random token of the word, or a uniform
-// topic); the document sweep accepts it against the document factor and draws q_d(k) ~ n_dk +
-// alpha. Each proposal's own factor cancels in its acceptance ratio. `--sampler gibbs` is the
-// exact O(K) sampler on count tables, a reference.
+// iteration spaces, `tokens` keyed (doc, word, j) as load_docword makes them and `tokens_w` keyed
+// (word, doc, j), made by `permuted`; its value packs the topic and a pending proposal. Before
+// each sweep its order takes the values the other sweep left (`assign_permuted`), so a sweep
+// reads and writes only its own rows, and tessc partitions it on them. A row (a word's or a
+// document's tokens, consecutive in the sweep's order) is gathered once, at its first token:
+// every token of it first accepts or rejects its pending proposal against the row's counts as
+// gathered (WarpLDA's delayed counts), then draws its next proposal from the row's topics after
+// those moves. The word sweep accepts the document proposal against the word factor of p(z = k |
+// rest) ~ (n_dk + alpha)(n_wk + beta) / (n_k + V beta) and draws a word proposal q_w(k) ~ n_wk +
+// beta (a random token of the word, or a uniform topic); the document sweep accepts it against
+// the document factor and draws q_d(k) ~ n_dk + alpha. Each proposal's own factor cancels in its
+// acceptance ratio. Only loops, `permuted` and `assign_permuted` touch the tokens, so a
+// distributed job keeps both orders partitioned (each worker holds its documents' and its words'
+// tokens) and a sweep's values travel once, to the holder of the other order. `--sampler gibbs`
+// is the exact O(K) sampler on count tables, a reference.
 //
 //   lda --docword docword.20news.txt --topics 100 --iterations 50 --metrics lda.jsonl
 //   tessera run -w 2 -s 1 -- lda --docword docword.20news.txt --topics 100 --iterations 50
@@ -70,33 +71,23 @@ using tessera::DistArray;
 using tessera::Key;
 using tessera::RelaxedArray;
 
-// What the sampler will hold for this corpus, checked before anything that large is allocated:
-// a header's D or a count of 2e9 must end with a message, not std::bad_alloc.
-tessera::Status CheckCorpusFits(const tessera::Corpus& corpus, int K, const std::string& path) {
-  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes), its positions
-  // and word (TokenOrders).
-  const double tokens = static_cast<double>(corpus.num_tokens);
-  const double need = tokens * 88 + static_cast<double>(corpus.num_docs) * 16;
+// What the sampler will hold for this corpus beyond the tokens load_docword made, checked before
+// it is allocated: a header's D or W of 2e9 must end with a message, not std::bad_alloc.
+tessera::Status CheckCorpusFits(int64_t num_tokens, int64_t D, int64_t V, int K,
+                                const std::string& path) {
+  // Per token: its key and value in `tokens` and `tokens_w` (2 x (3 x 8 + 8) bytes) and its
+  // place in the other order (4); per document and word its length and where its ids start.
+  const double need = static_cast<double>(num_tokens) * 68 + static_cast<double>(D + V) * 16;
   const double have = PhysicalMemoryBytes();
   if (have > 0 && need > have) {
-    int64_t max_count = 0;
-    tessera::Key<2> where{{0, 0}};
-    for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
-      if (corpus.counts.value_at(p) > max_count) {
-        max_count = corpus.counts.value_at(p);
-        where = corpus.counts.key_at(p);
-      }
-    }
     return tessera::Status::InvalidArgument(fmt::format(
         "{}: sampling this corpus needs about {:.1f} GiB, more than this machine's {:.1f} GiB: "
-        "{} tokens (the sum of the counts; the largest, {}, is docID {} wordID {}) and {} "
-        "documents ({} topics)",
-        path, need / (1 << 30), have / (1 << 30), corpus.num_tokens, max_count, where[0] + 1,
-        where[1] + 1, corpus.num_docs, K));
+        "{} tokens (the sum of the counts), {} documents and {} words (D and W in the header; "
+        "{} topics)",
+        path, need / (1 << 30), have / (1 << 30), num_tokens, D, V, K));
   }
   return tessera::Status::Ok();
 }
-
 
 int Run(tessera::Context& ctx, const LdaOptions& opt) {
   // Every worker computes the same numbers; worker 0 reports them (rank 0 when serial, too).
@@ -134,18 +125,24 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
 
   tessera::DocwordOptions read;
   read.max_docs = opt.max_docs;
+  read.tokens = true;
   auto loaded = tessera::load_docword(ctx, opt.docword_path, read);
   if (!loaded.ok()) {
     fmt::print(stderr, "lda: {}\n", loaded.status().ToString());
     return 1;
   }
-  tessera::Corpus& corpus = *loaded;
-  const int64_t D = corpus.num_docs, V = corpus.vocab_size;
+  // Every token twice, as elements of two iteration spaces with the same value (its topic in the
+  // low 32 bits, a pending proposal in the high 32): `tokens` keyed (doc, word, j) as the loader
+  // made them (j: the token's index in its document) and `tokens_w` keyed (word, doc, j), their
+  // other order. Only loops, `permuted` and `assign_permuted` touch them, so a distributed job
+  // keeps both partitioned: each worker holds its documents' tokens and its words' tokens.
+  DistArray<int64_t, 3>& tokens = loaded->tokens;
+  const int64_t D = loaded->num_docs, V = loaded->vocab_size, num_tokens = loaded->num_tokens;
+  const int64_t max_len = std::max<int64_t>(1, loaded->max_doc_length);
   const int K = opt.topics;
-  if (tessera::Status s = CheckCorpusFits(corpus, K, opt.docword_path);
-      !s.ok()) {
+  if (tessera::Status s = CheckCorpusFits(num_tokens, D, V, K, opt.docword_path); !s.ok()) {
     fmt::print(stderr, "lda: {}\n", s.ToString());
-    return 1;
+    return AgreedStatus(ctx, false);
   }
   if (report && !opt.vocab_path.empty() && static_cast<int64_t>(vocab.size()) < V) {
     fmt::print(stderr,
@@ -157,40 +154,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   if (int status = AgreedStatus(ctx, ready); status != 0) return status;
   const float alpha = static_cast<float>(opt.alpha), beta = static_cast<float>(opt.beta);
   const float vbeta = static_cast<float>(V) * beta;
-
-  // Every token twice, as elements of two iteration spaces with the same value (its topic in the
-  // low 32 bits, a pending proposal in the high 32): `tokens` keyed (doc, word, j) in document
-  // order and `tokens_w` keyed (word, doc, j) in word order, j = the token's index in its document.
-  corpus.counts.sort_keys();
-  std::vector<int64_t> doc_length(D, 0);
-  std::vector<int32_t> token_words;
-  token_words.reserve(corpus.num_tokens);
-  for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
-    const Key<2>& dw = corpus.counts.key_at(p);
-    for (int32_t o = 0; o < corpus.counts.value_at(p); ++o)
-      token_words.push_back(static_cast<int32_t>(dw[1]));
-    doc_length[dw[0]] += corpus.counts.value_at(p);
-  }
-  // The entries are not read again: their memory goes before the token arrays are built.
-  corpus.counts = DistArray<int32_t, 2>();
-  const int64_t max_len =
-      std::max<int64_t>(1, *std::max_element(doc_length.begin(), doc_length.end()));
-  const lda::TokenOrders orders(doc_length, token_words, V);
-  const int64_t num_tokens = orders.tokens();
-  auto tokens = DistArray<int64_t, 3>::sparse(ctx, {D, V, max_len});
-  auto tokens_w = DistArray<int64_t, 3>::sparse(ctx, {V, D, max_len});
-  tokens.reserve(num_tokens);
-  tokens_w.reserve(num_tokens);
-  for (int64_t d = 0; d < D; ++d) {
-    for (int64_t p = orders.doc_begin(d); p < orders.doc_end(d); ++p) {
-      tokens.append_unchecked({{d, token_words[p], p - orders.doc_begin(d)}}, 0);
-    }
-  }
-  for (int64_t q = 0; q < num_tokens; ++q) {
-    const Key<3>& k = tokens.key_at(orders.doc_position(q));
-    tokens_w.append_unchecked({{k[1], k[0], k[2]}}, 0);
-  }
-  std::vector<int32_t>().swap(token_words);
+  auto tokens_w = tokens.permuted({1, 0, 2});
   if (report) {
     fmt::print("lda: {} documents, {} words, {} tokens, K={}, alpha={}, beta={}{}\n", D, V,
                num_tokens, K, opt.alpha, opt.beta,
@@ -200,6 +164,24 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   }
 
   auto totals = RelaxedArray<int64_t, 1>::dense(ctx, {K}, opt.staleness);
+  // Tokens per document and per word, small enough to be whole: where each document's token ids
+  // start (a token's id, doc_begin[doc] + j, seeds its generators) and the log-likelihood's
+  // constants.
+  auto doc_length = DistArray<int64_t, 1>::dense(ctx, {D});
+  auto word_length = DistArray<int64_t, 1>::dense(ctx, {V});
+  tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) { doc_length(key[0]) += 1; });
+  tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) { word_length(key[0]) += 1; });
+  // Serial state derived from those lengths (below): made now, and made again once a resumed run
+  // has restored the arrays, since its replay skipped the loops that counted them. Loop bodies
+  // read it through a const reference.
+  struct Derived {
+    std::vector<int64_t> doc_begin;  // doc_begin[d]: the id of document d's first token
+    std::vector<double> lg_beta;     // lgamma(n + beta) - lgamma(beta) for a word's counts n
+    double ll_const = 0;             // the log-likelihood's terms that do not change
+    int64_t first_doc = -1;          // the first document with tokens
+  };
+  Derived derived;
+  const Derived& lengths = derived;
 
   // Random initial topics, a function of the key so the result does not depend on visit order.
   // The pending proposal is the topic itself (nothing to accept in the first sweep).
@@ -213,51 +195,61 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   });
 
   // Log-likelihood terms that do not change: document lengths and the normalizers.
-  int64_t max_word = 1;
-  for (int64_t w = 0; w < V; ++w)
-    max_word = std::max(max_word, orders.word_end(w) - orders.word_begin(w));
   const auto lg_alpha = LgammaTable(alpha, max_len + 1);
-  const auto lg_beta = LgammaTable(beta, max_word + 1);
-  double ll_const = 0;
-  for (int64_t n : doc_length) {
-    ll_const += std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
-  }
-  ll_const += K * std::lgamma(V * opt.beta);
+  auto derive = [&] {
+    std::vector<int64_t>& doc_begin = derived.doc_begin;
+    doc_begin.assign(static_cast<size_t>(D) + 1, 0);
+    for (int64_t d = 0; d < D; ++d) doc_begin[d + 1] = doc_begin[d] + doc_length(d);
+    int64_t max_word = 1;
+    for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_length(w));
+    derived.lg_beta = LgammaTable(beta, max_word + 1);
+    derived.ll_const = 0;
+    derived.first_doc = -1;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t n = doc_begin[d + 1] - doc_begin[d];
+      derived.ll_const +=
+          std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
+      if (derived.first_doc < 0 && n > 0) derived.first_doc = d;
+    }
+    derived.ll_const += K * std::lgamma(V * opt.beta);
+  };
+  derive();
+  ctx.on_restore(derive);
   const double vbeta_d = static_cast<double>(V) * opt.beta;
-  const int64_t first_doc = static_cast<int64_t>(
-      std::find_if(doc_length.begin(), doc_length.end(), [](int64_t n) { return n > 0; }) -
-      doc_length.begin());
 
-  // Every token draws from its own generator, seeded by (seed, sweep, token id = its
-  // document-order position): the body then has no shared mutable state besides the arrays,
-  // whatever executor runs it. Its first draw decides the acceptance, its second the proposal.
+  // Every token draws from its own generator, seeded by (seed, sweep, token id): the body then
+  // has no shared mutable state besides the arrays, whatever executor runs it. Its first draw
+  // decides the acceptance, its second the proposal.
   auto sweep_seed = [&opt](int sweep) {
     return opt.seed ^ (static_cast<uint64_t>(sweep) * 0xD1B54A32D192ED03ULL);
   };
   auto token_seed = [](uint64_t base, int64_t id) {
     return base ^ (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL);
   };
+  // Whether tokens_w holds the values tokens holds (each sweep hands its order's values to the
+  // other before the other's sweep).
+  bool word_order_current = false;
   const auto start = std::chrono::steady_clock::now();
   for (int iter = 1; iter <= opt.iterations; ++iter) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
     tessera::Accumulator<int64_t> accepted(ctx);
-    // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. A sweep
-    // writes its own order and reads the other one, which nothing writes while it runs, so its
-    // loop writes nothing but each token's own element and the relaxed totals, and tessc can
-    // partition it freely. At a row's first token the body gathers the row from the other order
-    // and decides every token's move: the word sweep accepts the pending document proposal
+    // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. Before a
+    // sweep, its order takes the values the other order's sweep left (assign_permuted), so the
+    // sweep reads and writes only its own rows: at a row's first token the body gathers the row
+    // and decides every token's move -- the word sweep accepts the pending document proposal
     // against the word factor (n_wk + beta) / (n_k + V beta) of the conditional, the document
     // sweep the pending word proposal against (n_dk + alpha) / (n_k + V beta), both with the
-    // row's counts as gathered and the totals as this row's earlier moves left them, and draws
+    // row's counts as gathered and the totals as this row's earlier moves left them -- and draws
     // every token's next proposal from the row after the moves: q_w(k) ~ n_wk + beta, q_d(k) ~
     // n_dk + alpha; each token then takes its move and adds it to the totals. Each proposal's own
-    // factor cancels in its acceptance ratio, so every step is O(1).
+    // factor cancels in its acceptance ratio, so every step is O(1). A row is read before any of
+    // its tokens is written, so tessc partitions the sweep on rows (1D on key[0]).
     const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
     int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
     // A gathered row's moves and next proposals; `prior` is the row's own smoothing (beta for a
     // word, alpha for a document).
-    auto move_and_propose = [&](lda::RowTopics& row, float prior) {
+    auto move_and_propose = [&](lda::RowTopics& row, float prior) __attribute__((noinline)) {
       const uint64_t seed = sweep_seed(sweep);
       // Locals: the moves' stores cannot touch them, so they stay in registers.
       const float n_tail = vbeta, n_tail_1 = vbeta_1;
@@ -273,66 +265,75 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       row.EndMoves();
       row.Propose(prior, [&](int64_t i) { return Rng::Nth(token_seed(seed, row.id(i)), 1); });
     };
-    // The rows' work happens at their first token, out of line: what every token does is small
-    // enough to inline into the runtime's loop.
-    auto gather_word = [&](lda::RowTopics& row, int64_t w) __attribute__((noinline)) {
-      const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
-      row.Begin(w, sweep, K, n);
-      for (int64_t i = 0; i < n; ++i) row.set_id(i, orders.doc_position(begin + i));
-      for (int64_t i = 0; i < n; ++i) row.set_state(i, tokens.value_at(row.id(i)));
-      row.Count();
-      move_and_propose(row, beta);
-    };
-    auto gather_doc = [&](lda::RowTopics& row, int64_t d) __attribute__((noinline)) {
-      const int64_t begin = orders.doc_begin(d), n = orders.doc_end(d) - begin;
-      row.Begin(d, sweep, K, n);
-      for (int64_t i = 0; i < n; ++i) {
-        row.set_id(i, begin + i);
-        row.set_state(i, tokens_w.value_at(orders.word_position(begin + i)));
-      }
-      row.Count();
-      move_and_propose(row, alpha);
-    };
+    // The rows' work happens at their first token (the moves and proposals out of line, in
+    // move_and_propose); the gathers stay in the bodies, where tessc sees them as the loop's own.
     auto word_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
-      if (!row.Holds(key[0], sweep)) [[unlikely]]
-        gather_word(row, key[0]);
-      const int64_t i = row.IndexOf(orders.doc_begin(key[1]) + key[2]);
+      if (!row.Holds(key[0], sweep)) [[unlikely]] {
+        const auto tokens_of = tokens_w.sparse_row(key[0]);  // (w, doc, j) by (doc, j)
+        const int64_t n = tokens_of.size();
+        row.Begin(key[0], sweep, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          const Key<3>& k = tokens_of.key(i);
+          row.set_id(i, lengths.doc_begin[k[1]] + k[2]);
+          row.set_state(i, tokens_of.value(i));
+        }
+        row.Count();
+        move_and_propose(row, beta);
+      }
+      const int64_t i = row.IndexOf(lengths.doc_begin[key[1]] + key[2]);
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
       totals.add(before, -moved);
       totals.add(s, moved);
       accepted += moved;
-      v = row.next(i);
+      // As a change of the token's value (the same as `v = row.next(i)`): the row read at its
+      // first token conflicts with the row's later writes, which --data-parallel permits only
+      // for additive ones.
+      v += row.next(i) - v;
     };
     auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
-      if (!row.Holds(key[0], sweep)) [[unlikely]]
-        gather_doc(row, key[0]);
+      if (!row.Holds(key[0], sweep)) [[unlikely]] {
+        const auto tokens_of = tokens.sparse_row(key[0]);  // (d, word, j): j is the row's j-th
+        const int64_t n = tokens_of.size();
+        row.Begin(key[0], sweep, K, n);
+        for (int64_t i = 0; i < n; ++i) {
+          row.set_id(i, lengths.doc_begin[key[0]] + i);
+          row.set_state(i, tokens_of.value(i));
+        }
+        row.Count();
+        move_and_propose(row, alpha);
+      }
       const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
       totals.add(before, -moved);
       totals.add(s, moved);
       accepted += moved;
-      v = row.next(key[2]);
+      v += row.next(key[2]) - v;  // as in the word sweep
     };
     // One body for both schedules: tessc's by default, or, with --data-parallel S, the user's
     // permission to run the loops data-parallel with reads up to S clocks stale.
     for (int pair = 0; pair < opt.mh_steps / 2; ++pair) {
       sweep = iter * opt.mh_steps + 2 * pair;
+      if (!word_order_current) tokens_w.assign_permuted(tokens, {1, 0, 2});
       if (opt.data_parallel >= 0) {
         tessera::parallel_for(tokens_w, word_sweep,
                               tessera::DataParallel{.staleness = opt.data_parallel});
-        ++sweep;
+      } else {
+        tessera::parallel_for(tokens_w, word_sweep);
+      }
+      ++sweep;
+      tokens.assign_permuted(tokens_w, {1, 0, 2});
+      if (opt.data_parallel >= 0) {
         tessera::parallel_for(tokens, doc_sweep,
                               tessera::DataParallel{.staleness = opt.data_parallel});
       } else {
-        tessera::parallel_for(tokens_w, word_sweep);
-        ++sweep;
         tessera::parallel_for(tokens, doc_sweep);
       }
+      word_order_current = false;
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
     // Process CPU time as well: on a shared machine wall time measures the neighbours too, and
@@ -351,41 +352,38 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
       // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
       //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the topics the
-      // last document sweep left in `tokens`: each document's and word's terms are added at its
-      // first token.
-      tessera::Accumulator<double> ll(ctx, ll_const);
+      // last document sweep left (in `tokens`, and handed to `tokens_w`): each document's and
+      // word's terms are added at its first token.
+      tessera::Accumulator<double> ll(ctx, lengths.ll_const);
       tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) {
         if (key[2] != 0) return;
         thread_local lda::RowTopics nd;
-        const int64_t begin = orders.doc_begin(key[0]), n = orders.doc_end(key[0]) - begin;
+        const auto tokens_of = tokens.sparse_row(key[0]);
+        const int64_t n = tokens_of.size();
         nd.Begin(key[0], -iter, K, n);
-        for (int64_t i = 0; i < n; ++i) {
-          nd.set_id(i, begin + i);
-          nd.set_state(i, tokens.value_at(begin + i));
-        }
+        for (int64_t i = 0; i < n; ++i) nd.set_state(i, tokens_of.value(i));
         nd.Count();
         double sum = 0;
         nd.ForEachNonzero([&](int32_t, int32_t count) { sum += lg_alpha[count]; });
         // The topic totals' term, once (by the first document), inside the loop: a resumed run
         // that replays this iteration takes the whole sum from the checkpoint's log.
-        if (key[0] == first_doc) {
+        if (key[0] == lengths.first_doc) {
           for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
         }
         ll += sum;
       });
+      tokens_w.assign_permuted(tokens, {1, 0, 2});
+      word_order_current = true;
       tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
-        const int64_t w = key[0];
-        if (orders.word_position(orders.doc_begin(key[1]) + key[2]) != orders.word_begin(w)) return;
+        const auto tokens_of = tokens_w.sparse_row(key[0]);
+        if (tokens_of.key(0).idx != key.idx) return;  // not the word's first token
         thread_local lda::RowTopics nw;
-        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
-        nw.Begin(w, -iter, K, n);
-        for (int64_t i = 0; i < n; ++i) {
-          nw.set_id(i, orders.doc_position(begin + i));
-          nw.set_state(i, tokens.value_at(nw.id(i)));
-        }
+        const int64_t n = tokens_of.size();
+        nw.Begin(key[0], -iter, K, n);
+        for (int64_t i = 0; i < n; ++i) nw.set_state(i, tokens_of.value(i));
         nw.Count();
         double sum = 0;
-        nw.ForEachNonzero([&](int32_t, int32_t count) { sum += lg_beta[count]; });
+        nw.ForEachNonzero([&](int32_t, int32_t count) { sum += lengths.lg_beta[count]; });
         ll += sum;
       });
       ll_per_token = ll.value() / static_cast<double>(num_tokens);
@@ -401,37 +399,39 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
                        static_cast<double>(num_tokens * opt.mh_steps);
     if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
   }
-  if (!opt.model.save_model.empty()) {
-    // The counts of the tokens' current topics, made by a loop (the MH sampler keeps no count
-    // tables), whole on every worker.
+  if (!opt.model.save_model.empty() || !opt.vocab_path.empty()) {
+    // The counts of the tokens' current topics, made by loops over each order (the MH sampler
+    // keeps no count tables), whole on every worker (serial code reads them). Every worker runs
+    // the loops (collectives), though only worker 0 prints the topics.
+    if (!word_order_current) tokens_w.assign_permuted(tokens, {1, 0, 2});
     auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});
-    auto doc_topic_out = DistArray<int32_t, 2>::dense(ctx, {D, K});
-    tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
-      doc_topic_out(key[0], Topic(v)) += 1;
-      word_topic_out(key[1], Topic(v)) += 1;
+    auto doc_topic_out =
+        DistArray<int32_t, 2>::dense(ctx, {opt.model.save_model.empty() ? 1 : D, K});
+    tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t& v) {
+      word_topic_out(key[0], Topic(v)) += 1;
     });
-    if (int status = SaveModelFromWorker0(
-            ctx, opt, report, {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab});
-        status != 0) {
-      return status;
-    }
-  }
-  if (report && !opt.vocab_path.empty()) {
-    std::vector<int64_t> sizes(K);
-    for (int k = 0; k < K; ++k) sizes[k] = totals(k);
-    PrintTopics(opt, vocab, sizes, [&](const auto& f) {
-      lda::RowTopics nw;
-      for (int64_t w = 0; w < V; ++w) {
-        const int64_t begin = orders.word_begin(w), n = orders.word_end(w) - begin;
-        nw.Begin(w, 0, K, n);
-        for (int64_t i = 0; i < n; ++i) {
-          nw.set_id(i, orders.doc_position(begin + i));
-          nw.set_state(i, tokens.value_at(nw.id(i)));
-        }
-        nw.Count();
-        nw.ForEachNonzero([&](int32_t k, int32_t count) { f(w, k, count); });
+    if (!opt.model.save_model.empty()) {
+      tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t& v) {
+        doc_topic_out(key[0], Topic(v)) += 1;
+      });
+      if (int status = SaveModelFromWorker0(
+              ctx, opt, report,
+              {K, opt.alpha, opt.beta, &word_topic_out, &doc_topic_out, &vocab});
+          status != 0) {
+        return status;
       }
-    });
+    }
+    if (report && !opt.vocab_path.empty()) {
+      std::vector<int64_t> sizes(K);
+      for (int k = 0; k < K; ++k) sizes[k] = totals(k);
+      PrintTopics(opt, vocab, sizes, [&](const auto& f) {
+        for (int64_t w = 0; w < V; ++w) {
+          for (int k = 0; k < K; ++k) {
+            if (const int32_t n = word_topic_out(w, k); n > 0) f(w, k, n);
+          }
+        }
+      });
+    }
   }
   return 0;
 }

@@ -93,18 +93,27 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
     doc_length(key[0]) += 1;
     word_length(key[1]) += 1;
   });
-  const std::vector<int64_t> doc_begin = [&] {
-    std::vector<int64_t> begin(static_cast<size_t>(D) + 1, 0);
-    for (int64_t d = 0; d < D; ++d) begin[d + 1] = begin[d] + doc_length(d);
-    return begin;
-  }();
-  int64_t max_word = 1;
-  for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_length(w));
+  // Serial state derived from the lengths that loop counted: made now, and made again once a
+  // resumed run has restored the arrays, since its replay skipped the loop.
+  // Loop bodies read it through const references.
+  std::vector<int64_t> doc_begin_store;
+  std::vector<double> lg_beta_store;
+  const std::vector<int64_t>& doc_begin = doc_begin_store;
+  const std::vector<double>& lg_beta = lg_beta_store;
+  auto derive = [&] {
+    doc_begin_store.assign(static_cast<size_t>(D) + 1, 0);
+    for (int64_t d = 0; d < D; ++d) doc_begin_store[d + 1] = doc_begin_store[d] + doc_length(d);
+    int64_t max_word = 1;
+    for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_length(w));
+    // lgamma(n + b) - lgamma(b), with the prior as the mh sampler's tables take it (in float).
+    lg_beta_store = LgammaTable(static_cast<float>(opt.beta), max_word + 1);
+  };
+  derive();
+  ctx.on_restore(derive);
 
   // Log-likelihood terms: lgamma(n + a) - lgamma(a) tables and the normalizers.
   // (The priors as the mh sampler's tables take them, in float: the same log-likelihood.)
   const auto lg_alpha = LgammaTable(static_cast<float>(opt.alpha), max_len + 1);
-  const auto lg_beta = LgammaTable(static_cast<float>(opt.beta), max_word + 1);
   const double lg_kalpha = std::lgamma(K * opt.alpha), vbeta_d = static_cast<double>(V) * opt.beta;
   const double ll_const = K * std::lgamma(vbeta_d);
 
@@ -183,7 +192,8 @@ int RunGibbs(tessera::Context& ctx, const LdaOptions& opt, bool report,
     stats.acceptance = static_cast<double>(accepted.value()) / static_cast<double>(num_tokens);
     if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
   }
-  if (!opt.model.save_model.empty() || (report && !opt.vocab_path.empty())) {
+  // Every worker runs the loops (collectives), though only worker 0 prints the topics.
+  if (!opt.model.save_model.empty() || !opt.vocab_path.empty()) {
     // Copies of the count tables made by loops, whole on every worker (serial code reads them),
     // while the tables themselves stay split.
     auto word_topic_out = DistArray<int32_t, 2>::dense(ctx, {V, K});

@@ -1,11 +1,6 @@
-// The tokens of an LDA corpus in two orders, and the per-thread scratch of a sampler that sweeps
-// them row by row (word by word, then document by document, as WarpLDA does).
-//
-// Position p in document order is token j of document d at p = doc_begin(d) + j; p is also the
-// token's id. The same token has position word_position(p) in word order, where word w's tokens
-// are [word_begin(w), word_end(w)) in increasing p. The topics themselves live in the program's
-// DistArrays (one per order); a sweep over one order reads the other, which the previous sweep
-// wrote and which nothing writes during this one, so no copy between orders is needed.
+// A token's state as the MH sampler packs it, and the per-thread scratch of a sampler that sweeps
+// the tokens row by row (word by word, then document by document, as WarpLDA does). A token's id
+// is its position in document order (its document's first position plus its index j there).
 #ifndef TESSERA_APPS_LDA_TOKEN_TOPICS_H_
 #define TESSERA_APPS_LDA_TOKEN_TOPICS_H_
 
@@ -22,41 +17,6 @@ inline int64_t PackTopic(int32_t topic, int32_t proposal) {
 }
 inline int32_t TopicOf(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
 inline int32_t ProposalOf(int64_t v) { return static_cast<int32_t>(static_cast<uint64_t>(v) >> 32); }
-
-class TokenOrders {
- public:
-  // doc_length[d] tokens per document, and every token's word in document order.
-  TokenOrders(const std::vector<int64_t>& doc_length, const std::vector<int32_t>& words,
-              int64_t vocab_size)
-      : doc_start_(doc_length.size() + 1, 0), word_start_(vocab_size + 1, 0) {
-    const int64_t n = static_cast<int64_t>(words.size());
-    for (size_t d = 0; d < doc_length.size(); ++d)
-      doc_start_[d + 1] = doc_start_[d] + doc_length[d];
-    for (int32_t w : words) ++word_start_[w + 1];
-    for (int64_t w = 0; w < vocab_size; ++w) word_start_[w + 1] += word_start_[w];
-    to_word_.resize(n);
-    from_word_.resize(n);
-    std::vector<int64_t> next(word_start_.begin(), word_start_.end() - 1);
-    for (int64_t p = 0; p < n; ++p) {
-      to_word_[p] = next[words[p]]++;
-      from_word_[to_word_[p]] = p;
-    }
-  }
-
-  int64_t tokens() const { return static_cast<int64_t>(to_word_.size()); }
-  int64_t doc_begin(int64_t d) const { return doc_start_[d]; }
-  int64_t doc_end(int64_t d) const { return doc_start_[d + 1]; }
-  int64_t word_begin(int64_t w) const { return word_start_[w]; }
-  int64_t word_end(int64_t w) const { return word_start_[w + 1]; }
-  int64_t word_position(int64_t p) const { return to_word_[p]; }
-  int64_t doc_position(int64_t q) const { return from_word_[q]; }
-
- private:
-  std::vector<int64_t> doc_start_;
-  std::vector<int64_t> word_start_;
-  std::vector<int64_t> to_word_;    // document-order position -> word-order position
-  std::vector<int64_t> from_word_;  // and back
-};
 
 // One row (a document's or a word's tokens) as a sweep sees it, kept per executor thread: the
 // tokens' ids, topics and pending proposals as the previous sweep left them, the row's topic

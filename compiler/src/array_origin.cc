@@ -327,13 +327,23 @@ class OriginFinder {
         call != nullptr && IsSaveCall(call) && call->getNumArgs() > 0 && call->getArg(0) == child) {
       return RankCondition(call, ctx_).isInvalid();
     }
+    // B.assign_permuted(A, perm), for A: the runtime copies A's values where they live,
+    // collectively -- so, as for save_array, only outside lambdas and rank-dependent conditions.
+    if (const auto* call = dyn_cast_or_null<clang::CXXMemberCallExpr>(parent);
+        call != nullptr && call->getNumArgs() > 0 && call->getArg(0) == child) {
+      const clang::CXXMethodDecl* callee = call->getMethodDecl();
+      return callee != nullptr && callee->getName() == "assign_permuted" &&
+             IsTesseraArrayClass(callee->getParent()) && !InAnyLambda(call) &&
+             RankCondition(call, ctx_).isInvalid();
+    }
     const auto* member = dyn_cast_or_null<clang::MemberExpr>(parent);
     if (member == nullptr) return false;
     const auto* method = dyn_cast<clang::CXXMethodDecl>(member->getMemberDecl());
     if (method == nullptr || !IsTesseraArrayClass(method->getParent())) return false;
-    // A.permuted(perm): a bulk copy the runtime makes where A's elements live, collectively --
-    // so, as for save_array, only where no rank-dependent condition guards the call.
-    if (method->getName() == "permuted") {
+    // A.permuted(perm) and B.assign_permuted(A, perm), for B: bulk copies the runtime makes where
+    // the elements live, collectively -- so, as for save_array, only where no rank-dependent
+    // condition guards the call.
+    if (method->getName() == "permuted" || method->getName() == "assign_permuted") {
       const clang::Decl* decl_parent = nullptr;
       const auto* call = dyn_cast_or_null<clang::CXXMemberCallExpr>(ParentOf(member, &decl_parent));
       return call != nullptr && !InAnyLambda(call) && RankCondition(call, ctx_).isInvalid();

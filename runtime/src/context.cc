@@ -18,6 +18,7 @@
 #include "distributed/distributed_executor.h"
 #include "distributed/malloc_policy.h"
 #include "distributed/row_layout.h"
+#include "internal/assign_permuted.h"
 #include "internal/loop_schedule.h"
 #include "internal/parallel_executor.h"
 #include "internal/permute_records.h"
@@ -110,6 +111,15 @@ struct Context::Impl {
     bool space = false;  // the loop's iteration space (its first entry)
   };
   std::optional<std::vector<DescribedArray>> described;
+  // DistArray::assign_permuted's plans, one per pair of arrays (used in both directions): B's
+  // key set is A's under `perm`.
+  struct PermutedPair {
+    int64_t a = -1, b = -1;
+    std::vector<int> perm;
+    internal::PermutedValuesPlanPtr plan;
+  };
+  std::vector<PermutedPair> permuted_pairs;
+  uint64_t permuted_bytes = 0;  // Traffic::permuted
   // Declared last: destroyed first, while the registries it may look at still exist.
   std::unique_ptr<Executor> owned_executor;
 };
@@ -390,6 +400,12 @@ void Context::AttachArray(internal::ArrayBase* array) { impl_->arrays[array->id(
 void Context::DetachArray(internal::ArrayBase* array) {
   auto it = impl_->arrays.find(array->id());
   if (it != impl_->arrays.end() && it->second == array) impl_->arrays.erase(it);
+  auto& pairs = impl_->permuted_pairs;
+  pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
+                             [id = array->id()](const Impl::PermutedPair& p) {
+                               return p.a == id || p.b == id;
+                             }),
+              pairs.end());
 }
 
 void Context::AttachAccumulator(internal::AccumulatorBase* acc) { impl_->accumulators.push_back(acc); }
@@ -411,7 +427,9 @@ Result<std::vector<std::string>> Context::AllGather(std::string bytes) {
 }
 
 Traffic Context::traffic() const {
-  return impl_->distributed != nullptr ? impl_->distributed->traffic() : Traffic{};
+  Traffic t = impl_->distributed != nullptr ? impl_->distributed->traffic() : Traffic{};
+  t.permuted = impl_->permuted_bytes;
+  return t;
 }
 
 Result<std::vector<std::string>> Context::AllToAll(std::vector<std::string> to_each) {
@@ -460,6 +478,75 @@ void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<i
     impl_->logger->info("permuted array #{} into #{}: {} elements, whole on every worker ({} B "
                         "sent, {:.3f} s)",
                         source.id(), result.id(), r->held, r->bytes_sent, seconds);
+  }
+}
+
+void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
+                             const std::vector<int>& perm) {
+  const bool job = impl_->distributed != nullptr && impl_->job.num_workers > 1;
+  internal::AssignPermutedOptions options;
+  if (job) {
+    options.rank = impl_->job.rank;
+    options.num_workers = impl_->job.num_workers;
+    options.all_gather = [this](std::string bytes) { return AllGather(std::move(bytes)); };
+    options.all_to_all = [this](std::vector<std::string> to_each) {
+      return AllToAll(std::move(to_each));
+    };
+    // Values move between shares only when both arrays are partitioned; otherwise the
+    // partitioned one is made whole (collective, as every worker gets here) and each worker
+    // copies locally.
+    const bool to_split = to.record_partition() != nullptr;
+    if (to_split != (from.record_partition() != nullptr)) {
+      internal::ArrayBase& split = to_split ? to : from;
+      impl_->logger->info(
+          "assign_permuted #{} -> #{}: array #{} is partitioned and the other whole on every "
+          "worker, so it is gathered whole first",
+          from.id(), to.id(), split.id());
+      GatherWhole(split);
+    }
+  }
+  // The pair's plan, made for (A = from, B = to, perm) or for the other direction (A = to, B =
+  // from, perm's inverse: from key[e] = to key[inverse[e]]).
+  std::vector<int> inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[static_cast<size_t>(perm[d])] = static_cast<int>(d);
+  auto& pairs = impl_->permuted_pairs;
+  bool a_to_b = true;
+  auto it = std::find_if(pairs.begin(), pairs.end(), [&](const Impl::PermutedPair& p) {
+    return p.a == from.id() && p.b == to.id() && p.perm == perm;
+  });
+  if (it == pairs.end()) {
+    it = std::find_if(pairs.begin(), pairs.end(), [&](const Impl::PermutedPair& p) {
+      return p.a == to.id() && p.b == from.id() && p.perm == inverse;
+    });
+    a_to_b = it == pairs.end();
+  }
+  if (it == pairs.end()) {
+    pairs.push_back({from.id(), to.id(), perm, nullptr});
+    it = pairs.end() - 1;
+  }
+  internal::ArrayBase& a = a_to_b ? from : to;
+  internal::ArrayBase& b = a_to_b ? to : from;
+  const auto start = std::chrono::steady_clock::now();
+  Result<internal::AssignPermutedReport> r =
+      internal::AssignPermuted(options, a, b, it->perm, a_to_b, &it->plan);
+  if (!r.ok()) {
+    internal::CheckFailed(__FILE__, __LINE__, "assigning permuted values:",
+                          r.status().ToString().c_str());
+  }
+  impl_->permuted_bytes += r->bytes_sent;
+  if (!job) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r->planned) {
+    impl_->logger->info(
+        "assign_permuted #{} -> #{}: plan made ({}; {} elements assigned here, plan {} B, {} "
+        "rounds, {} B sent, {:.3f} s)",
+        from.id(), to.id(), r->distributed ? "partitioned" : "whole on every worker", r->held,
+        internal::PlanBytes(*it->plan), r->rounds, r->bytes_sent, seconds);
+  } else {
+    impl_->logger->debug("assign_permuted #{} -> #{}: {} elements assigned here, {} rounds, {} B "
+                         "sent, {:.3f} s",
+                         from.id(), to.id(), r->held, r->rounds, r->bytes_sent, seconds);
   }
 }
 

@@ -695,6 +695,17 @@ Result<Corpus> LoadDocword(Context& ctx, const std::string& path, const DocwordO
   Corpus corpus = builder->Finish();
   builder.reset();  // its duplicate index goes before the tokens are built
   if (options.tokens) {
+    int64_t largest = 0;
+    Key<2> where{{0, 0}};
+    for (int64_t p = 0; p < corpus.counts.nnz(); ++p) {
+      if (corpus.counts.value_at(p) > largest) {
+        largest = corpus.counts.value_at(p);
+        where = corpus.counts.key_at(p);
+      }
+    }
+    TESSERA_RETURN_IF_ERROR(internal::CheckTokensFit(
+        path, static_cast<uint64_t>(corpus.num_tokens), 1,
+        fmt::format("the largest, {}, is docID {} wordID {}", largest, where[0] + 1, where[1] + 1)));
     internal::ExpandTokens(ctx, &corpus, origin);
   }
   return corpus;

@@ -6,6 +6,7 @@
 #include <kj/io.h>
 #include <spdlog/spdlog.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -551,6 +552,8 @@ Result<Corpus> LoadDocwordPartitioned(
   std::optional<std::pair<int64_t, int64_t>> dup;  // the smallest (doc, word) held twice
   size_t held_entries = 0;
   if (tokens_wanted) {
+    // Every worker decides alike, from the totals every worker has.
+    TESSERA_RETURN_IF_ERROR(CheckTokensFit(path, tokens_total, W, ""));
     // Entries go to their holders without places, a round at a time, and become tokens as they
     // are merged in key order: the counts array never holds them.
     Result<std::vector<std::vector<TokenEntry>>> runs =
@@ -623,6 +626,19 @@ Result<Corpus> LoadDocwordPartitioned(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
           parse_seconds);
   return corpus;
+}
+
+Status CheckTokensFit(const std::string& path, uint64_t tokens, int workers,
+                      const std::string& what) {
+  const double need = static_cast<double>(tokens) * 32 / std::max(workers, 1);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double have = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0;
+  if (have <= 0 || need <= have) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{}: its tokens need about {:.1f} GiB{}, more than this machine's {:.1f} GiB: {} tokens (the "
+      "sum of the counts{})",
+      path, need / (1 << 30), workers > 1 ? fmt::format(" per worker of {}", workers) : "",
+      have / (1 << 30), tokens, what.empty() ? "" : "; " + what));
 }
 
 void ExpandTokens(Context& ctx, Corpus* corpus, const ArrayOrigin& origin) {

@@ -81,7 +81,7 @@ TEST_F(AppsBadInputTest, DocwordHeaderClaimingTooManyDocuments) {
 TEST_F(AppsBadInputTest, CountOfTwoBillion) {
   Write("big_count.txt", "2\n3\n2\n1 1 2000000000\n2 3 1\n");
   RunResult r = Lda({"--docword", Path("big_count.txt")});
-  ExpectRejected(r, Path("big_count.txt") + ": sampling this corpus needs about", "iter");
+  ExpectRejected(r, Path("big_count.txt") + ": its tokens need about", "iter");
   EXPECT_TRUE(Contains(r.err, "the largest, 2000000000, is docID 1 wordID 1")) << r.err;
 }
 

@@ -19,6 +19,7 @@
 #include "internal/capnp_util.h"
 #include "internal/permute_records.h"
 #include "internal/record_exchange.h"
+#include "simulated_workers.h"
 #include "tessera/internal/array_storage.h"
 #include "tessera/proto/tessera.capnp.h"
 #include "tessera/tessera.h"
@@ -56,18 +57,6 @@ Elements<N> Permuted(const Elements<N>& in, const std::array<int, static_cast<si
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.first.idx < b.first.idx; });
   return out;
-}
-
-// A sparse rank-3 array of `n` distinct random keys of shape {a, b, c}, stored in random order.
-DistArray<double, 3> RandomArray(Context& ctx, std::array<int64_t, 3> shape, int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  auto x = DistArray<double, 3>::sparse(ctx, shape);
-  while (x.nnz() < n) {
-    const Key<3> k{{static_cast<int64_t>(rng() % shape[0]), static_cast<int64_t>(rng() % shape[1]),
-                    static_cast<int64_t>(rng() % shape[2])}};
-    x.insert(k, static_cast<double>(rng() % 1000) / 8.0);
-  }
-  return x;
 }
 
 TEST(PermuteTest, SerialResultIsTheHandBuiltPermutation) {
@@ -124,43 +113,6 @@ TEST(PermuteDeathTest, APermutationThatIsNotOneAbortsNamingIt) {
   EXPECT_DEATH((void)dense.permuted({1, 0}), "sparse-only DistArray operation on a dense array");
 }
 
-// All-to-all and all-gather among `n` threads in memory, any number of times. A worker that gives
-// up calls Leave: every exchange after it is Unavailable (as a lost peer is in a job).
-class InMemoryMesh {
- public:
-  explicit InMemoryMesh(int n)
-      : n_(n),
-        sync_(n),
-        box_(static_cast<size_t>(n), std::vector<std::string>(static_cast<size_t>(n))) {}
-  Result<std::vector<std::string>> AllToAll(int rank, std::vector<std::string> to_each) {
-    for (int w = 0; w < n_; ++w) {
-      box_[static_cast<size_t>(w)][static_cast<size_t>(rank)] =
-          std::move(to_each[static_cast<size_t>(w)]);
-    }
-    sync_.arrive_and_wait();
-    if (left_) return Status::Unavailable("a peer left");
-    std::vector<std::string> mine = box_[static_cast<size_t>(rank)];
-    if (rank == 0) ++exchanges_;
-    sync_.arrive_and_wait();
-    return mine;
-  }
-  Result<std::vector<std::string>> AllGather(int rank, std::string bytes) {
-    return AllToAll(rank, std::vector<std::string>(static_cast<size_t>(n_), bytes));
-  }
-  void Leave() {
-    left_ = true;
-    sync_.arrive_and_drop();
-  }
-  int exchanges() const { return exchanges_; }
-
- private:
-  int n_;
-  std::barrier<> sync_;
-  std::vector<std::vector<std::string>> box_;
-  std::atomic<bool> left_ = false;
-  int exchanges_ = 0;
-};
-
 // A RecordShipment of one rank-3 element of value 1.0: what a peer sends PermuteRecords.
 std::string OneElement(const Key<3>& k) {
   capnp::MallocMessageBuilder message;
@@ -170,25 +122,6 @@ std::string OneElement(const Key<3>& k) {
   const double v = 1.0;
   records.setValues(kj::arrayPtr(reinterpret_cast<const kj::byte*>(&v), sizeof(v)));
   return FlattenMessage(message);
-}
-
-// Worker r's share of `whole` when it is partitioned on key[0] by `bounds`.
-void KeepShare(DistArray<double, 3>& a, const std::vector<int64_t>& bounds, int r) {
-  auto& s =
-      const_cast<ArrayStorage<double, 3>&>(static_cast<const ArrayStorage<double, 3>&>(a.base()));
-  a.sort_keys();
-  const int64_t total = a.nnz();
-  std::vector<Key<3>> keys;
-  std::vector<double> values;
-  for (size_t p = 0; p < s.keys_.size(); ++p) {
-    if (s.keys_[p].idx[0] >= bounds[r] && s.keys_[p].idx[0] < bounds[r + 1]) {
-      keys.push_back(s.keys_[p]);
-      values.push_back(s.values_[p]);
-    }
-  }
-  s.keys_ = keys;
-  s.values_ = values;
-  s.AdoptPartitionInKeyOrder({0, bounds[r], bounds[r + 1], total});
 }
 
 struct WorkerResult {

@@ -12,6 +12,10 @@
 //                                             which must then be whole on every worker
 //   partitioned_permute OUT whole             an array serial code builds (whole), permuted
 //                                             into arrays only loops touch
+//   partitioned_permute OUT assign DOCWORD    tokens and their word order hand each other their
+//                                             values (assign_permuted) between sweeps that read
+//                                             their own rows, as LDA's sampler does; prints the
+//                                             bytes one value exchange sent ("assign bytes N")
 #include <tessera/tessera.h>
 
 #include <array>
@@ -104,6 +108,58 @@ int RunTokens(tessera::Context& ctx, const std::string& prefix, const std::strin
   return rc;
 }
 
+int RunAssign(tessera::Context& ctx, const std::string& prefix, const std::string& path) {
+  // Called here: the loader's call is the tokens' origin, which tessc binds.
+  auto loaded = tessera::load_docword(ctx, path, AsTokens());
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "load failed: %s\n", loaded.status().ToString().c_str());
+    return 1;
+  }
+  DistArray<int64_t, 3>& tokens = loaded->tokens;
+  tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) { v = k[0] * 7 + k[2]; });
+  auto tokens_w = tokens.permuted({1, 0, 2});
+  uint64_t one_exchange = 0;
+  for (int sweep = 0; sweep < 3; ++sweep) {
+    const uint64_t before = ctx.traffic().permuted;
+    tokens_w.assign_permuted(tokens, {1, 0, 2});
+    if (sweep == 2) one_exchange = ctx.traffic().permuted - before;
+    // Each token's new value depends on its word's row as the document sweep left it, and on
+    // its place in the row, so a value put in the wrong element shows in every digest after.
+    tessera::parallel_for(tokens_w, [&](const Key<3>& k, int64_t& v) {
+      const auto row = tokens_w.sparse_row(k[0]);
+      v = (v * 31 + row.value(0) + row.size() * (sweep + 1) + k[1]) % 1000000007;
+    });
+    tokens.assign_permuted(tokens_w, {1, 0, 2});
+    tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) {
+      const auto row = tokens.sparse_row(k[0]);
+      v = (v * 17 + row.value(row.size() - 1) + k[1] * (sweep + 2)) % 1000000007;
+    });
+  }
+  tokens_w.assign_permuted(tokens, {1, 0, 2});
+  std::printf("assign bytes %" PRIu64 "\n", one_exchange);
+  auto by_word = DistArray<int64_t, 1>::dense(ctx, {tokens_w.extent(0)});
+  tessera::Accumulator<double> checksum_w(ctx), count_w(ctx);
+  tessera::parallel_for(tokens_w, [&](const Key<3>& k, int64_t& v) {
+    by_word(k[0]) = (by_word(k[0]) * 3 + (k[1] + 1) * (k[2] + 1) + v) % 1000000007;
+    checksum_w += ElementHash(k[0], k[1], k[2], v);
+    count_w += 1;
+  });
+  auto by_doc = DistArray<int64_t, 1>::dense(ctx, {tokens.extent(0)});
+  tessera::Accumulator<double> checksum_d(ctx), count_d(ctx);
+  tessera::parallel_for(tokens, [&](const Key<3>& k, int64_t& v) {
+    by_doc(k[0]) = (by_doc(k[0]) * 3 + (k[1] + 1) * (k[2] + 1) + v) % 1000000007;
+    checksum_d += ElementHash(k[0], k[1], k[2], v);
+    count_d += 1;
+  });
+  int rc = Write(ctx, prefix, "w", tokens_w.shape(), tokens_w.nnz(), count_w.value(),
+                 checksum_w.value(), by_word);
+  if (rc == 0) {
+    rc = Write(ctx, prefix, "d", tokens.shape(), tokens.nnz(), count_d.value(), checksum_d.value(),
+               by_doc);
+  }
+  return rc;
+}
+
 int RunSerialUse(tessera::Context& ctx, const std::string& prefix, const std::string& path) {
   // Called here: the loader's call is the tokens' origin, which tessc binds.
   auto loaded = tessera::load_docword(ctx, path, AsTokens());
@@ -180,7 +236,7 @@ int RunWhole(tessera::Context& ctx, const std::string& prefix) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s OUT (tokens|serialuse|whole) [DOCWORD [nosave]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT (tokens|serialuse|assign|whole) [DOCWORD [nosave]]\n", argv[0]);
     return 2;
   }
   tessera::Context ctx(argc, argv);
@@ -188,5 +244,6 @@ int main(int argc, char** argv) {
   if (mode == "whole") return RunWhole(ctx, argv[1]);
   if (argc != 4 && !(argc == 5 && std::string(argv[4]) == "nosave")) return 2;
   if (mode == "serialuse") return RunSerialUse(ctx, argv[1], argv[3]);
+  if (mode == "assign") return RunAssign(ctx, argv[1], argv[3]);
   return RunTokens(ctx, argv[1], argv[3], /*save=*/argc == 4);
 }

@@ -183,6 +183,54 @@ TEST_F(PartitionedPermuteTest, EachTokenGoesOnceToItsWordsWorker) {
   }
 }
 
+// assign_permuted between the tokens and their word order, both partitioned, around sweeps that
+// read their own rows: every worker's digests equal the serial run's; each worker makes one plan
+// for the pair (used in both directions), nothing is gathered whole or moved, and after the plan
+// an exchange sends values alone, each at most once: all workers together at most 8 bytes per
+// token, plus each round's message headers.
+TEST_F(PartitionedPermuteTest, OrdersHandEachOtherTheirValuesWhereTheyLive) {
+  constexpr int kDocs = 150, kWords = 90;
+  const std::string path = WriteCorpus("docword.txt", kDocs, kWords, 7);
+  const int64_t tokens = WordOrderSums().first;
+  std::string log;
+  std::map<std::string, std::pair<std::string, std::string>> serial;
+  ASSERT_EQ(Run(0, 1, "assign", path, {"w", "d"}, &log, &serial), 0) << log;
+  EXPECT_NE(log.find("assign bytes 0\n"), std::string::npos) << log;
+  for (const auto& [workers, threads] :
+       std::vector<std::pair<int, int>>{{2, 1}, {3, 1}, {4, 1}, {2, 2}}) {
+    SCOPED_TRACE("workers " + std::to_string(workers) + " threads " + std::to_string(threads));
+    std::map<std::string, std::pair<std::string, std::string>> split;
+    ASSERT_EQ(Run(workers, threads, "assign", path, {"w", "d"}, &log, &split), 0) << log;
+    EXPECT_EQ(split["w"].first, serial["w"].first);
+    EXPECT_EQ(split["d"].first, serial["d"].first);
+    const auto [relayouts, gathers] = Moves(log);
+    EXPECT_EQ(gathers, 0) << log;
+    EXPECT_EQ(relayouts, 0) << log;
+    EXPECT_EQ(Count(log, "whole on every worker"), 0) << log;
+    const std::regex plan(
+        R"(\[worker (\d+)\].*assign_permuted #\d+ -> #\d+: plan made \(partitioned; (\d+) elements assigned here, plan \d+ B, (\d+) rounds)");
+    const std::regex bytes(R"(\[worker (\d+)\] assign bytes (\d+))");
+    std::map<int, std::pair<int64_t, int64_t>> planned;  // worker -> (elements, rounds)
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), plan); it != std::sregex_iterator();
+         ++it) {
+      EXPECT_EQ(planned.count(std::stoi((*it)[1])), 0u) << "one plan per worker: " << log;
+      planned[std::stoi((*it)[1])] = {std::stoll((*it)[2]), std::stoll((*it)[3])};
+    }
+    EXPECT_EQ(planned.size(), static_cast<size_t>(workers)) << log;
+    int reported = 0;
+    int64_t sent = 0, headers = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), bytes);
+         it != std::sregex_iterator(); ++it, ++reported) {
+      const int64_t mine = std::stoll((*it)[2]);
+      EXPECT_GT(mine, 0) << "worker " << (*it)[1];
+      sent += mine;
+      headers += 64 * planned[std::stoi((*it)[1])].second * workers;
+    }
+    EXPECT_EQ(reported, workers) << log;
+    EXPECT_LE(sent, 8 * tokens + headers) << log;
+  }
+}
+
 TEST_F(PartitionedPermuteTest, AWorkerMayHoldNoneOfTheResult) {
   // Two words only: at -w 4 two workers' ranges hold no token.
   const std::string path = WriteCorpus("two_words.txt", 60, 2, 9);

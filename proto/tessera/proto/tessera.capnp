@@ -268,6 +268,15 @@ struct RecordShipment {
   errorCode @2 :ErrorCode;
 }
 
+# DistArray::assign_permuted between partitioned arrays (runtime/src/assign_permuted.cc): one
+# round of one worker's elements for another. A plan's first exchange carries the elements'
+# permuted keys (the receiver finds where each belongs in its share); every later exchange carries
+# the values alone, in that same order.
+struct PermutedValues {
+  keys @0 :List(Int64);       # key components, rank per element; empty when values alone travel
+  values @1 :Data;            # raw values, element size per element; empty when keys travel
+}
+
 # One worker's count of stored elements per key value along one dimension, all-gathered and
 # summed to cut a partitioned array into equal-count key ranges.
 struct KeyCounts {

@@ -152,6 +152,13 @@ class Context {
   // the cause when a peer is gone or sends a malformed message.
   void PermuteInto(const internal::ArrayBase& source, const std::vector<int>& perm,
                    internal::ArrayBase& result);
+  // DistArray::assign_permuted: every element of the sparse `to` takes the value of the element of
+  // `from` its key permutes from (to key[d] = from key[perm[d]]), where the data lives, by a plan
+  // kept for the pair while neither array's layout changes (docs/runtime.md, "Permuted arrays").
+  // Collective in a distributed job; aborts naming the cause when the arrays do not hold the same
+  // elements, a peer is gone or sends a malformed message.
+  void AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
+                      const std::vector<int>& perm);
   // Guards against parallel_for inside a parallel_for body (not part of the model).
   bool EnterLoop();
   void ExitLoop();

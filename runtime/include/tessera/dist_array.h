@@ -464,6 +464,58 @@ class DistArray {
     return r;
   }
 
+  // Every element of this sparse array takes the value of the element of `source` whose key,
+  // permuted as `permuted` does, is its key: this[(k[perm[0]], ..., k[perm[N - 1]])] = source[k]
+  // for every key k of `source`. The keys stay as they are, only values move: the two orders of
+  // one data set (made by `permuted`) hand each other their values, e.g. before each sweep that
+  // reads the other order's values through its own elements:
+  //   tokens_w.assign_permuted(tokens, {1, 0, 2});   // (doc, word, j) -> (word, doc, j)
+  //   tokens.assign_permuted(tokens_w, {1, 0, 2});   // and back (this perm is its own inverse)
+  // REQUIRES: both sparse, this array's shape `source`'s under perm, and this array holding
+  // exactly the permuted keys of `source` (checked: a perm that is no permutation, another shape
+  // or an element without a counterpart aborts, naming it); code outside loop bodies.
+  // Cost: the first call for a pair of arrays makes a plan -- where each element's counterpart
+  // is, 4 bytes per element, kept while neither array's layout changes and used in both
+  // directions -- by one pass with a lookup per element (O(1) for keys in each row's order);
+  // every call then copies the values by it in O(nnz).
+  // Distributed (collective: every worker calls it at the same point, as SPMD serial code does):
+  // where both arrays are partitioned, each value goes once from its holder to the worker holding
+  // its counterpart, element size per value (a new plan's keys travel once), in bounded rounds,
+  // counted in Context::traffic().permuted, and both stay partitioned; where one is partitioned
+  // and the other whole, the partitioned one is gathered whole first (docs/runtime.md,
+  // "Permuted arrays").
+  void assign_permuted(const DistArray& source, const std::array<int, N>& perm,
+                       std::source_location loc = std::source_location::current()) {
+    CheckSparse();
+    source.CheckSparse();
+    TESSERA_CHECK_MSG(source.s_.get() != s_.get(),
+                      "DistArray::assign_permuted: an array cannot take its values from itself");
+    std::array<bool, N> seen{};
+    bool ok = true;
+    for (int d = 0; d < N; ++d) {
+      ok = ok && perm[d] >= 0 && perm[d] < N && !seen[perm[d]];
+      if (ok) seen[perm[d]] = true;
+      ok = ok && s_->shape_[d] == source.s_->shape_[perm[d]];
+    }
+    if (!ok) {
+      std::string given, shape, source_shape;
+      for (int d = 0; d < N; ++d) {
+        given += (d > 0 ? ", " : "") + std::to_string(perm[d]);
+        shape += (d > 0 ? ", " : "") + std::to_string(s_->shape_[d]);
+        source_shape += (d > 0 ? ", " : "") + std::to_string(source.s_->shape_[d]);
+      }
+      const std::string msg = "DistArray::assign_permuted(source, {" + given + "}) of a rank-" +
+                              std::to_string(N) + " array of shape (" + shape +
+                              "): perm must hold each of 0.." + std::to_string(N - 1) +
+                              " exactly once, and extent d must be the source's extent perm[d] "
+                              "(the source's shape is (" +
+                              source_shape + "))";
+      internal::CheckFailed(loc.file_name(), static_cast<int>(loc.line()), "a key permutation",
+                            msg.c_str());
+    }
+    s_->ctx_->AssignPermuted(*s_, *source.s_, std::vector<int>(perm.begin(), perm.end()));
+  }
+
   // --- For the runtime (parallel_for, executors). ---
   const internal::ArrayBase& base() const { return *s_; }
   // Calls body(key, value) for positions [begin, end) in order.

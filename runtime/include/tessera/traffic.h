@@ -14,17 +14,20 @@ struct Traffic {
   uint64_t repartition = 0;     // rows and records moved because a loop needs another layout
   uint64_t patches = 0;         // changes of replicated arrays sent to peers after steps
   uint64_t server_updates = 0;  // updates of relaxed and data-parallel arrays to the servers
+  uint64_t permuted = 0;        // DistArray::assign_permuted: values (and a plan's keys) sent to
+                                // the holders of the other order
 
-  uint64_t total() const { return rotation + repartition + patches + server_updates; }
+  uint64_t total() const { return rotation + repartition + patches + server_updates + permuted; }
   Traffic operator-(const Traffic& o) const {
     return {rotation - o.rotation, repartition - o.repartition, patches - o.patches,
-            server_updates - o.server_updates};
+            server_updates - o.server_updates, permuted - o.permuted};
   }
   Traffic& operator+=(const Traffic& o) {
     rotation += o.rotation;
     repartition += o.repartition;
     patches += o.patches;
     server_updates += o.server_updates;
+    permuted += o.permuted;
     return *this;
   }
 };

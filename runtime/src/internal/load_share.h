@@ -107,6 +107,13 @@ Result<Corpus> LoadDocwordPartitioned(
     DocwordShare share, ArrayOrigin origin, bool tokens,
     const std::function<std::string(int64_t doc, int64_t word)>& second_occurrence);
 
+// DocwordOptions::tokens: whether `tokens` tokens, 32 bytes each, split between `workers` workers,
+// fit in this machine's memory. A count of 2e9 in a file must end with this message, not with
+// std::bad_alloc: InvalidArgument naming `path`, the sizes and `what` (the largest count, when
+// known).
+Status CheckTokensFit(const std::string& path, uint64_t tokens, int workers,
+                      const std::string& what);
+
 // DocwordOptions::tokens of a whole corpus (a partitioned one makes its tokens as its entries
 // arrive, LoadDocwordPartitioned): replaces the elements of corpus->counts (created at `origin`)
 // by corpus->tokens, one element per token (data.h), and sets corpus->max_doc_length. The
