@@ -49,6 +49,10 @@ namespace {
 // A share is shipped in at least this many rounds (as the loaders and permuted do), so that
 // small arrays take the same path as large ones.
 constexpr size_t kMinRounds = 8;
+// At most this many bytes of values per worker and round: small messages reuse the allocator's
+// memory, where large ones are fresh pages whose faults cost more than the extra rounds (tuned in
+// bench/README.md, "The current -w 2 picture").
+constexpr size_t kRoundBytes = size_t{64} << 10;
 
 std::string KeyText(const int64_t* key, int rank) {
   std::string s = "(";
@@ -327,7 +331,9 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
     return Status::Internal(fmt::format("assign_permuted: array #{}'s shares end at {}, not at {}",
                                         b.id(), owners.bounds.back(), b.extent(owners.dim)));
   }
-  plan->round = std::clamp<size_t>((most + kMinRounds - 1) / kMinRounds, 1, options.round_elements);
+  const size_t most_per_round =
+      std::min(options.round_elements, std::max<size_t>(1, kRoundBytes / a.element_bytes()));
+  plan->round = std::clamp<size_t>((most + kMinRounds - 1) / kMinRounds, 1, most_per_round);
   plan->rounds = static_cast<int>((most + plan->round - 1) / plan->round);
   plan->to_b.resize(static_cast<size_t>(W));
   plan->received.assign(static_cast<size_t>(W), std::vector<uint32_t>(plan->rounds, 0));

@@ -44,8 +44,9 @@ struct AssignPermutedOptions {
   // Context::AllGather and AllToAll; empty for a process alone (then no array may be partitioned).
   AllGatherFn all_gather;
   AllToAllFn all_to_all;
-  // Elements of A a worker ships per round at most (keys when a plan is made, values after).
-  // Default: 2^19 (12 MiB of rank-3 keys, 4 MiB of int64 values).
+  // Elements of A a worker ships per round at most (keys when a plan is made, values after);
+  // rounds are smaller still where 64 KiB of values would be fewer elements (8Ki int64 values).
+  // Default: 2^19.
   size_t round_elements = size_t{1} << 19;
 };
 
