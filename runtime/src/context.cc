@@ -483,6 +483,9 @@ void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<i
 
 void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
                              const std::vector<int>& perm) {
+  TESSERA_CHECK_MSG(!impl_->in_loop,
+                    "DistArray::assign_permuted inside a parallel_for body: it copies whole arrays "
+                    "(collectively, in a distributed job); call it between loops");
   const bool job = impl_->distributed != nullptr && impl_->job.num_workers > 1;
   internal::AssignPermutedOptions options;
   if (job) {

@@ -141,6 +141,8 @@ TEST(AssignPermutedDeathTest, ArraysThatDoNotMatchAbortNamingWhy) {
                R"(do not hold the same elements: array #[0-9]+'s element \(0, 0, [0-9]\) has no counterpart)");
   auto dense = DistArray<double, 3>::dense(ctx, {5, 4, 3});
   EXPECT_DEATH(dense.assign_permuted(a, {1, 0, 2}), "sparse-only DistArray operation on a dense array");
+  EXPECT_DEATH(parallel_for(a, [&](const Key<3>&, double&) { b.assign_permuted(a, {1, 0, 2}); }),
+               "assign_permuted inside a parallel_for body");
 }
 
 // W simulated workers, each holding its share of A (split on key[0] by a_bounds) and of B = A
