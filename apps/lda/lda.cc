@@ -233,6 +233,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   for (int iter = 1; iter <= opt.iterations; ++iter) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
+    const tessera::Traffic traffic0 = ctx.traffic();
     tessera::Accumulator<int64_t> accepted(ctx);
     // WarpLDA's sweeps with delayed counts: every token is visited once per sweep. Before a
     // sweep, its order takes the values the other order's sweep left (assign_permuted), so the
@@ -397,6 +398,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     stats.elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
     stats.acceptance = static_cast<double>(accepted.value()) /
                        static_cast<double>(num_tokens * opt.mh_steps);
+    stats.sent = ctx.traffic() - traffic0;
     if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
   }
   if (!opt.model.save_model.empty() || !opt.vocab_path.empty()) {

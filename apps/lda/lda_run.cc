@@ -56,7 +56,15 @@ int ReportIteration(tessera::Context& ctx, const LdaOptions& opt, bool report,
         .set("tokens_per_cpu_s", s.tokens_per_cpu_s)
         .set("iteration_s", s.iteration_s)
         .set("elapsed_s", s.elapsed_s);
-    if (distributed) record.set("workers", ctx.job().num_workers);
+    if (distributed) {
+      // Worker 0's bytes by kind, as mf's metrics give them.
+      record.set("workers", ctx.job().num_workers)
+          .set("bytes_rotation", static_cast<int64_t>(s.sent.rotation))
+          .set("bytes_repartition", static_cast<int64_t>(s.sent.repartition))
+          .set("bytes_patches", static_cast<int64_t>(s.sent.patches))
+          .set("bytes_server_updates", static_cast<int64_t>(s.sent.server_updates))
+          .set("bytes_permuted", static_cast<int64_t>(s.sent.permuted));
+    }
     if (opt.data_parallel >= 0) record.set("data_parallel_staleness", opt.data_parallel);
     tessera::Status st = metrics->Write(record);
     if (!st.ok()) {

@@ -76,6 +76,7 @@ struct IterationStats {
   int iter = 0;
   std::optional<double> ll_per_token;
   double tokens_per_s = 0, tokens_per_cpu_s = 0, acceptance = 0, iteration_s = 0, elapsed_s = 0;
+  tessera::Traffic sent;  // what worker 0 sent during the iteration (distributed)
 };
 
 // Worker 0's progress line and metrics record of one iteration. 0, or the status every worker

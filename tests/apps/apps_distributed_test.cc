@@ -348,6 +348,17 @@ TEST_F(AppsDistributedTest, LdaWithTwoWorkersKeepsBothTokenOrdersPartitioned) {
   EXPECT_EQ(Count(dist.output, "plan made (partitioned"), 2) << dist.output;
   EXPECT_EQ(Count(dist.output, "whole on every worker"), 0) << dist.output;
   EXPECT_EQ(Count(dist.output, " 0 loops that needed them whole"), 2) << dist.output;
+  // Traffic per iteration (worker 0's): the sweeps' values go to the other order's holders,
+  // each once -- about half of the worker's tokens per sweep pair at -w 2, 8 bytes each, where
+  // the replicated orders sent the worker's whole half after each of the two sweeps -- and no
+  // patches. Iteration 1 also ships the plan's keys; iteration 10 hands the orders over once more
+  // for the log-likelihood.
+  for (size_t i = 1; i + 1 < d.size(); ++i) {
+    const int64_t permuted = d[i]["bytes_permuted"];
+    EXPECT_GT(permuted, 8 * 2205092 * 3 / 10) << d[i];
+    EXPECT_LT(permuted, 8 * 2205092 * 6 / 10) << d[i];
+    EXPECT_EQ(d[i]["bytes_patches"].get<int64_t>(), 0) << d[i];
+  }
 }
 
 // The same programs with --data-parallel 1: the SGD / sampling loop runs under the DataParallel
