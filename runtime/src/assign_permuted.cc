@@ -62,16 +62,19 @@ std::string KeyText(const int64_t* key, int rank) {
 
 // The elements of a sparse array's storage found by key: positions in key order (none stored when
 // the storage is in key order, as a loaded, permuted or key-sorted array is), where each key[0]
-// row starts among them, and per row where the last lookup ended, so that keys asked for in key
-// order within each row (A's elements in A's order, for B = A's other order) are found in O(1).
+// row starts among them, and per row and sender where that sender's last lookup ended, so that
+// keys each sender asks for in key order within each row (A's elements in A's order, for B = A's
+// other order) are found in O(1), however the senders' keys interleave.
 class KeyIndex {
  public:
-  // Rows [row_lo, row_hi) of key[0] may be held; others are not looked up.
-  KeyIndex(const ArrayBase& array, int64_t row_lo, int64_t row_hi)
+  // Rows [row_lo, row_hi) of key[0] may be held; others are not looked up. Lookups come from
+  // `senders` senders (0 .. senders - 1).
+  KeyIndex(const ArrayBase& array, int64_t row_lo, int64_t row_hi, int senders)
       : keys_(array.size() > 0 ? array.key_data() : nullptr),
         rank_(array.rank()),
         row_lo_(row_lo),
-        row_hi_(row_hi) {
+        row_hi_(row_hi),
+        senders_(static_cast<size_t>(senders)) {
     const int64_t n = array.size();
     bool sorted = true;
     for (int64_t p = 1; p < n && sorted; ++p) sorted = Less(p - 1, p);
@@ -90,16 +93,20 @@ class KeyIndex {
     int64_t below = 0;
     for (int64_t p = 0; p < n; ++p) below += Key(p)[0] < row_lo_;
     for (int64_t& s : row_start_) s += below;
-    hint_.assign(row_start_.begin(), row_start_.end() - 1);
+    hint_.resize((row_start_.size() - 1) * senders_);
+    for (size_t row = 0; row + 1 < row_start_.size(); ++row) {
+      for (size_t w = 0; w < senders_; ++w) hint_[row * senders_ + w] = row_start_[row];
+    }
   }
 
-  // The position of `key`, or -1 when the array holds no such element (here).
-  int64_t Find(const int64_t* key) {
+  // The position of `key` asked for by `sender`, or -1 when the array holds no such element
+  // (here).
+  int64_t Find(const int64_t* key, size_t sender) {
     const int64_t r = key[0];
     if (r < row_lo_ || r >= row_hi_) return -1;
     const size_t row = static_cast<size_t>(r - row_lo_);
     const int64_t lo = row_start_[row], hi = row_start_[row + 1];
-    int64_t& hint = hint_[row];
+    int64_t& hint = hint_[row * senders_ + sender];
     if (hint < hi && Equal(Sorted(hint), key)) return Sorted(hint++);
     int64_t first = lo, count = hi - lo;  // lower_bound over the row
     while (count > 0) {
@@ -130,6 +137,7 @@ class KeyIndex {
   const int64_t* keys_;
   int rank_;
   int64_t row_lo_, row_hi_;
+  size_t senders_;
   std::vector<int64_t> order_;
   std::vector<int64_t> row_start_;
   std::vector<int64_t> hint_;
@@ -271,7 +279,7 @@ Result<PermutedValuesPlanPtr> MakeLocalPlan(const ArrayBase& a, const ArrayBase&
   PermutedValuesPlanPtr plan = NewPlan(a, b, perm, false);
   const int64_t n = a.size();
   const size_t rank = static_cast<size_t>(a.rank());
-  KeyIndex index(b, 0, b.extent(0));
+  KeyIndex index(b, 0, b.extent(0), 1);
   std::vector<bool> hit(static_cast<size_t>(b.size()));
   std::vector<uint32_t>& to_b = plan->to_b.emplace_back();
   to_b.reserve(static_cast<size_t>(n));
@@ -280,7 +288,7 @@ Result<PermutedValuesPlanPtr> MakeLocalPlan(const ArrayBase& a, const ArrayBase&
   for (int64_t i = 0; i < n; ++i) {
     const int64_t* k = keys + static_cast<size_t>(i) * rank;
     for (size_t d = 0; d < rank; ++d) key[d] = k[perm[d]];
-    const int64_t p = index.Find(key.data());
+    const int64_t p = index.Find(key.data(), 0);
     if (p < 0) return NotInB(a, b, k, "");
     hit[static_cast<size_t>(p)] = true;
     to_b.push_back(Position32(p));
@@ -340,14 +348,14 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
   plan->sent.assign(static_cast<size_t>(W), std::vector<uint32_t>(plan->rounds, 0));
 
   const RecordPartition* share = b.record_partition();
-  KeyIndex index(b, owners.dim == 0 ? share->lo : 0, owners.dim == 0 ? share->hi : b.extent(0));
+  KeyIndex index(b, owners.dim == 0 ? share->lo : 0, owners.dim == 0 ? share->hi : b.extent(0), W);
   std::vector<bool> hit(static_cast<size_t>(b.size()));
   const int64_t n = a.size();
   const int64_t* keys = n > 0 ? a.key_data() : nullptr;
   std::vector<int64_t> key(rank);
   int64_t found = 0;
   auto place = [&](size_t from, const int64_t* k) -> Status {
-    const int64_t p = index.Find(k);
+    const int64_t p = index.Find(k, from);
     if (p < 0 || hit[static_cast<size_t>(p)]) {
       // Name the element as A holds it: the inverse permutation of the key B would hold.
       std::vector<int64_t> a_key(rank);
