@@ -446,17 +446,28 @@ std::optional<Status> Context::SavePartitioned(const internal::ArrayBase& array,
   return impl_->distributed->SavePartitioned(array, path, text);
 }
 
+namespace {
+
+// This worker's rank, the job's size and the Context's all-gather and all-to-all, into the
+// options of a collective (PermuteOptions, AssignPermutedOptions).
+template <typename Options>
+void SetCollectives(Context& ctx, Options* o) {
+  o->rank = ctx.job().rank;
+  o->num_workers = ctx.job().num_workers;
+  o->all_gather = [&ctx](std::string bytes) { return ctx.AllGather(std::move(bytes)); };
+  o->all_to_all = [&ctx](std::vector<std::string> to_each) {
+    return ctx.AllToAll(std::move(to_each));
+  };
+}
+
+}  // namespace
+
 void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<int>& perm,
                           internal::ArrayBase& result) {
   internal::PermuteOptions options;
   const bool job = impl_->distributed != nullptr && impl_->job.num_workers > 1;
   if (job) {
-    options.rank = impl_->job.rank;
-    options.num_workers = impl_->job.num_workers;
-    options.all_gather = [this](std::string bytes) { return AllGather(std::move(bytes)); };
-    options.all_to_all = [this](std::vector<std::string> to_each) {
-      return AllToAll(std::move(to_each));
-    };
+    SetCollectives(*this, &options);
     options.keep_partitioned = PartitionsLoadedArray(result.origin());
   }
   const auto start = std::chrono::steady_clock::now();
@@ -489,12 +500,7 @@ void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
   const bool job = impl_->distributed != nullptr && impl_->job.num_workers > 1;
   internal::AssignPermutedOptions options;
   if (job) {
-    options.rank = impl_->job.rank;
-    options.num_workers = impl_->job.num_workers;
-    options.all_gather = [this](std::string bytes) { return AllGather(std::move(bytes)); };
-    options.all_to_all = [this](std::vector<std::string> to_each) {
-      return AllToAll(std::move(to_each));
-    };
+    SetCollectives(*this, &options);
     // Values move between shares only when both arrays are partitioned; otherwise the
     // partitioned one is made whole (collective, as every worker gets here) and each worker
     // copies locally.

@@ -22,12 +22,6 @@
 namespace tessera::internal {
 namespace {
 
-ContextOptions Hermetic() {
-  ContextOptions o;
-  o.read_environment = false;
-  return o;
-}
-
 template <typename T, int N>
 ArrayStorage<T, N>& StorageOf(DistArray<T, N>& a) {
   return const_cast<ArrayStorage<T, N>&>(static_cast<const ArrayStorage<T, N>&>(a.base()));

@@ -27,12 +27,6 @@
 namespace tessera::internal {
 namespace {
 
-ContextOptions Hermetic() {
-  ContextOptions o;
-  o.read_environment = false;
-  return o;
-}
-
 template <int N>
 using Elements = std::vector<std::pair<Key<N>, double>>;
 

@@ -17,6 +17,13 @@
 
 namespace tessera::internal {
 
+// A Context that reads nothing from the environment.
+inline ContextOptions Hermetic() {
+  ContextOptions o;
+  o.read_environment = false;
+  return o;
+}
+
 // A sparse rank-3 array of `n` distinct random keys of shape {a, b, c}, stored in random order.
 inline DistArray<double, 3> RandomArray(Context& ctx, std::array<int64_t, 3> shape, int n, unsigned seed) {
   std::mt19937 rng(seed);
