@@ -21,6 +21,11 @@ namespace {
 // A share is shipped in at least this many rounds (as the loaders do), so that small arrays take
 // the same path as large ones.
 constexpr size_t kMinRounds = 8;
+// At most this many bytes of elements (keys and values) per worker and round: small messages
+// reuse the allocator's memory, where large ones are fresh pages whose faults cost more than the
+// extra rounds (as for assign_permuted; bench/README.md, "LDA and load_docword on a 22M-token
+// corpus").
+constexpr size_t kRoundBytes = size_t{64} << 10;
 
 // Elements on their way to one worker: permuted keys (rank each) and raw values.
 struct Outgoing {
@@ -171,7 +176,9 @@ Result<PermuteReport> PermuteRecords(const PermuteOptions& options, const ArrayB
     uint64_t most = 0;
     for (const std::vector<uint64_t>& s : *sizes) most = std::max(most, s[0]);
     const size_t round =
-        std::clamp<size_t>((most + kMinRounds - 1) / kMinRounds, 1, options.round_elements);
+        std::clamp<size_t>((most + kMinRounds - 1) / kMinRounds, 1,
+                           std::min(options.round_elements,
+                                    std::max<size_t>(1, kRoundBytes / (rank * 8 + bytes))));
     std::vector<int64_t> scratch;
     for (uint64_t begin = 0; begin < most; begin += round) {
       const int64_t first = std::min<int64_t>(static_cast<int64_t>(begin), n);

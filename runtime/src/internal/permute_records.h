@@ -37,8 +37,8 @@ struct PermuteOptions {
   AllToAllFn all_to_all;
   // The result may stay partitioned by its key[0] (Context::PartitionsLoadedArray of its origin).
   bool keep_partitioned = false;
-  // Elements a worker ships per round at most. Default: 2^18 (about 8 MiB of rank-3 int64
-  // elements in buffers and as many in messages).
+  // Elements a worker ships per round at most; rounds are smaller still where 64 KiB of keys and
+  // values would be fewer elements (2Ki rank-3 int64 elements). Default: 2^18.
   size_t round_elements = size_t{1} << 18;
 };
 
