@@ -29,8 +29,8 @@ struct PermutedValuesPlan {
   // to_b[s]: the positions in B (held here) of worker s's elements of A that belong here, in s's
   // storage order; local: to_b[0][i] for every position i of A.
   std::vector<std::vector<uint32_t>> to_b;
-  // Distributed: how many of to_b[s] round r brings (received[s][r]), and how many this worker's
-  // round r sends worker o (sent[o][r]).
+  // Distributed: how many of to_b[s] round r brings from another worker s (received[s][r]), and
+  // how many of this worker's round r belong to worker o (sent[o][r], this worker's own too).
   std::vector<std::vector<uint32_t>> received, sent;
 };
 
@@ -67,8 +67,9 @@ std::string KeyText(const int64_t* key, int rank) {
 // other order) are found in O(1), however the senders' keys interleave.
 class KeyIndex {
  public:
-  // Rows [row_lo, row_hi) of key[0] may be held; others are not looked up. Lookups come from
-  // `senders` senders (0 .. senders - 1).
+  // Every element's key[0] is in [row_lo, row_hi) (checked: a share's range, or the whole
+  // extent); keys of other rows are not found. Lookups come from `senders` senders (0 ..
+  // senders - 1).
   KeyIndex(const ArrayBase& array, int64_t row_lo, int64_t row_hi, int senders)
       : keys_(array.size() > 0 ? array.key_data() : nullptr),
         rank_(array.rank()),
@@ -86,13 +87,10 @@ class KeyIndex {
     row_start_.assign(static_cast<size_t>(row_hi_ - row_lo_) + 1, 0);
     for (int64_t p = 0; p < n; ++p) {
       const int64_t r = Key(p)[0];
-      if (r >= row_lo_ && r < row_hi_) ++row_start_[r - row_lo_ + 1];
+      TESSERA_CHECK_MSG(r >= row_lo_ && r < row_hi_, "KeyIndex: an element outside its rows");
+      ++row_start_[r - row_lo_ + 1];
     }
     for (size_t r = 1; r < row_start_.size(); ++r) row_start_[r] += row_start_[r - 1];
-    // A row's first sorted index: rows below row_lo (none in a share) come first.
-    int64_t below = 0;
-    for (int64_t p = 0; p < n; ++p) below += Key(p)[0] < row_lo_;
-    for (int64_t& s : row_start_) s += below;
     hint_.resize((row_start_.size() - 1) * senders_);
     for (size_t row = 0; row + 1 < row_start_.size(); ++row) {
       for (size_t w = 0; w < senders_; ++w) hint_[row * senders_ + w] = row_start_[row];
@@ -169,20 +167,14 @@ uint32_t Position32(int64_t p) {
   return static_cast<uint32_t>(p);
 }
 
-// Copies of one element of E bytes, by a constant size where it is a common one.
-template <size_t E>
-inline void CopyElement(char* to, const char* from) {
-  std::memcpy(to, from, E);
-}
-
 // out[j] = values[index[j]] (gather) or values[index[j]] = in[j] (scatter), for E-byte elements.
 template <size_t E>
 void GatherT(const char* values, const uint32_t* index, size_t n, char* out) {
-  for (size_t j = 0; j < n; ++j) CopyElement<E>(out + j * E, values + static_cast<size_t>(index[j]) * E);
+  for (size_t j = 0; j < n; ++j) std::memcpy(out + j * E, values + static_cast<size_t>(index[j]) * E, E);
 }
 template <size_t E>
 void ScatterT(char* values, const uint32_t* index, size_t n, const char* in) {
-  for (size_t j = 0; j < n; ++j) CopyElement<E>(values + static_cast<size_t>(index[j]) * E, in + j * E);
+  for (size_t j = 0; j < n; ++j) std::memcpy(values + static_cast<size_t>(index[j]) * E, in + j * E, E);
 }
 void Gather(const char* values, size_t e, const uint32_t* index, size_t n, char* out) {
   switch (e) {
@@ -383,7 +375,6 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
         out[o].insert(out[o].end(), key.begin(), key.end());
       }
     }
-    plan->received[me][r] = plan->sent[me][r];
     std::vector<std::string> messages(static_cast<size_t>(W));
     for (size_t w = 0; w < out.size(); ++w) {
       if (w == me) continue;
