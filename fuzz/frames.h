@@ -5,7 +5,6 @@
 #ifndef TESSERA_FUZZ_FRAMES_H_
 #define TESSERA_FUZZ_FRAMES_H_
 
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "tessera/transport/message.h"
+#include "tessera/transport/retry_on_signal.h"
 
 namespace tessera::fuzz {
 
@@ -45,42 +45,23 @@ inline std::string Encode(OutgoingMessage& msg) {
   return std::string(static_cast<const char*>(frame.data()), frame.size());
 }
 
-// Sends `frame` on `peer`, again when a signal interrupts the send: libFuzzer's timers interrupt
-// blocking calls (EINTR), which is no finding.
-inline void SendRetrying(zmq::socket_t& peer, zmq::message_t& frame) {
-  for (;;) {
-    try {
-      peer.send(frame, zmq::send_flags::none);
-      return;
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
-  }
-}
-
 // Sends `frames` then `sentinel` (whose request id is `sentinel_id`) on `peer`, and reads answers
 // until the sentinel's; aborts if it does not come within 10 s.
 inline void SendAndSync(zmq::socket_t& peer, const std::vector<std::string>& frames,
                         OutgoingMessage& sentinel, uint64_t sentinel_id) {
   for (const std::string& f : frames) {
     zmq::message_t frame(f.data(), f.size());
-    SendRetrying(peer, frame);
+    tessera::SendRetrying(peer, frame);
   }
   zmq::message_t last = sentinel.ToFrame();
-  SendRetrying(peer, last);
+  tessera::SendRetrying(peer, last);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   zmq::pollitem_t item{peer.handle(), 0, ZMQ_POLLIN, 0};
   while (std::chrono::steady_clock::now() < deadline) {
     // zmq_poll, not zmq::poll: libFuzzer's timers interrupt it (EINTR), which is no finding.
     if (zmq_poll(&item, 1, 100) <= 0) continue;
     zmq::message_t frame;
-    for (;;) {
-      try {
-        if (!peer.recv(frame, zmq::recv_flags::dontwait)) break;
-      } catch (const zmq::error_t& e) {
-        if (e.num() != EINTR) throw;
-        break;  // polled again
-      }
+    while (tessera::ReceiveRetrying(peer, frame, zmq::recv_flags::dontwait)) {
       auto msg = IncomingMessage::Parse(std::move(frame));
       if (msg.ok() && (*msg)->envelope().getRequestId() == sentinel_id) return;
     }

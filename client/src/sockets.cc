@@ -8,6 +8,7 @@
 
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/parts.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
 
@@ -130,7 +131,7 @@ void ClientSockets::Drain(std::vector<std::pair<int, zmq::message_t>>* received,
     if (ready != nullptr && !(*ready)[s + 1] && !used[s + 1] && !undrained_[s + 1]) continue;
     zmq::message_t frame;
     bool got = false;
-    while (SocketOf(s).recv(frame, zmq::recv_flags::dontwait)) {
+    while (ReceiveRetrying(SocketOf(s), frame, zmq::recv_flags::dontwait)) {
       received->emplace_back(s, std::move(frame));
       got = true;
       if (one_each) break;

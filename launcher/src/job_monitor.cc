@@ -6,6 +6,7 @@
 
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
 
@@ -59,7 +60,7 @@ void JobMonitor::Send(bool leaving) {
   hb.setHost(host_);
   hb.setSecret(SecretProof(secret_));
   hb.setLeaving(leaving);
-  (void)socket_.send(msg.ToFrame(), zmq::send_flags::dontwait);
+  (void)SendRetrying(socket_, msg.ToFrame(), zmq::send_flags::dontwait);
 }
 
 void JobMonitor::Leave() {
@@ -75,7 +76,7 @@ std::optional<JobFailure> JobMonitor::Poll(Clock::time_point now, const std::str
     next_send_ = now + timing_.interval;
   }
   zmq::message_t frame;
-  while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
+  while (ReceiveRetrying(socket_, frame, zmq::recv_flags::dontwait)) {
     auto msg = IncomingMessage::Parse(std::move(frame));
     if (!msg.ok()) {
       spdlog::warn("bad message from the coordinator: {}", msg.status().ToString());

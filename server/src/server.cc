@@ -17,6 +17,7 @@
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/join.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/router.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
@@ -158,7 +159,7 @@ void Server::Impl::Loop() {
       }
       if (coordinator_may_have_input) {
         zmq::message_t frame;
-        if (coordinator_.recv(frame, zmq::recv_flags::dontwait)) {
+        if (ReceiveRetrying(coordinator_, frame, zmq::recv_flags::dontwait)) {
           HandleCoordinator(std::move(frame));
         } else {
           coordinator_may_have_input = false;

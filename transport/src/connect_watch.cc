@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/waker.h"
 
 namespace tessera {
@@ -43,9 +44,9 @@ std::optional<Status> ConnectWatch::Check() {
   const Clock::time_point now = Clock::now();
   for (Watched& w : watched_) {
     zmq::message_t event;
-    while (w.events.recv(event, zmq::recv_flags::dontwait)) {
+    while (ReceiveRetrying(w.events, event, zmq::recv_flags::dontwait)) {
       zmq::message_t address;
-      if (event.more()) (void)w.events.recv(address, zmq::recv_flags::dontwait);
+      if (event.more()) (void)ReceiveRetrying(w.events, address, zmq::recv_flags::dontwait);
       if (event.size() < sizeof(uint16_t)) continue;
       uint16_t id = 0;
       std::memcpy(&id, event.data(), sizeof(id));

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "tessera/transport/retry_on_signal.h"
+
 namespace tessera {
 namespace {
 
@@ -56,9 +58,9 @@ int HandshakeWatch::fd() { return events_.get(zmq::sockopt::fd); }
 
 void HandshakeWatch::Drain(const EventHandler& other) {
   zmq::message_t event;
-  while (events_.recv(event, zmq::recv_flags::dontwait)) {
+  while (ReceiveRetrying(events_, event, zmq::recv_flags::dontwait)) {
     zmq::message_t address;
-    if (event.more()) (void)events_.recv(address, zmq::recv_flags::dontwait);
+    if (event.more()) (void)ReceiveRetrying(events_, address, zmq::recv_flags::dontwait);
     if (event.size() < 6) continue;
     uint16_t id = 0;
     uint32_t value = 0;

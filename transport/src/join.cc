@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "tessera/transport/message.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
 
@@ -110,7 +111,7 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const std::string& end
     char host[256] = {};
     r.setHost(::gethostname(host, sizeof(host) - 1) == 0 ? host : "?");
   }
-  coordinator.send(reg.ToFrame(), zmq::send_flags::none);
+  SendRetrying(coordinator, reg.ToFrame(), zmq::send_flags::none);
 
   zmq::pollitem_t item{coordinator.handle(), 0, ZMQ_POLLIN, 0};
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -139,7 +140,7 @@ Result<JobMembership> JoinJob(zmq::socket_t& coordinator, const std::string& end
                           "another secret cannot connect)"));
   }
   zmq::message_t frame;
-  (void)coordinator.recv(frame, zmq::recv_flags::none);
+  (void)ReceiveRetrying(coordinator, frame, zmq::recv_flags::none);
   auto msg = IncomingMessage::Parse(std::move(frame));
   if (!msg.ok()) return msg.status();
   try {

@@ -15,6 +15,7 @@
 #include "tessera/common/logging.h"
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
 #include "tessera/transport/waker.h"
@@ -147,7 +148,7 @@ class LivenessAgent::Impl {
     hb.setLeaving(leaving);
     // Never blocks: the queue is unbounded, and a coordinator that does not read is caught by
     // the silence check, not by a stuck send.
-    (void)socket_.send(msg.ToFrame(), zmq::send_flags::dontwait);
+    (void)SendRetrying(socket_, msg.ToFrame(), zmq::send_flags::dontwait);
   }
 
   void Fail(const std::string& reason, int exit_code) {
@@ -202,9 +203,9 @@ class LivenessAgent::Impl {
     if (!watching_connection_) return;
     bool connected = heard_once_.load(std::memory_order_acquire);
     zmq::message_t event;
-    while (connect_events_.recv(event, zmq::recv_flags::dontwait)) {
+    while (ReceiveRetrying(connect_events_, event, zmq::recv_flags::dontwait)) {
       zmq::message_t address;
-      if (event.more()) (void)connect_events_.recv(address, zmq::recv_flags::dontwait);
+      if (event.more()) (void)ReceiveRetrying(connect_events_, address, zmq::recv_flags::dontwait);
       if (event.size() < sizeof(uint16_t)) continue;
       uint16_t id = 0;
       std::memcpy(&id, event.data(), sizeof(id));
@@ -244,7 +245,7 @@ class LivenessAgent::Impl {
       if (items[1].revents & ZMQ_POLLIN) waker_.Drain();
       now = Clock::now();
       zmq::message_t frame;
-      while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
+      while (ReceiveRetrying(socket_, frame, zmq::recv_flags::dontwait)) {
         if (!Handle(std::move(frame), now)) return;
       }
       if (!heard_once_.load(std::memory_order_acquire) && joined_.load(std::memory_order_acquire)) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessera/transport/frame_handover.h"
+#include "tessera/transport/retry_on_signal.h"
 
 namespace tessera {
 namespace {
@@ -25,7 +26,7 @@ bool SendInParts(zmq::socket_t& socket, zmq::message_t frame, zmq::send_flags fl
   const size_t part = static_cast<size_t>(part_bytes);
   if (frame.size() <= part) {
     MarkFrameSent(frame);
-    return socket.send(frame, flags).has_value();
+    return SendRetrying(socket, frame, flags);
   }
   const auto whole = std::make_shared<zmq::message_t>(std::move(frame));
   auto* bytes = static_cast<char*>(whole->data());
@@ -37,7 +38,7 @@ bool SendInParts(zmq::socket_t& socket, zmq::message_t frame, zmq::send_flags fl
     const bool last = at + n == size;
     const auto piece_flags = last ? flags : flags | zmq::send_flags::sndmore;
     // Only a message's first frame can find the queue full: the rest follow it.
-    if (!socket.send(piece, piece_flags)) return false;
+    if (!SendRetrying(socket, piece, piece_flags)) return false;
   }
   return true;
 }
@@ -51,7 +52,8 @@ Result<zmq::message_t> ReceiveRest(zmq::socket_t& socket, zmq::message_t first, 
   parts.push_back(std::move(first));
   while (more) {
     zmq::message_t next;
-    if (!socket.recv(next, zmq::recv_flags::dontwait)) break;  // the socket closed under us
+    if (!ReceiveRetrying(socket, next, zmq::recv_flags::dontwait))
+      break;  // the socket closed under us
     more = next.more();
     ++frames;
     total += next.size();

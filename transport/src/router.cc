@@ -4,16 +4,18 @@
 
 #include "tessera/transport/frame_handover.h"
 #include "tessera/transport/parts.h"
+#include "tessera/transport/retry_on_signal.h"
 
 namespace tessera {
 
 std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router, int64_t join_up_to) {
   RoutedFrame frame;
   zmq::message_t identity;
-  if (!router.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
+  if (!ReceiveRetrying(router, identity, zmq::recv_flags::dontwait)) return std::nullopt;
   frame.identity = identity.to_string();
   // A ROUTER always delivers the identity and at least one more frame together.
-  if (!identity.more() || !router.recv(frame.payload, zmq::recv_flags::none)) return frame;
+  if (!identity.more() || !ReceiveRetrying(router, frame.payload, zmq::recv_flags::none))
+    return frame;
   if (const char* fd = zmq_msg_gets(frame.payload.handle(), "__fd"); fd != nullptr) {
     frame.fd = std::atoi(fd);
   }
@@ -30,7 +32,7 @@ std::optional<RoutedFrame> TryReceiveRouted(zmq::socket_t& router, int64_t join_
   while (frame.payload.more()) {
     frame.multipart = true;
     zmq::message_t extra;
-    (void)router.recv(extra, zmq::recv_flags::none);
+    (void)ReceiveRetrying(router, extra, zmq::recv_flags::none);
     if (!extra.more()) break;
   }
   return frame;
@@ -49,10 +51,10 @@ Status SendRouted(zmq::socket_t& router, const std::string& identity, zmq::messa
   MarkFrameSent(frame);  // it may have been built elsewhere than by ToFrame
   try {
     // Only a message's first frame can find the queue full: the rest follow it.
-    if (!router.send(zmq::buffer(identity), flags | zmq::send_flags::sndmore)) {
+    if (!SendRetrying(router, zmq::buffer(identity), flags | zmq::send_flags::sndmore)) {
       return Status::FailedPrecondition("queue full");
     }
-    router.send(frame, flags);
+    SendRetrying(router, frame, flags);
     return Status::Ok();
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(e.what());

@@ -7,6 +7,7 @@
 
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/message.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/waker.h"
 
@@ -32,7 +33,7 @@ class ServerTables::Impl {
     }
     OutgoingMessage q(0, ++request_id_);
     q.envelope().getBody().initMembershipQuery().setSecret(proof_);
-    socket.send(q.ToFrame(), zmq::send_flags::none);
+    SendRetrying(socket, q.ToFrame(), zmq::send_flags::none);
     Result<std::unique_ptr<IncomingMessage>> reply = Receive(socket, "the coordinator");
     if (!reply.ok()) return reply.status();
     auto body = (*reply)->envelope().getBody();
@@ -62,7 +63,7 @@ class ServerTables::Impl {
       save.setCheckpoint(checkpoint);
       auto names = save.initTables(static_cast<unsigned>(tables.size()));
       for (unsigned i = 0; i < tables.size(); ++i) names.set(i, tables[i]);
-      s.send(m.ToFrame(), zmq::send_flags::none);
+      SendRetrying(s, m.ToFrame(), zmq::send_flags::none);
     }
     std::vector<FileRecord> files;
     for (size_t i = 0; i < servers_.size(); ++i) {
@@ -104,7 +105,7 @@ class ServerTables::Impl {
         list[i].setBytes(files[i].bytes);
         list[i].setCrc32(files[i].crc32);
       }
-      s.send(m.ToFrame(), zmq::send_flags::none);
+      SendRetrying(s, m.ToFrame(), zmq::send_flags::none);
     }
     for (size_t i = 0; i < servers_.size(); ++i) {
       const std::string who = fmt::format("server {}", i);
@@ -146,7 +147,7 @@ class ServerTables::Impl {
       }
       if (PollItems(&item, 1, left) == 0) continue;
       zmq::message_t frame;
-      if (!socket.recv(frame, zmq::recv_flags::dontwait)) continue;
+      if (!ReceiveRetrying(socket, frame, zmq::recv_flags::dontwait)) continue;
       Result<std::unique_ptr<IncomingMessage>> msg = IncomingMessage::Parse(std::move(frame));
       if (!msg.ok()) return msg.status();
       if ((*msg)->envelope().getRequestId() == request_id_ ||
