@@ -49,10 +49,11 @@ namespace {
 // A share is shipped in at least this many rounds (as the loaders and permuted do), so that
 // small arrays take the same path as large ones.
 constexpr size_t kMinRounds = 8;
-// At most this many bytes of values per worker and round: small messages reuse the allocator's
-// memory, where large ones are fresh pages whose faults cost more than the extra rounds (tuned in
-// bench/README.md, "The current -w 2 picture").
-constexpr size_t kRoundBytes = size_t{64} << 10;
+// At most this many bytes of values per worker and round: below a worker's mmap threshold
+// (distributed/malloc_policy.h), so that messages come from the heap, not from fresh mappings
+// whose page faults cost more than fewer rounds save (tuned in bench/README.md, "The current -w 2
+// picture").
+constexpr size_t kRoundBytes = size_t{512} << 10;
 
 std::string KeyText(const int64_t* key, int rank) {
   std::string s = "(";
@@ -109,8 +110,8 @@ class KeyIndex {
     int64_t first = lo, count = hi - lo;  // lower_bound over the row
     while (count > 0) {
       const int64_t step = count / 2;
-      if (std::lexicographical_compare(Key(Sorted(first + step)) + 1, Key(Sorted(first + step)) + rank_,
-                                       key + 1, key + rank_)) {
+      if (std::lexicographical_compare(Key(Sorted(first + step)) + 1,
+                                       Key(Sorted(first + step)) + rank_, key + 1, key + rank_)) {
         first += step + 1;
         count -= step + 1;
       } else {
@@ -154,7 +155,8 @@ Status Uncovered(const ArrayBase& b, const std::vector<bool>& hit) {
   return Status::Ok();
 }
 
-Status NotInB(const ArrayBase& a, const ArrayBase& b, const int64_t* a_key, const std::string& where) {
+Status NotInB(const ArrayBase& a, const ArrayBase& b, const int64_t* a_key,
+              const std::string& where) {
   return Status::InvalidArgument(fmt::format(
       "the arrays do not hold the same elements: array #{}'s element {} has no counterpart in "
       "array #{}{}",
@@ -170,44 +172,43 @@ uint32_t Position32(int64_t p) {
 // out[j] = values[index[j]] (gather) or values[index[j]] = in[j] (scatter), for E-byte elements.
 template <size_t E>
 void GatherT(const char* values, const uint32_t* index, size_t n, char* out) {
-  for (size_t j = 0; j < n; ++j) std::memcpy(out + j * E, values + static_cast<size_t>(index[j]) * E, E);
+  for (size_t j = 0; j < n; ++j)
+    std::memcpy(out + j * E, values + static_cast<size_t>(index[j]) * E, E);
 }
 template <size_t E>
 void ScatterT(char* values, const uint32_t* index, size_t n, const char* in) {
-  for (size_t j = 0; j < n; ++j) std::memcpy(values + static_cast<size_t>(index[j]) * E, in + j * E, E);
+  for (size_t j = 0; j < n; ++j)
+    std::memcpy(values + static_cast<size_t>(index[j]) * E, in + j * E, E);
 }
 void Gather(const char* values, size_t e, const uint32_t* index, size_t n, char* out) {
   switch (e) {
-    case 4: return GatherT<4>(values, index, n, out);
-    case 8: return GatherT<8>(values, index, n, out);
+    case 4:
+      return GatherT<4>(values, index, n, out);
+    case 8:
+      return GatherT<8>(values, index, n, out);
     default:
-      for (size_t j = 0; j < n; ++j) std::memcpy(out + j * e, values + static_cast<size_t>(index[j]) * e, e);
+      for (size_t j = 0; j < n; ++j)
+        std::memcpy(out + j * e, values + static_cast<size_t>(index[j]) * e, e);
   }
 }
 void Scatter(char* values, size_t e, const uint32_t* index, size_t n, const char* in) {
   switch (e) {
-    case 4: return ScatterT<4>(values, index, n, in);
-    case 8: return ScatterT<8>(values, index, n, in);
+    case 4:
+      return ScatterT<4>(values, index, n, in);
+    case 8:
+      return ScatterT<8>(values, index, n, in);
     default:
-      for (size_t j = 0; j < n; ++j) std::memcpy(values + static_cast<size_t>(index[j]) * e, in + j * e, e);
+      for (size_t j = 0; j < n; ++j)
+        std::memcpy(values + static_cast<size_t>(index[j]) * e, in + j * e, e);
   }
 }
 
 std::string EncodeKeys(const std::vector<int64_t>& keys) {
   capnp::MallocMessageBuilder message(
       static_cast<unsigned>(std::min<size_t>(16 + keys.size(), 1u << 28)));
-  auto list = message.initRoot<proto::PermutedValues>().initKeys(static_cast<unsigned>(keys.size()));
+  auto list =
+      message.initRoot<proto::PermutedValues>().initKeys(static_cast<unsigned>(keys.size()));
   for (size_t i = 0; i < keys.size(); ++i) list.set(static_cast<unsigned>(i), keys[i]);
-  return FlattenMessage(message);
-}
-
-// A PermutedValues message of n values of e bytes, filled by fill(out).
-template <typename Fill>
-std::string EncodeValues(size_t n, size_t e, Fill fill) {
-  capnp::MallocMessageBuilder message(
-      static_cast<unsigned>(std::min<size_t>(16 + n * e / 8, 1u << 28)));
-  auto data = message.initRoot<proto::PermutedValues>().initValues(static_cast<unsigned>(n * e));
-  fill(reinterpret_cast<char*>(data.begin()));
   return FlattenMessage(message);
 }
 
@@ -225,23 +226,6 @@ Status ReadKeys(const std::string& bytes, int from, size_t rank, Use use) {
               from, list.size(), m.getValues().size(), rank));
         }
         return use(list);
-      });
-}
-
-// Worker `from`'s PermutedValues of `expected` values of e bytes each: use(values).
-template <typename Use>
-Status ReadValues(const std::string& bytes, int from, size_t e, size_t expected, Use use) {
-  return WithPeerMessage<proto::PermutedValues>(
-      bytes, fmt::format("permuted values from worker {}", from),
-      [&](proto::PermutedValues::Reader m) -> Status {
-        const auto values = m.getValues();
-        if (m.getKeys().size() != 0 || values.size() != expected * e) {
-          return Status::DataLoss(fmt::format(
-              "worker {} sent {} value bytes and {} key components where {} values of {} bytes "
-              "belong (the plan both workers made says so)",
-              from, values.size(), m.getKeys().size(), expected, e));
-        }
-        return use(reinterpret_cast<const char*>(values.begin()));
       });
 }
 
@@ -318,7 +302,8 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
   uint64_t most = 0;
   for (int w = 0; w < W; ++w) {
     const auto& s = all[static_cast<size_t>(w)];
-    if (static_cast<int>(s[1]) != owners.dim || static_cast<int64_t>(s[2]) != owners.bounds.back()) {
+    if (static_cast<int>(s[1]) != owners.dim ||
+        static_cast<int64_t>(s[2]) != owners.bounds.back()) {
       return Status::Internal(fmt::format(
           "assign_permuted: array #{}'s shares are not consecutive ranges of one dimension in "
           "rank order (worker {}: dim {}, [{}, {}))",
@@ -387,8 +372,7 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
     for (size_t w = 0; w < got->size(); ++w) {
       if (w == me) continue;
       TESSERA_RETURN_IF_ERROR(ReadKeys(
-          (*got)[w], static_cast<int>(w), rank,
-          [&](capnp::List<int64_t>::Reader list) -> Status {
+          (*got)[w], static_cast<int>(w), rank, [&](capnp::List<int64_t>::Reader list) -> Status {
             plan->received[w][r] = static_cast<uint32_t>(list.size() / rank);
             for (unsigned i = 0; i < list.size(); i += static_cast<unsigned>(rank)) {
               for (size_t d = 0; d < rank; ++d) key[d] = list[i + static_cast<unsigned>(d)];
@@ -405,7 +389,9 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
   return plan;
 }
 
-// One exchange of values under a distributed plan, A -> B or B -> A.
+// One exchange of values under a distributed plan, A -> B or B -> A. Values travel raw (the plan
+// says how many and in which order), each round written straight into its message and read where
+// it arrived.
 Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValuesPlan& plan,
                        ArrayBase& a, ArrayBase& b, bool a_to_b, AssignPermutedReport* report) {
   const int W = options.num_workers;
@@ -416,102 +402,86 @@ Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValue
   const int64_t n = a.size();
   const int64_t* keys = n > 0 ? a.key_data() : nullptr;
   const size_t owner_component = static_cast<size_t>(plan.perm[plan.owners.dim]);
-  std::vector<size_t> cursor(static_cast<size_t>(W), 0);  // into to_b[s]
+  auto owner = [&](int64_t i) {
+    return OwnerOf(plan.owners, keys[static_cast<size_t>(i) * rank + owner_component]);
+  };
+  // A's positions of round r.
+  auto first_of = [&](int r) { return std::min<int64_t>(static_cast<int64_t>(r * plan.round), n); };
+  // Where the next values of to_b[s] are, apart for writing and reading: rounds are written
+  // ahead of being read.
+  std::vector<size_t> write_cursor(static_cast<size_t>(W), 0),
+      read_cursor(static_cast<size_t>(W), 0);
   std::vector<size_t> fill(static_cast<size_t>(W));
-  for (int r = 0; r < plan.rounds; ++r) {
-    const int64_t first = std::min<int64_t>(static_cast<int64_t>(r * plan.round), n);
-    const int64_t last = std::min<int64_t>(static_cast<int64_t>((r + 1) * plan.round), n);
-    auto owner = [&](int64_t i) {
-      return OwnerOf(plan.owners, keys[static_cast<size_t>(i) * rank + owner_component]);
-    };
-    std::vector<std::string> messages(static_cast<size_t>(W));
-    if (a_to_b) {
-      // A's values in A's order, to the holder of each one's B element, written straight into
-      // each holder's message; this worker's own go straight into place.
-      std::vector<std::unique_ptr<capnp::MallocMessageBuilder>> builders(static_cast<size_t>(W));
-      std::vector<char*> out(static_cast<size_t>(W), nullptr);
-      for (size_t w = 0; w < builders.size(); ++w) {
-        fill[w] = 0;
-        if (w == me) continue;
-        const size_t count = plan.sent[w][r];
-        builders[w] = std::make_unique<capnp::MallocMessageBuilder>(
-            static_cast<unsigned>(std::min<size_t>(16 + count * e / 8, 1u << 28)));
-        out[w] = reinterpret_cast<char*>(builders[w]
-                                             ->initRoot<proto::PermutedValues>()
-                                             .initValues(static_cast<unsigned>(count * e))
-                                             .begin());
-      }
-      for (int64_t i = first; i < last; ++i) {
+  RoundsSpec spec;
+  spec.rounds = plan.rounds;
+  // A -> B: A's holder sends its elements' values (sent); B's holder takes them (received).
+  // B -> A: the other way round.
+  const auto& out_counts = a_to_b ? plan.sent : plan.received;
+  const auto& in_counts = a_to_b ? plan.received : plan.sent;
+  spec.bytes_to = [&](int r, int w) { return out_counts[static_cast<size_t>(w)][r] * e; };
+  spec.bytes_from = [&](int r, int w) { return in_counts[static_cast<size_t>(w)][r] * e; };
+  if (a_to_b) {
+    // A's values in A's order, to the holder of each one's B element; this worker's own go
+    // straight into place.
+    spec.write = [&](int r, const std::vector<char*>& to) -> Status {
+      std::fill(fill.begin(), fill.end(), 0);
+      for (int64_t i = first_of(r), last = first_of(r + 1); i < last; ++i) {
         const size_t o = owner(i);
         const char* v = av + static_cast<size_t>(i) * e;
         if (o == me) {
-          std::memcpy(bv + static_cast<size_t>(plan.to_b[me][cursor[me]++]) * e, v, e);
+          std::memcpy(bv + static_cast<size_t>(plan.to_b[me][write_cursor[me]++]) * e, v, e);
         } else {
           if (fill[o] >= plan.sent[o][r]) {
             return Status::Internal("assign_permuted: a round holds more elements than its plan");
           }
-          std::memcpy(out[o] + fill[o]++ * e, v, e);
+          std::memcpy(to[o] + fill[o]++ * e, v, e);
         }
       }
-      for (size_t w = 0; w < builders.size(); ++w) {
-        if (w == me) continue;
-        messages[w] = FlattenMessage(*builders[w]);
-        builders[w].reset();
-        report->bytes_sent += messages[w].size();
-      }
-    } else {
-      // Each A holder's values, gathered from this worker's share of B in that worker's order.
-      for (size_t w = 0; w < messages.size(); ++w) {
+      return Status::Ok();
+    };
+    spec.read = [&](int r, const std::vector<std::span<const char>>& from) {
+      for (size_t w = 0; w < from.size(); ++w) {
         if (w == me) continue;
         const size_t count = plan.received[w][r];
-        messages[w] = EncodeValues(count, e, [&](char* to) {
-          Gather(bv, e, plan.to_b[w].data() + cursor[w], count, to);
-        });
-        cursor[w] += count;
-        report->bytes_sent += messages[w].size();
+        Scatter(bv, e, plan.to_b[w].data() + read_cursor[w], count, from[w].data());
+        read_cursor[w] += count;
       }
-    }
-    Result<std::vector<std::string>> got = options.all_to_all(std::move(messages));
-    if (!got.ok()) return got.status();
-    if (a_to_b) {
-      for (size_t w = 0; w < got->size(); ++w) {
+      return Status::Ok();
+    };
+  } else {
+    // Each A holder's values, gathered from this worker's share of B in that worker's order.
+    spec.write = [&](int r, const std::vector<char*>& to) {
+      for (size_t w = 0; w < to.size(); ++w) {
         if (w == me) continue;
         const size_t count = plan.received[w][r];
-        TESSERA_RETURN_IF_ERROR(ReadValues((*got)[w], static_cast<int>(w), e, count,
-                                           [&](const char* values) -> Status {
-                                               Scatter(bv, e, plan.to_b[w].data() + cursor[w],
-                                                       count, values);
-                                               return Status::Ok();
-                                             }));
-        cursor[w] += count;
-        std::string().swap((*got)[w]);
+        Gather(bv, e, plan.to_b[w].data() + write_cursor[w], count, to[w]);
+        write_cursor[w] += count;
       }
-    } else {
-      // The values for this round's elements of A, from each holder in A's order.
-      std::vector<std::vector<char>> from(static_cast<size_t>(W));
-      for (size_t w = 0; w < got->size(); ++w) {
-        fill[w] = 0;
-        if (w == me) continue;
-        const size_t count = plan.sent[w][r];
-        TESSERA_RETURN_IF_ERROR(ReadValues((*got)[w], static_cast<int>(w), e, count,
-                                           [&](const char* values) {
-                                               from[w].assign(values, values + count * e);
-                                               return Status::Ok();
-                                             }));
-        std::string().swap((*got)[w]);
-      }
-      for (int64_t i = first; i < last; ++i) {
+      return Status::Ok();
+    };
+    // The values for this round's elements of A, from each holder in A's order.
+    spec.read = [&](int r, const std::vector<std::span<const char>>& from) {
+      std::fill(fill.begin(), fill.end(), 0);
+      for (int64_t i = first_of(r), last = first_of(r + 1); i < last; ++i) {
         const size_t o = owner(i);
         char* v = av + static_cast<size_t>(i) * e;
         if (o == me) {
-          std::memcpy(v, bv + static_cast<size_t>(plan.to_b[me][cursor[me]++]) * e, e);
+          std::memcpy(v, bv + static_cast<size_t>(plan.to_b[me][read_cursor[me]++]) * e, e);
         } else {
           std::memcpy(v, from[o].data() + fill[o]++ * e, e);
         }
       }
-    }
-    ++report->rounds;
+      return Status::Ok();
+    };
   }
+  for (size_t w = 0; w < static_cast<size_t>(W); ++w) {
+    if (w == me) continue;
+    for (int r = 0; r < plan.rounds; ++r) report->bytes_sent += out_counts[w][r] * e;
+  }
+  TESSERA_RETURN_IF_ERROR(options.exchange_rounds ? options.exchange_rounds(spec)
+                                                  : ExchangeRoundsByAllToAll(
+                                                        options.all_to_all, options.rank, W, spec));
+  report->rounds += plan.rounds;
   return Status::Ok();
 }
 
@@ -545,10 +515,9 @@ Result<AssignPermutedReport> AssignPermuted(const AssignPermutedOptions& options
   // Every worker must agree that its plan is current, and learns B's shares and A's sizes.
   const RecordPartition* share = b.record_partition();
   Result<std::vector<std::vector<uint64_t>>> all = AllGatherCounts(
-      options.all_gather,
-      {Current(plan->get(), a, b, perm, true) ? 1u : 0u, static_cast<uint64_t>(share->dim),
-       static_cast<uint64_t>(share->lo), static_cast<uint64_t>(share->hi),
-       static_cast<uint64_t>(a.size())});
+      options.all_gather, {Current(plan->get(), a, b, perm, true) ? 1u : 0u,
+                           static_cast<uint64_t>(share->dim), static_cast<uint64_t>(share->lo),
+                           static_cast<uint64_t>(share->hi), static_cast<uint64_t>(a.size())});
   if (!all.ok()) return all.status();
   bool current = true;
   for (const auto& w : *all) current = current && w[0] == 1;

@@ -3,9 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -129,15 +129,15 @@ namespace {
 // The distributed executor for a launched worker, from the launcher's environment
 // (docs/operations.md); aborts with the reason when the job cannot be joined, because running
 // the program alone would silently compute something else.
-std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(Context& ctx, int threads,
-                                                                  std::shared_ptr<spdlog::logger> log) {
+std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(
+    Context& ctx, int threads, std::shared_ptr<spdlog::logger> log) {
   Result<std::optional<JobEnvironment>> env = JobEnvironmentFromEnv();
   if (!env.ok()) {
     internal::CheckFailed(__FILE__, __LINE__, "joining the job:", env.status().ToString().c_str());
   }
   TESSERA_CHECK_MSG(env->has_value(), "launched as a worker without TESSERA_COORDINATOR");
   const JobEnvironment& job = **env;
-  log->info("{}", internal::FixWorkerMmapThreshold());
+  log->info("{}", internal::SetWorkerMallocPolicy());
   internal::DistributedExecutorOptions o;
   o.rank = job.rank;
   o.num_workers = job.num_workers;
@@ -168,8 +168,8 @@ CheckpointOptions CheckpointOptionsFromEnvironment() {
     char* end = nullptr;
     o.interval_seconds = std::strtod(interval.c_str(), &end);
     if (end == interval.c_str() || *end != '\0' || !(o.interval_seconds >= 0)) {
-      const std::string why = "TESSERA_CHECKPOINT_INTERVAL='" + interval +
-                              "' is not a number of seconds >= 0";
+      const std::string why =
+          "TESSERA_CHECKPOINT_INTERVAL='" + interval + "' is not a number of seconds >= 0";
       internal::CheckFailed(__FILE__, __LINE__, "reading the environment:", why.c_str());
     }
   }
@@ -235,8 +235,9 @@ Context::Context(int argc, char** argv, ContextOptions options) : impl_(std::mak
     impl_->owned_executor = std::move(ex);
     impl_->mode = ExecutionMode::kDistributed;
   } else {
-    impl_->owned_executor = threads > 1 ? internal::MakeParallelExecutor({.threads = threads}, impl_->logger)
-                                        : MakeSerialExecutor();
+    impl_->owned_executor =
+        threads > 1 ? internal::MakeParallelExecutor({.threads = threads}, impl_->logger)
+                    : MakeSerialExecutor();
     if (impl_->job.launched()) {
       impl_->logger->warn("{} was launched as '{}', which runs no program; running serially",
                           program, impl_->job.role);
@@ -319,8 +320,9 @@ LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, 
                            loc.file_name(), loc.line(), m.schedule->json,
                            impl_->owned_executor->name());
     } else if (m.count > 1) {
-      impl_->logger->warn("parallel_for at {}:{}: {} embedded schedules match (ambiguous); ignoring them",
-                          loc.file_name(), loc.line(), m.count);
+      impl_->logger->warn(
+          "parallel_for at {}:{}: {} embedded schedules match (ambiguous); ignoring them",
+          loc.file_name(), loc.line(), m.count);
     } else if (loses_parallelism) {
       // Only a parallel or distributed run loses anything without a schedule.
       impl_->logger->warn(
@@ -408,7 +410,9 @@ void Context::DetachArray(internal::ArrayBase* array) {
               pairs.end());
 }
 
-void Context::AttachAccumulator(internal::AccumulatorBase* acc) { impl_->accumulators.push_back(acc); }
+void Context::AttachAccumulator(internal::AccumulatorBase* acc) {
+  impl_->accumulators.push_back(acc);
+}
 
 void Context::DetachAccumulator(internal::AccumulatorBase* acc) {
   auto& v = impl_->accumulators;
@@ -473,8 +477,8 @@ void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<i
   const auto start = std::chrono::steady_clock::now();
   Result<internal::PermuteReport> r = internal::PermuteRecords(options, source, perm, &result);
   if (!r.ok()) {
-    internal::CheckFailed(__FILE__, __LINE__, "permuting a sparse array:",
-                          r.status().ToString().c_str());
+    internal::CheckFailed(__FILE__, __LINE__,
+                          "permuting a sparse array:", r.status().ToString().c_str());
   }
   if (!job) return;
   const double seconds =
@@ -486,9 +490,10 @@ void Context::PermuteInto(const internal::ArrayBase& source, const std::vector<i
         source.id(), result.id(), r->held, result.record_partition()->global_size, r->lo, r->hi,
         r->rounds, r->bytes_sent, seconds, r->order_seconds);
   } else {
-    impl_->logger->info("permuted array #{} into #{}: {} elements, whole on every worker ({} B "
-                        "sent, {:.3f} s)",
-                        source.id(), result.id(), r->held, r->bytes_sent, seconds);
+    impl_->logger->info(
+        "permuted array #{} into #{}: {} elements, whole on every worker ({} B "
+        "sent, {:.3f} s)",
+        source.id(), result.id(), r->held, r->bytes_sent, seconds);
   }
 }
 
@@ -501,6 +506,9 @@ void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
   internal::AssignPermutedOptions options;
   if (job) {
     SetCollectives(*this, &options);
+    options.exchange_rounds = [this](const internal::RoundsSpec& spec) {
+      return impl_->distributed->ExchangeRounds(spec);
+    };
     // Values move between shares only when both arrays are partitioned; otherwise the
     // partitioned one is made whole (collective, as every worker gets here) and each worker
     // copies locally.
@@ -517,7 +525,8 @@ void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
   // The pair's plan, made for (A = from, B = to, perm) or for the other direction (A = to, B =
   // from, perm's inverse: from key[e] = to key[inverse[e]]).
   std::vector<int> inverse(perm.size());
-  for (size_t d = 0; d < perm.size(); ++d) inverse[static_cast<size_t>(perm[d])] = static_cast<int>(d);
+  for (size_t d = 0; d < perm.size(); ++d)
+    inverse[static_cast<size_t>(perm[d])] = static_cast<int>(d);
   auto& pairs = impl_->permuted_pairs;
   bool a_to_b = true;
   auto it = std::find_if(pairs.begin(), pairs.end(), [&](const Impl::PermutedPair& p) {
@@ -539,8 +548,8 @@ void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
   Result<internal::AssignPermutedReport> r =
       internal::AssignPermuted(options, a, b, it->perm, a_to_b, &it->plan);
   if (!r.ok()) {
-    internal::CheckFailed(__FILE__, __LINE__, "assigning permuted values:",
-                          r.status().ToString().c_str());
+    internal::CheckFailed(__FILE__, __LINE__,
+                          "assigning permuted values:", r.status().ToString().c_str());
   }
   impl_->permuted_bytes += r->bytes_sent;
   if (!job) return;
@@ -553,9 +562,10 @@ void Context::AssignPermuted(internal::ArrayBase& to, internal::ArrayBase& from,
         from.id(), to.id(), r->distributed ? "partitioned" : "whole on every worker", r->held,
         internal::PlanBytes(*it->plan), r->rounds, r->bytes_sent, seconds);
   } else {
-    impl_->logger->debug("assign_permuted #{} -> #{}: {} elements assigned here, {} rounds, {} B "
-                         "sent, {:.3f} s",
-                         from.id(), to.id(), r->held, r->rounds, r->bytes_sent, seconds);
+    impl_->logger->debug(
+        "assign_permuted #{} -> #{}: {} elements assigned here, {} rounds, {} B "
+        "sent, {:.3f} s",
+        from.id(), to.id(), r->held, r->rounds, r->bytes_sent, seconds);
   }
 }
 

@@ -319,7 +319,7 @@ TEST(AssignPermutedWorkersTest, AMalformedMessageIsDataLossNamingTheSender) {
                    .status();
     if (!s.ok()) return s;
     if (rank == 0) {
-      // Worker 0's values arrive short: bytes that are a message, but not the plan's count.
+      // Worker 0's values arrive short: not the count of values the plan says.
       AllToAllFn real = o.all_to_all;
       o.all_to_all = [real](std::vector<std::string> to_each) {
         for (std::string& m : to_each) {
@@ -334,7 +334,7 @@ TEST(AssignPermutedWorkersTest, AMalformedMessageIsDataLossNamingTheSender) {
   });
   ASSERT_FALSE(workers[1].status.ok());
   EXPECT_EQ(workers[1].status.code(), StatusCode::kDataLoss) << workers[1].status.ToString();
-  EXPECT_NE(workers[1].status.message().find("from worker 0"), std::string::npos)
+  EXPECT_NE(workers[1].status.message().find("worker 0 sent 24 bytes"), std::string::npos)
       << workers[1].status.ToString();
 }
 

@@ -152,6 +152,97 @@ TEST_F(PeerMeshTest, AllGatherReturnsEveryWorkersBytesInRankOrder) {
   }
 }
 
+// Round r's message from worker s to worker t: its size (some empty, some over a frame's part)
+// and its bytes.
+size_t RoundBytes(int s, int t, int r) {
+  return (r + s + t) % 5 == 0 ? 0 : static_cast<size_t>((r * 7919 + s * 131 + t * 17) % 70000);
+}
+char RoundByte(int s, int t, int r, size_t i) {
+  return static_cast<char>((i * 31 + static_cast<size_t>(r * 7 + s * 3 + t)) & 0xff);
+}
+
+// Every worker runs `rounds` rounds with `in_flight` ahead; round r's message from s to t holds
+// RoundBytes(s, t, r) bytes of RoundByte. Returns each worker's status, and in (*reads)[t] the
+// rounds it read in the order it read them.
+std::vector<Status> RunRounds(std::vector<std::unique_ptr<PeerMesh>>& meshes, int rounds,
+                              int in_flight, std::vector<std::vector<int>>* reads,
+                              int liar = -1) {
+  const int W = static_cast<int>(meshes.size());
+  reads->assign(static_cast<size_t>(W), {});
+  std::vector<std::future<Status>> done;
+  for (int t = 0; t < W; ++t) {
+    done.push_back(std::async(std::launch::async, [&, t] {
+      RoundsSpec spec;
+      spec.rounds = rounds;
+      // The liar sends one byte more to every worker in round 3.
+      spec.bytes_to = [&](int r, int w) { return RoundBytes(t, w, r) + (t == liar && r == 3); };
+      spec.bytes_from = [&](int r, int w) { return RoundBytes(w, t, r); };
+      spec.write = [&](int r, const std::vector<char*>& to) {
+        for (int w = 0; w < W; ++w) {
+          if (w == t) {
+            EXPECT_EQ(to[w], nullptr);
+            continue;
+          }
+          for (size_t i = 0; i < spec.bytes_to(r, w); ++i) to[w][i] = RoundByte(t, w, r, i);
+        }
+        return Status::Ok();
+      };
+      spec.read = [&](int r, const std::vector<std::span<const char>>& from) {
+        (*reads)[t].push_back(r);
+        for (int w = 0; w < W; ++w) {
+          if (w == t) {
+            EXPECT_TRUE(from[w].empty());
+            continue;
+          }
+          EXPECT_EQ(from[w].size(), RoundBytes(w, t, r));
+          for (size_t i = 0; i < from[w].size(); ++i) {
+            if (from[w][i] != RoundByte(w, t, r, i)) {
+              return Status::Internal(fmt::format("round {} from {} differs at byte {}", r, w, i));
+            }
+          }
+        }
+        return Status::Ok();
+      };
+      return meshes[t]->ExchangeRounds(77, spec, in_flight);
+    }));
+  }
+  std::vector<Status> out;
+  for (auto& d : done) out.push_back(d.get());
+  return out;
+}
+
+TEST_F(PeerMeshTest, RoundsArriveWholeAndAreReadInOrderWhateverIsInFlight) {
+  StartCoordinator(3);
+  auto meshes = ConnectAll(3);
+  // Several exchanges on the same mesh: tags keep them apart (each call uses tag 77 after the
+  // last has ended, as the executor's calls use fresh tags).
+  for (int in_flight : {1, 3, kRoundsInFlight, 100}) {
+    SCOPED_TRACE(in_flight);
+    std::vector<std::vector<int>> reads;
+    const std::vector<Status> status = RunRounds(meshes, 25, in_flight, &reads);
+    std::vector<int> in_order(25);
+    for (int r = 0; r < 25; ++r) in_order[r] = r;
+    for (int t = 0; t < 3; ++t) {
+      EXPECT_TRUE(status[t].ok()) << status[t].ToString();
+      EXPECT_EQ(reads[t], in_order);
+    }
+  }
+}
+
+TEST_F(PeerMeshTest, ARoundOfTheWrongSizeFailsTheExchangeNamingItsSender) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  std::vector<std::vector<int>> reads;
+  // Every round in flight: worker 0 has sent all of its rounds before it reads the bad one.
+  const std::vector<Status> status = RunRounds(meshes, 6, /*in_flight=*/6, &reads, /*liar=*/1);
+  EXPECT_TRUE(status[1].ok()) << status[1].ToString();  // worker 0 told no lie
+  ASSERT_FALSE(status[0].ok());
+  EXPECT_EQ(status[0].code(), StatusCode::kDataLoss);
+  EXPECT_NE(status[0].message().find("worker 1 sent"), std::string::npos) << status[0].ToString();
+  EXPECT_NE(status[0].message().find("round 3"), std::string::npos) << status[0].ToString();
+  EXPECT_EQ(reads[0], (std::vector<int>{0, 1, 2}));  // nothing of the bad round was read
+}
+
 TEST_F(PeerMeshTest, ASilentPeerIsReportedByRankAfterTheTimeout) {
   StartCoordinator(2);
   std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;

@@ -135,22 +135,24 @@ class DistributedExecutor::Impl {
         "parameter servers: {} clocks, {} B of updates early and {} B at clock boundaries "
         "({} rows early), {} reads (staleness mean {:.2f}, max {})",
         stats_.loops, steps_->steps(), steps_->patch_bytes_sent() + steps_->block_bytes_sent(),
-        mesh_ ? mesh_->bytes_sent() : 0,
-        servers_->clocks(), c.early_bytes_sent, c.boundary_bytes_sent, c.early_rows_sent, c.reads,
+        mesh_ ? mesh_->bytes_sent() : 0, servers_->clocks(), c.early_bytes_sent,
+        c.boundary_bytes_sent, c.early_rows_sent, c.reads,
         c.reads == 0 ? 0.0 : static_cast<double>(c.staleness_sum) / static_cast<double>(c.reads),
         c.staleness_max);
     const StepExchange::Times& st = steps_->times();
-    logger_->info("steps: {:.3f} s snapshots, {:.3f} s comparing, encoding and sending patches, "
-                  "{:.3f} s waiting for peers' messages, {:.3f} s applying them",
-                  st.snapshot, st.publish, st.wait, st.apply);
+    logger_->info(
+        "steps: {:.3f} s snapshots, {:.3f} s comparing, encoding and sending patches, "
+        "{:.3f} s waiting for peers' messages, {:.3f} s applying them",
+        st.snapshot, st.publish, st.wait, st.apply);
     partitioned_->Report(*logger_);
     records_->Report(*logger_);
     for (const auto& [schedule, state] : sites_) {
       const Traffic& t = state.traffic;
-      logger_->info("parallel_for at {}: {} runs sent {} B: {} B of rotating blocks, {} B moved "
-                    "between layouts, {} B of patches, {} B of server updates",
-                    state.where, state.runs, t.total(), t.rotation, t.repartition, t.patches,
-                    t.server_updates);
+      logger_->info(
+          "parallel_for at {}: {} runs sent {} B: {} B of rotating blocks, {} B moved "
+          "between layouts, {} B of patches, {} B of server updates",
+          state.where, state.runs, t.total(), t.rotation, t.repartition, t.patches,
+          t.server_updates);
     }
     // A peer still waiting for this worker's messages (its program went on where this one
     // returned) fails at once instead of after the mesh's timeout.
@@ -190,6 +192,11 @@ class DistributedExecutor::Impl {
     Result<std::vector<std::string>> got = mesh_->AllToAll(++tag_, std::move(to_each));
     if (!got.ok() && PeerLost(got.status())) ExitPeerLost("all-to-all: " + got.status().ToString());
     return got;
+  }
+  Status ExchangeRounds(const RoundsSpec& spec) {
+    Status s = mesh_->ExchangeRounds(++tag_, spec);
+    if (!s.ok() && PeerLost(s)) ExitPeerLost("all-to-all in rounds: " + s.ToString());
+    return s;
   }
   void GatherWhole(ArrayBase& array) { records_->GatherWhole(array); }
   void FetchRow(ArrayBase& array, int64_t row) { partitioned_->FetchRow(array, row, ++tag_); }
@@ -357,7 +364,7 @@ class DistributedExecutor::Impl {
     // Arrays tracked by position (the space) whose last patch from this site held at least half
     // of their tracked elements: sent whole from now on, without a snapshot to compare with.
     std::set<int64_t> dense_writes;
-    std::string binding_reported;      // the last binding logged for the site
+    std::string binding_reported;  // the last binding logged for the site
     // The schedule run instead while an array it reads is split between workers (RotatingReads).
     std::optional<LoopSchedule> rotating;
     bool rotating_reported = false;
@@ -373,9 +380,10 @@ class DistributedExecutor::Impl {
   bool RotateReads(const LoopSite& site, SiteState& state, const SiteBinding& binding) {
     if (!state.rotating || !partitioned_->Placeable(*state.rotating, binding)) return false;
     if (!state.rotating_reported) {
-      logger_->info("parallel_for at {}:{}: reads some arrays only by rows of key[{}]; runs as a "
-                    "2d loop whose blocks of them rotate, so that no worker needs them whole",
-                    site.location.file_name(), site.location.line(), state.rotating->time_dim);
+      logger_->info(
+          "parallel_for at {}:{}: reads some arrays only by rows of key[{}]; runs as a "
+          "2d loop whose blocks of them rotate, so that no worker needs them whole",
+          site.location.file_name(), site.location.line(), state.rotating->time_dim);
       state.rotating_reported = true;
     }
     return true;
@@ -395,8 +403,8 @@ class DistributedExecutor::Impl {
     }
     std::string text = fmt::format("bound {}", bound.empty() ? "nothing" : bound);
     if (!unbound.empty()) {
-      text += fmt::format(
-          "; unbound (every array like them is treated as possibly written){}", unbound);
+      text += fmt::format("; unbound (every array like them is treated as possibly written){}",
+                          unbound);
     }
     if (text == state->binding_reported) return;
     logger_->info("parallel_for at {}:{}: {}", site.location.file_name(), site.location.line(),
@@ -562,6 +570,9 @@ Result<std::vector<std::string>> DistributedExecutor::AllGather(std::string byte
 }
 Result<std::vector<std::string>> DistributedExecutor::AllToAll(std::vector<std::string> to_each) {
   return impl_->AllToAll(std::move(to_each));
+}
+Status DistributedExecutor::ExchangeRounds(const RoundsSpec& spec) {
+  return impl_->ExchangeRounds(spec);
 }
 void DistributedExecutor::GatherWhole(ArrayBase& array) { impl_->GatherWhole(array); }
 void DistributedExecutor::FetchRow(ArrayBase& array, int64_t row) { impl_->FetchRow(array, row); }

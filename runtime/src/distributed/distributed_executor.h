@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "distributed/row_layout.h"
+#include "internal/exchange_rounds.h"
 #include "tessera/client/client.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
@@ -93,6 +94,8 @@ class DistributedExecutor final : public Executor {
   // See Context::AllGather, AllToAll, GatherWhole and FetchRow.
   Result<std::vector<std::string>> AllGather(std::string bytes);
   Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each);
+  // An all-to-all in rounds (PeerMesh::ExchangeRounds); collective like AllToAll.
+  Status ExchangeRounds(const RoundsSpec& spec);
   void GatherWhole(ArrayBase& array);
   void FetchRow(ArrayBase& array, int64_t row);
   // See Context::SavePartitioned (distributed/array_save.h).

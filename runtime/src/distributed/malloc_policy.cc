@@ -7,20 +7,37 @@
 #include <string_view>
 
 namespace tessera::internal {
+namespace {
 
-std::string FixWorkerMmapThreshold() {
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) {
-    return "allocator: MALLOC_MMAP_THRESHOLD_ set by the user, left alone";
+// Whether the user tuned glibc's `tunable` (mmap_threshold, trim_threshold) through `env_name`
+// or GLIBC_TUNABLES.
+bool UserTuned(const char* env_name, std::string_view tunable) {
+  if (std::getenv(env_name) != nullptr) return true;
+  const char* t = std::getenv("GLIBC_TUNABLES");
+  return t != nullptr && std::string_view(t).find(tunable) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string SetWorkerMallocPolicy() {
+  std::string mmap;
+  if (UserTuned("MALLOC_MMAP_THRESHOLD_", "mmap_threshold")) {
+    mmap = "mmap threshold tuned by the user, left alone";
+  } else if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kWorkerMmapThreshold)) != 1) {
+    mmap = "could not fix the mmap threshold; freed transient buffers may stay resident";
+  } else {
+    mmap = fmt::format("blocks of {} KiB and more are unmapped when freed",
+                       kWorkerMmapThreshold / 1024);
   }
-  if (const char* t = std::getenv("GLIBC_TUNABLES");
-      t != nullptr && std::string_view(t).find("mmap_threshold") != std::string_view::npos) {
-    return "allocator: mmap_threshold tuned through GLIBC_TUNABLES, left alone";
+  std::string trim;
+  if (UserTuned("MALLOC_TRIM_THRESHOLD_", "trim_threshold")) {
+    trim = "trim threshold tuned by the user, left alone";
+  } else if (mallopt(M_TRIM_THRESHOLD, static_cast<int>(kWorkerTrimThreshold)) != 1) {
+    trim = "could not raise the trim threshold";
+  } else {
+    trim = fmt::format("a heap keeps up to {} MiB free at its top", kWorkerTrimThreshold >> 20);
   }
-  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kWorkerMmapThreshold)) != 1) {
-    return "allocator: could not fix the mmap threshold; freed transient buffers may stay resident";
-  }
-  return fmt::format("allocator: blocks of {} KiB and more are unmapped when freed",
-                     kWorkerMmapThreshold / 1024);
+  return fmt::format("allocator: {}; {}", mmap, trim);
 }
 
 }  // namespace tessera::internal

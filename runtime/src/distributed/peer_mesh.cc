@@ -14,6 +14,7 @@
 #include "tessera/transport/endpoint.h"
 #include "tessera/transport/frame_handover.h"
 #include "tessera/transport/parts.h"
+#include "tessera/transport/retry_on_signal.h"
 #include "tessera/transport/security.h"
 #include "tessera/transport/socket_limits.h"
 #include "tessera/transport/waker.h"
@@ -65,14 +66,14 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
   a.setRank(static_cast<uint32_t>(o.rank));
   a.setEndpoint(endpoint);
   a.setSecret(SecretProof(o.secret));
-  coordinator.send(msg.ToFrame(), zmq::send_flags::none);
+  SendRetrying(coordinator, msg.ToFrame(), zmq::send_flags::none);
   if (!WaitReadable(coordinator, Clock::now() + o.timeout)) {
     return Status::Unavailable(
         fmt::format("peer mesh: not every worker announced itself to {} within {} ms",
                     o.coordinator, o.timeout.count()));
   }
   zmq::message_t frame;
-  (void)coordinator.recv(frame, zmq::recv_flags::none);
+  (void)ReceiveRetrying(coordinator, frame, zmq::recv_flags::none);
   auto reply = IncomingMessage::Parse(std::move(frame));
   if (!reply.ok()) return reply.status();
   try {
@@ -272,7 +273,7 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
 
 void PeerMesh::DrainInbox() {
   zmq::message_t frame;
-  while (inbox_.recv(frame, zmq::recv_flags::dontwait)) {
+  while (ReceiveRetrying(inbox_, frame, zmq::recv_flags::dontwait)) {
     // The connection it came on (tcp only): ZeroMQ's metadata of the frame.
     const char* fd_text = zmq_msg_gets(frame.handle(), "__fd");
     const int fd = fd_text != nullptr ? std::atoi(fd_text) : -1;
@@ -297,9 +298,10 @@ Status PeerMesh::CheckLinks() {
   for (size_t r = 0; r < outbox_events_.size(); ++r) {
     if (!outbox_events_[r]) continue;
     zmq::message_t event;
-    while (outbox_events_[r].recv(event, zmq::recv_flags::dontwait)) {
+    while (ReceiveRetrying(outbox_events_[r], event, zmq::recv_flags::dontwait)) {
       zmq::message_t address;
-      if (event.more()) (void)outbox_events_[r].recv(address, zmq::recv_flags::dontwait);
+      if (event.more())
+        (void)ReceiveRetrying(outbox_events_[r], address, zmq::recv_flags::dontwait);
       if (!outbox_lost_[r]) outbox_lost_[r] = now;
     }
   }
@@ -461,6 +463,61 @@ Status PeerMesh::ReceivePayloads(uint64_t tag, const char* what, std::vector<std
       return Status::DataLoss(fmt::format("peer mesh: malformed {} part from worker {}: {}", what,
                                           r, e.getDescription().cStr()));
     }
+  }
+  return Status::Ok();
+}
+
+Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_flight) {
+  TESSERA_CHECK(in_flight >= 1);
+  const size_t W = static_cast<size_t>(options_.num_workers);
+  const size_t me = static_cast<size_t>(options_.rank);
+  auto send_round = [&](int r) -> Status {
+    std::vector<std::unique_ptr<OutgoingMessage>> messages(W);
+    std::vector<char*> to(W, nullptr);
+    for (size_t w = 0; w < W; ++w) {
+      if (w == me) continue;
+      const size_t bytes = spec.bytes_to(r, static_cast<int>(w));
+      // One segment (the size hint), so that the message becomes its frame without a copy.
+      messages[w] = std::make_unique<OutgoingMessage>(
+          static_cast<uint32_t>(me), 0, static_cast<unsigned>(bytes / sizeof(capnp::word) + 16));
+      auto peer = messages[w]->envelope().getBody().initPeer();
+      peer.setTag(tag);
+      peer.setStep(r);
+      to[w] = reinterpret_cast<char*>(peer.initPayload(static_cast<unsigned>(bytes)).begin());
+    }
+    TESSERA_RETURN_IF_ERROR(spec.write(r, to));
+    for (size_t w = 0; w < W; ++w) {
+      if (w == me) continue;
+      TESSERA_RETURN_IF_ERROR(Send(static_cast<int>(w), *messages[w]));
+    }
+    return Status::Ok();
+  };
+  int sent = 0;
+  std::vector<std::unique_ptr<IncomingMessage>> got(W);
+  std::vector<std::span<const char>> from(W);
+  for (int r = 0; r < spec.rounds; ++r) {
+    for (; sent < spec.rounds && sent < r + in_flight; ++sent) {
+      TESSERA_RETURN_IF_ERROR(send_round(sent));
+    }
+    for (size_t w = 0; w < W; ++w) {
+      if (w == me) continue;
+      auto msg = Receive(static_cast<int>(w), tag, r);
+      if (!msg.ok()) return msg.status();
+      got[w] = std::move(msg).value();
+      try {
+        const auto payload = got[w]->envelope().getBody().getPeer().getPayload();
+        from[w] =
+            std::span<const char>(reinterpret_cast<const char*>(payload.begin()), payload.size());
+      } catch (const kj::Exception& e) {
+        return Status::DataLoss(
+            fmt::format("peer mesh: malformed round {} of exchange {} from "
+                        "worker {}: {}",
+                        r, tag, w, e.getDescription().cStr()));
+      }
+      TESSERA_RETURN_IF_ERROR(CheckRoundBytes(r, static_cast<int>(w), from[w].size(),
+                                              spec.bytes_from(r, static_cast<int>(w))));
+    }
+    TESSERA_RETURN_IF_ERROR(spec.read(r, from));
   }
   return Status::Ok();
 }

@@ -36,6 +36,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "internal/exchange_rounds.h"
 #include "tessera/common/log_throttle.h"
 #include "tessera/common/status.h"
 #include "tessera/transport/handshake_watch.h"
@@ -52,6 +53,11 @@ namespace tessera::internal {
 // its next exchange, so it is at most a step or two ahead: a few messages per exchange. More are
 // dropped (and logged): whoever sends them is not running the program's steps.
 inline constexpr size_t kMaxHeldPerPeer = 1024;
+
+// Rounds of an ExchangeRounds a worker sends before it reads the first: the next round is written
+// and on its way while this one's arrive, and the messages in flight stay few (measured in
+// bench/README.md, "The current -w 2 picture": 1 to 3 were alike).
+inline constexpr int kRoundsInFlight = 2;
 
 struct PeerMeshOptions {
   int rank = 0;  // this worker, 0 .. num_workers-1
@@ -104,6 +110,11 @@ class PeerMesh {
   // All-to-all, tagged `tag`: to_each[w] goes to worker w (to_each[rank()] stays here); returns
   // what each worker sent this one, by rank.
   Result<std::vector<std::string>> AllToAll(uint64_t tag, std::vector<std::string> to_each);
+  // The rounds of `spec` (exchange_rounds.h), tagged `tag` (round r is step r), sending up to
+  // `in_flight` rounds ahead of the one it reads. Each round's message is written in place into
+  // the frame that carries it and read in place from the one that brought it.
+  // REQUIRES: in_flight >= 1.
+  Status ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_flight = kRoundsInFlight);
 
   uint64_t bytes_sent() const { return bytes_sent_; }
   // Messages dropped because they were malformed or not from another worker of the job.

@@ -24,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include "internal/exchange_rounds.h"
 #include "internal/record_exchange.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
@@ -44,6 +45,9 @@ struct AssignPermutedOptions {
   // Context::AllGather and AllToAll; empty for a process alone (then no array may be partitioned).
   AllGatherFn all_gather;
   AllToAllFn all_to_all;
+  // How values travel once a plan is made (keys travel by all_to_all); empty: round by round on
+  // all_to_all (ExchangeRoundsByAllToAll).
+  ExchangeRoundsFn exchange_rounds;
   // Elements of A a worker ships per round at most (keys when a plan is made, values after);
   // rounds are smaller still where 64 KiB of values would be fewer elements (8Ki int64 values).
   // Default: 2^19.
@@ -69,8 +73,8 @@ struct AssignPermutedReport {
 // naming its key); the exchange's (a peer gone) and DataLoss for a peer's malformed message.
 // `to`'s values are then undefined.
 Result<AssignPermutedReport> AssignPermuted(const AssignPermutedOptions& options, ArrayBase& a,
-                                            ArrayBase& b, const std::vector<int>& perm,
-                                            bool a_to_b, PermutedValuesPlanPtr* plan);
+                                            ArrayBase& b, const std::vector<int>& perm, bool a_to_b,
+                                            PermutedValuesPlanPtr* plan);
 
 // The plan's memory (bytes), for logs.
 size_t PlanBytes(const PermutedValuesPlan& plan);

@@ -14,14 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "internal/collectives.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"
 
 namespace tessera::internal {
-
-// Context::AllGather and Context::AllToAll.
-using AllGatherFn = std::function<Result<std::vector<std::string>>(std::string)>;
-using AllToAllFn = std::function<Result<std::vector<std::string>>(std::vector<std::string>)>;
 
 // Every worker's vector, by rank. REQUIRES: every worker passes a vector of the same size.
 Result<std::vector<std::vector<uint64_t>>> AllGatherCounts(const AllGatherFn& all_gather,
