@@ -269,12 +269,11 @@ struct RecordShipment {
 }
 
 # DistArray::assign_permuted between partitioned arrays (runtime/src/assign_permuted.cc): one
-# round of one worker's elements for another. A plan's first exchange carries the elements'
-# permuted keys (the receiver finds where each belongs in its share); every later exchange carries
-# the values alone, in that same order.
+# round of one worker's elements for another when a plan is made, their permuted keys (the
+# receiver finds where each belongs in its share). Every later exchange carries the values alone,
+# in that same order, as the raw payload of a PeerMessage (PeerMesh::ExchangeRounds).
 struct PermutedValues {
-  keys @0 :List(Int64);       # key components, rank per element; empty when values alone travel
-  values @1 :Data;            # raw values, element size per element; empty when keys travel
+  keys @0 :List(Int64);       # key components, rank per element
 }
 
 # One worker's count of stored elements per key value along one dimension, all-gathered and
