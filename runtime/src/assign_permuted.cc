@@ -180,6 +180,20 @@ void ScatterT(char* values, const uint32_t* index, size_t n, const char* in) {
   for (size_t j = 0; j < n; ++j)
     std::memcpy(values + static_cast<size_t>(index[j]) * E, in + j * E, E);
 }
+// Copies one element of e bytes; the common sizes as fixed-size copies (a load and a store, not a
+// call into libc per element).
+inline void CopyElement(char* to, const char* from, size_t e) {
+  switch (e) {
+    case 8:
+      std::memcpy(to, from, 8);
+      return;
+    case 4:
+      std::memcpy(to, from, 4);
+      return;
+    default:
+      std::memcpy(to, from, e);
+  }
+}
 void Gather(const char* values, size_t e, const uint32_t* index, size_t n, char* out) {
   switch (e) {
     case 4:
@@ -428,12 +442,12 @@ Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValue
         const size_t o = owner(i);
         const char* v = av + static_cast<size_t>(i) * e;
         if (o == me) {
-          std::memcpy(bv + static_cast<size_t>(plan.to_b[me][write_cursor[me]++]) * e, v, e);
+          CopyElement(bv + static_cast<size_t>(plan.to_b[me][write_cursor[me]++]) * e, v, e);
         } else {
           if (fill[o] >= plan.sent[o][r]) {
             return Status::Internal("assign_permuted: a round holds more elements than its plan");
           }
-          std::memcpy(to[o] + fill[o]++ * e, v, e);
+          CopyElement(to[o] + fill[o]++ * e, v, e);
         }
       }
       return Status::Ok();
@@ -465,9 +479,9 @@ Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValue
         const size_t o = owner(i);
         char* v = av + static_cast<size_t>(i) * e;
         if (o == me) {
-          std::memcpy(v, bv + static_cast<size_t>(plan.to_b[me][read_cursor[me]++]) * e, e);
+          CopyElement(v, bv + static_cast<size_t>(plan.to_b[me][read_cursor[me]++]) * e, e);
         } else {
-          std::memcpy(v, from[o].data() + fill[o]++ * e, e);
+          CopyElement(v, from[o].data() + fill[o]++ * e, e);
         }
       }
       return Status::Ok();
