@@ -21,10 +21,10 @@ namespace {
 // A share is shipped in at least this many rounds (as the loaders do), so that small arrays take
 // the same path as large ones.
 constexpr size_t kMinRounds = 8;
-// At most this many bytes of elements (keys and values) per worker and round: small messages
-// reuse the allocator's memory, where large ones are fresh pages whose faults cost more than the
-// extra rounds (as for assign_permuted; bench/README.md, "LDA and load_docword on a 22M-token
-// corpus").
+// At most this many bytes of elements (keys and values) per worker and round: measured against
+// 256Ki-element rounds (megabyte messages, each a fresh mapping) before workers raised their trim
+// threshold (bench/README.md, "LDA and load_docword on a 22M-token corpus"); not re-tuned since,
+// as assign_permuted's rounds were.
 constexpr size_t kRoundBytes = size_t{64} << 10;
 
 // Elements on their way to one worker: permuted keys (rank each) and raw values.

@@ -9,35 +9,38 @@
 namespace tessera::internal {
 namespace {
 
-// Whether the user tuned glibc's `tunable` (mmap_threshold, trim_threshold) through `env_name`
-// or GLIBC_TUNABLES.
-bool UserTuned(const char* env_name, std::string_view tunable) {
-  if (std::getenv(env_name) != nullptr) return true;
-  const char* t = std::getenv("GLIBC_TUNABLES");
-  return t != nullptr && std::string_view(t).find(tunable) != std::string_view::npos;
+// One of glibc's thresholds, which the user may tune through `env_name` or GLIBC_TUNABLES.
+struct Threshold {
+  const char* env_name;      // e.g. MALLOC_MMAP_THRESHOLD_
+  std::string_view tunable;  // its name in GLIBC_TUNABLES, e.g. mmap_threshold
+  int param;                 // mallopt's M_*
+  size_t value;
+  std::string_view done;  // what setting it does, for the log; {} is the value in MiB
+};
+
+// Sets `t` unless the user tuned it; says what happened.
+std::string Set(const Threshold& t) {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (std::getenv(t.env_name) != nullptr ||
+      (tunables != nullptr &&
+       std::string_view(tunables).find(t.tunable) != std::string_view::npos)) {
+    return fmt::format("{} tuned by the user, left alone", t.tunable);
+  }
+  if (mallopt(t.param, static_cast<int>(t.value)) != 1) {
+    return fmt::format("could not set {} to {} B", t.tunable, t.value);
+  }
+  return fmt::format(fmt::runtime(t.done), t.value >> 20);
 }
 
 }  // namespace
 
 std::string SetWorkerMallocPolicy() {
-  std::string mmap;
-  if (UserTuned("MALLOC_MMAP_THRESHOLD_", "mmap_threshold")) {
-    mmap = "mmap threshold tuned by the user, left alone";
-  } else if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kWorkerMmapThreshold)) != 1) {
-    mmap = "could not fix the mmap threshold; freed transient buffers may stay resident";
-  } else {
-    mmap = fmt::format("blocks of {} KiB and more are unmapped when freed",
-                       kWorkerMmapThreshold / 1024);
-  }
-  std::string trim;
-  if (UserTuned("MALLOC_TRIM_THRESHOLD_", "trim_threshold")) {
-    trim = "trim threshold tuned by the user, left alone";
-  } else if (mallopt(M_TRIM_THRESHOLD, static_cast<int>(kWorkerTrimThreshold)) != 1) {
-    trim = "could not raise the trim threshold";
-  } else {
-    trim = fmt::format("a heap keeps up to {} MiB free at its top", kWorkerTrimThreshold >> 20);
-  }
-  return fmt::format("allocator: {}; {}", mmap, trim);
+  return fmt::format(
+      "allocator: {}; {}",
+      Set({"MALLOC_MMAP_THRESHOLD_", "mmap_threshold", M_MMAP_THRESHOLD, kWorkerMmapThreshold,
+           "blocks of {} MiB and more are unmapped when freed"}),
+      Set({"MALLOC_TRIM_THRESHOLD_", "trim_threshold", M_TRIM_THRESHOLD, kWorkerTrimThreshold,
+           "a heap keeps up to {} MiB free at its top"}));
 }
 
 }  // namespace tessera::internal
