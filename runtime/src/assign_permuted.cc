@@ -21,9 +21,8 @@ struct PermutedValuesPlan {
   uint64_t a_version = 0, b_version = 0;
   std::vector<int> perm;
   bool distributed = false;
-  // Distributed: B's shares (the owner of A's element i is OwnerOf(owners, its B key[owners.dim]))
-  // and the rounds A's elements travel in (round r: A positions [r * round, (r + 1) * round)).
-  RecordPlan owners;
+  // Distributed: the rounds A's elements travel in (round r: A positions [r * round, (r + 1) *
+  // round)).
   size_t round = 0;
   int rounds = 0;
   // to_b[s]: the positions in B (held here) of worker s's elements of A that belong here, in s's
@@ -32,6 +31,15 @@ struct PermutedValuesPlan {
   // Distributed: how many of to_b[s] round r brings from another worker s (received[s][r]), and
   // how many of this worker's round r belong to worker o (sent[o][r], this worker's own too).
   std::vector<std::vector<uint32_t>> received, sent;
+  // Distributed: A's positions as runs of one owner (A's order keeps a key's leading components
+  // together, so its elements' owners come in long runs: a document's words, for LDA): run k ends
+  // before position runs[k].end. The exchanges copy run by run, a remote run's values as one block,
+  // without looking at A's keys.
+  struct Run {
+    uint32_t end;
+    uint32_t owner;
+  };
+  std::vector<Run> runs;
 };
 
 void PermutedValuesPlanDeleter::operator()(PermutedValuesPlan* plan) const { delete plan; }
@@ -41,7 +49,7 @@ size_t PlanBytes(const PermutedValuesPlan& plan) {
   for (const auto& v : plan.to_b) bytes += v.capacity() * sizeof(uint32_t);
   for (const auto& v : plan.received) bytes += v.capacity() * sizeof(uint32_t);
   for (const auto& v : plan.sent) bytes += v.capacity() * sizeof(uint32_t);
-  return bytes;
+  return bytes + plan.runs.capacity() * sizeof(PermutedValuesPlan::Run);
 }
 
 namespace {
@@ -180,20 +188,6 @@ void ScatterT(char* values, const uint32_t* index, size_t n, const char* in) {
   for (size_t j = 0; j < n; ++j)
     std::memcpy(values + static_cast<size_t>(index[j]) * E, in + j * E, E);
 }
-// Copies one element of e bytes; the common sizes as fixed-size copies (a load and a store, not a
-// call into libc per element).
-inline void CopyElement(char* to, const char* from, size_t e) {
-  switch (e) {
-    case 8:
-      std::memcpy(to, from, 8);
-      return;
-    case 4:
-      std::memcpy(to, from, 4);
-      return;
-    default:
-      std::memcpy(to, from, e);
-  }
-}
 void Gather(const char* values, size_t e, const uint32_t* index, size_t n, char* out) {
   switch (e) {
     case 4:
@@ -308,8 +302,9 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
   const int W = options.num_workers;
   const size_t me = static_cast<size_t>(options.rank), rank = static_cast<size_t>(a.rank());
   PermutedValuesPlanPtr plan = NewPlan(a, b, perm, true);
-  // all[w] = {valid, dim, lo, hi, A's size}: B's shares must be ranges of one dim in rank order.
-  RecordPlan& owners = plan->owners;
+  // all[w] = {valid, dim, lo, hi, A's size}: B's shares must be ranges of one dim in rank order
+  // (the owner of A's element i is OwnerOf(owners, its B key[owners.dim])).
+  RecordPlan owners;
   owners.dim = static_cast<int>(all[0][1]);
   owners.bounds.push_back(0);
   uint64_t most = 0;
@@ -367,6 +362,10 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
       for (size_t d = 0; d < rank; ++d) key[d] = k[perm[d]];
       const size_t o = OwnerOf(owners, key[owners.dim]);
       ++plan->sent[o][r];
+      if (plan->runs.empty() || plan->runs.back().owner != o) {
+        plan->runs.push_back({0, static_cast<uint32_t>(o)});
+      }
+      plan->runs.back().end = Position32(i + 1);
       if (o == me) {
         TESSERA_RETURN_IF_ERROR(place(me, key.data()));
       } else {
@@ -399,31 +398,45 @@ Result<PermutedValuesPlanPtr> MakeDistributedPlan(const AssignPermutedOptions& o
   }
   if (found != b.size()) TESSERA_RETURN_IF_ERROR(Uncovered(b, hit));
   for (auto& v : plan->to_b) v.shrink_to_fit();
+  plan->runs.shrink_to_fit();
   return plan;
+}
+
+// Calls f(i, count, owner) for the pieces of A's runs that round r covers (A positions [i, i +
+// count)), in A's order; `run` is where the previous round's pieces ended (rounds come in order).
+template <typename F>
+Status ForEachPiece(const PermutedValuesPlan& plan, int64_t n, int r, size_t& run, F f) {
+  const int64_t first = std::min<int64_t>(static_cast<int64_t>(r * plan.round), n);
+  const int64_t last = std::min<int64_t>(static_cast<int64_t>((r + 1) * plan.round), n);
+  for (int64_t i = first; i < last;) {
+    if (run >= plan.runs.size()) {
+      return Status::Internal("assign_permuted: the plan's runs end before its rounds");
+    }
+    const auto& piece = plan.runs[run];
+    const int64_t end = std::min<int64_t>(piece.end, last);
+    TESSERA_RETURN_IF_ERROR(f(i, static_cast<size_t>(end - i), static_cast<size_t>(piece.owner)));
+    i = end;
+    if (end == piece.end) ++run;
+  }
+  return Status::Ok();
 }
 
 // One exchange of values under a distributed plan, A -> B or B -> A. Values travel raw (the plan
 // says how many and in which order), each round written straight into its message and read where
-// it arrived.
+// it arrived; a remote run of A is one block of its message.
 Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValuesPlan& plan,
                        ArrayBase& a, ArrayBase& b, bool a_to_b, AssignPermutedReport* report) {
   const int W = options.num_workers;
-  const size_t me = static_cast<size_t>(options.rank), rank = static_cast<size_t>(a.rank());
+  const size_t me = static_cast<size_t>(options.rank);
   const size_t e = a.element_bytes();
   char* av = static_cast<char*>(a.value_data());
   char* bv = static_cast<char*>(b.value_data());
   const int64_t n = a.size();
-  const int64_t* keys = n > 0 ? a.key_data() : nullptr;
-  const size_t owner_component = static_cast<size_t>(plan.perm[plan.owners.dim]);
-  auto owner = [&](int64_t i) {
-    return OwnerOf(plan.owners, keys[static_cast<size_t>(i) * rank + owner_component]);
-  };
-  // A's positions of round r.
-  auto first_of = [&](int r) { return std::min<int64_t>(static_cast<int64_t>(r * plan.round), n); };
-  // Where the next values of to_b[s] are, apart for writing and reading: rounds are written
-  // ahead of being read.
+  // Where the next values of to_b[s] are, and the run each phase is in, apart for writing and
+  // reading: rounds are written ahead of being read.
   std::vector<size_t> write_cursor(static_cast<size_t>(W), 0),
       read_cursor(static_cast<size_t>(W), 0);
+  size_t write_run = 0, read_run = 0;
   std::vector<size_t> fill(static_cast<size_t>(W));
   RoundsSpec spec;
   spec.rounds = plan.rounds;
@@ -433,24 +446,29 @@ Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValue
   const auto& in_counts = a_to_b ? plan.received : plan.sent;
   spec.bytes_to = [&](int r, int w) { return out_counts[static_cast<size_t>(w)][r] * e; };
   spec.bytes_from = [&](int r, int w) { return in_counts[static_cast<size_t>(w)][r] * e; };
+  const std::vector<uint32_t>& own = plan.to_b[me];
   if (a_to_b) {
     // A's values in A's order, to the holder of each one's B element; this worker's own go
     // straight into place.
     spec.write = [&](int r, const std::vector<char*>& to) -> Status {
       std::fill(fill.begin(), fill.end(), 0);
-      for (int64_t i = first_of(r), last = first_of(r + 1); i < last; ++i) {
-        const size_t o = owner(i);
+      return ForEachPiece(plan, n, r, write_run, [&](int64_t i, size_t count, size_t o) {
         const char* v = av + static_cast<size_t>(i) * e;
         if (o == me) {
-          CopyElement(bv + static_cast<size_t>(plan.to_b[me][write_cursor[me]++]) * e, v, e);
+          if (write_cursor[me] + count > own.size()) {
+            return Status::Internal("assign_permuted: more elements stay here than the plan holds");
+          }
+          Scatter(bv, e, own.data() + write_cursor[me], count, v);
+          write_cursor[me] += count;
         } else {
-          if (fill[o] >= plan.sent[o][r]) {
+          if (fill[o] + count > plan.sent[o][r]) {
             return Status::Internal("assign_permuted: a round holds more elements than its plan");
           }
-          CopyElement(to[o] + fill[o]++ * e, v, e);
+          std::memcpy(to[o] + fill[o] * e, v, count * e);
+          fill[o] += count;
         }
-      }
-      return Status::Ok();
+        return Status::Ok();
+      });
     };
     spec.read = [&](int r, const std::vector<std::span<const char>>& from) {
       for (size_t w = 0; w < from.size(); ++w) {
@@ -475,16 +493,23 @@ Status CopyDistributed(const AssignPermutedOptions& options, const PermutedValue
     // The values for this round's elements of A, from each holder in A's order.
     spec.read = [&](int r, const std::vector<std::span<const char>>& from) {
       std::fill(fill.begin(), fill.end(), 0);
-      for (int64_t i = first_of(r), last = first_of(r + 1); i < last; ++i) {
-        const size_t o = owner(i);
+      return ForEachPiece(plan, n, r, read_run, [&](int64_t i, size_t count, size_t o) {
         char* v = av + static_cast<size_t>(i) * e;
         if (o == me) {
-          CopyElement(v, bv + static_cast<size_t>(plan.to_b[me][read_cursor[me]++]) * e, e);
+          if (read_cursor[me] + count > own.size()) {
+            return Status::Internal("assign_permuted: more elements stay here than the plan holds");
+          }
+          Gather(bv, e, own.data() + read_cursor[me], count, v);
+          read_cursor[me] += count;
         } else {
-          CopyElement(v, from[o].data() + fill[o]++ * e, e);
+          if ((fill[o] + count) * e > from[o].size()) {
+            return Status::Internal("assign_permuted: a round holds more elements than its plan");
+          }
+          std::memcpy(v, from[o].data() + fill[o] * e, count * e);
+          fill[o] += count;
         }
-      }
-      return Status::Ok();
+        return Status::Ok();
+      });
     };
   }
   for (size_t w = 0; w < static_cast<size_t>(W); ++w) {
