@@ -281,8 +281,11 @@ class Coordinator::Impl {
                             rank));
       return;
     }
-    if (peer_endpoints_[rank].empty()) ++peers_announced_;
-    peer_endpoints_[rank] = a.getEndpoint();
+    PeerAddress& address = peer_endpoints_[rank];
+    if (address.endpoint.empty()) ++peers_announced_;
+    address.endpoint = a.getEndpoint();
+    address.local_endpoint = a.getLocalEndpoint();
+    address.host = a.getHost();
     // One answer held per rank: a later announcement supersedes the earlier one, whose request is
     // answered now, so repeated announcements cannot grow the coordinator nor flood its answer.
     if (auto it = peer_waiting_.find(rank); it != peer_waiting_.end()) {
@@ -295,14 +298,27 @@ class Coordinator::Impl {
     peers_complete_ = true;
     for (const auto& [r, w] : peer_waiting_) {
       OutgoingMessage msg(0, w.request_id);
-      auto list = msg.envelope().getBody().initPeerList().initEndpoints(
-          static_cast<unsigned>(peer_endpoints_.size()));
-      for (unsigned i = 0; i < peer_endpoints_.size(); ++i) list.set(i, peer_endpoints_[i]);
+      auto peers = msg.envelope().getBody().initPeerList();
+      const auto n = static_cast<unsigned>(peer_endpoints_.size());
+      auto endpoints = peers.initEndpoints(n);
+      auto locals = peers.initLocalEndpoints(n);
+      auto hosts = peers.initHosts(n);
+      for (unsigned i = 0; i < n; ++i) {
+        endpoints.set(i, peer_endpoints_[i].endpoint);
+        locals.set(i, peer_endpoints_[i].local_endpoint);
+        hosts.set(i, peer_endpoints_[i].host);
+      }
       Send(w.identity, msg);
     }
     peer_waiting_.clear();
     log_->info("peer mesh of {} workers complete", options_.num_workers);
-    log_->debug("peer mesh endpoints: {}", fmt::join(peer_endpoints_, " "));
+    std::vector<std::string> listed;
+    for (const PeerAddress& p : peer_endpoints_) {
+      listed.push_back(p.local_endpoint.empty()
+                           ? p.endpoint
+                           : fmt::format("{} (on its host {})", p.endpoint, p.local_endpoint));
+    }
+    log_->debug("peer mesh endpoints: {}", fmt::join(listed, " "));
   }
 
   // Only registered workers count, each once per barrier, with a bounded number of barriers open:
@@ -614,7 +630,11 @@ class Coordinator::Impl {
 
   // Loop-thread state.
   std::vector<std::string> server_endpoints_;
-  std::vector<std::string> peer_endpoints_;  // by worker rank; see OnAnnouncePeer
+  // Where a worker's peers reach it (AnnouncePeer).
+  struct PeerAddress {
+    std::string endpoint, local_endpoint, host;
+  };
+  std::vector<PeerAddress> peer_endpoints_;  // by worker rank; see OnAnnouncePeer
   size_t peers_announced_ = 0;
   bool peers_complete_ = false;
   std::map<uint32_t, Waiter> peer_waiting_;  // by announced rank

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <set>
@@ -410,11 +411,93 @@ TEST_F(PeerMeshTest, AStrangerCannotSendToAnInbox) {
               testing::Handshake::kFailed);
   }
   EXPECT_TRUE(testing::SendRawTcp(meshes[0]->endpoint(), testing::HttpHealthCheck()));
+  // The workers met on a unix socket, bound after the tcp endpoint without CURVE: the tcp
+  // endpoint kept it.
+  EXPECT_TRUE(meshes[1]->route(0).starts_with("ipc://")) << meshes[1]->route(0);
   SendStep(*meshes[1], 0, 5, 0, "real");
   auto msg = meshes[0]->Receive(1, 5, 0);
   ASSERT_TRUE(msg.ok()) << msg.status().ToString();
   EXPECT_EQ(PayloadOf(**msg), "real");
   EXPECT_EQ(meshes[0]->dropped(), 0u);
+}
+
+// The directory of an ipc:// endpoint.
+std::string DirectoryOf(const std::string& endpoint) {
+  const std::string path = endpoint.substr(std::string("ipc://").size());
+  return path.substr(0, path.rfind('/'));
+}
+
+// Workers on one host reach each other through unix sockets (local_inbox.h), whose directories
+// are gone once the mesh is up: nobody can connect to them afterwards.
+TEST_F(PeerMeshTest, WorkersOnOneHostMeetOnUnixSocketsGoneOnceTheMeshIsUp) {
+  StartCoordinator(3);
+  auto meshes = ConnectAll(3);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_NE(meshes[r], nullptr);
+    const std::string local = meshes[r]->local_endpoint();
+    ASSERT_TRUE(local.starts_with("ipc://")) << local;
+    EXPECT_NE(local, meshes[r]->endpoint());
+    EXPECT_FALSE(std::filesystem::exists(DirectoryOf(local))) << local;
+    for (int from = 0; from < 3; ++from) {
+      if (from != r) {
+        EXPECT_EQ(meshes[from]->route(r), local) << from << " -> " << r;
+      }
+    }
+  }
+  SendStep(*meshes[2], 0, 4, 0, "two");
+  SendStep(*meshes[0], 1, 4, 0, "zero");
+  auto msg = meshes[0]->Receive(2, 4, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "two");
+  msg = meshes[1]->Receive(0, 4, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "zero");
+}
+
+// Workers on different hosts (their HostIdentity differs), or one without a local inbox, are
+// reached at their CURVE endpoints.
+TEST_F(PeerMeshTest, WorkersOnOtherHostsUseTheAuthenticatedEndpoint) {
+  StartCoordinator(3);
+  std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;
+  for (int r = 0; r < 3; ++r) {
+    pending.push_back(std::async(std::launch::async, [this, r] {
+      PeerMeshOptions o = Options(r, 3);
+      o.host = r == 0 ? "host a" : "host b";
+      o.local_inbox = r != 2;
+      return PeerMesh::Connect(o, zmq_);
+    }));
+  }
+  std::vector<std::unique_ptr<PeerMesh>> meshes;
+  for (auto& p : pending) {
+    auto m = p.get();
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    meshes.push_back(std::move(m).value());
+  }
+  EXPECT_EQ(meshes[0]->route(1), meshes[1]->endpoint());  // another host
+  EXPECT_EQ(meshes[1]->route(0), meshes[0]->endpoint());
+  EXPECT_EQ(meshes[1]->route(2), meshes[2]->endpoint());  // no local inbox
+  EXPECT_EQ(meshes[2]->local_endpoint(), "");
+  EXPECT_EQ(meshes[2]->route(1), meshes[1]->local_endpoint());  // the same host
+  for (const auto& m : meshes) EXPECT_TRUE(m->endpoint().starts_with("tcp://"));
+  SendStep(*meshes[2], 0, 6, 0, "over tcp");
+  auto msg = meshes[0]->Receive(2, 6, 0);
+  ASSERT_TRUE(msg.ok()) << msg.status().ToString();
+  EXPECT_EQ(PayloadOf(**msg), "over tcp");
+}
+
+// A unix-socket connection that drops (its worker gone without leaving the program) fails the
+// receiver naming the sender, as a tcp one does (peer_mesh_link_test.cc).
+TEST_F(PeerMeshTest, ALostUnixSocketConnectionFailsTheReceiverNamingTheSender) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  ASSERT_TRUE(meshes[0] != nullptr && meshes[1] != nullptr);
+  ASSERT_TRUE(meshes[0]->route(1).starts_with("ipc://"));
+  meshes[1].reset();  // closes its sockets without announcing that it leaves
+  auto msg = meshes[0]->Receive(1, 3, 0);
+  ASSERT_FALSE(msg.ok());
+  EXPECT_EQ(msg.status().code(), StatusCode::kUnavailable) << msg.status().ToString();
+  EXPECT_NE(msg.status().message().find("worker 1"), std::string::npos) << msg.status().ToString();
+  EXPECT_NE(msg.status().message().find("was lost"), std::string::npos) << msg.status().ToString();
 }
 
 // --insecure (no secret): anyone may connect, so nothing is authenticated (a stranger's message

@@ -190,15 +190,19 @@ struct Error {
 
 # --- worker-to-worker (the runtime's peer mesh) ---
 # A worker announces where its peers reach it; the coordinator answers with every worker's
-# endpoint once all have announced.
+# endpoints once all have announced.
 struct AnnouncePeer {
   rank @0 :UInt32;
-  endpoint @1 :Text;
+  endpoint @1 :Text;       # reachable from every host
   secret @2 :Text;
+  localEndpoint @3 :Text;  # ipc:// for peers on the same host (empty: none)
+  host @4 :Text;           # where localEndpoint is valid (empty: nowhere)
 }
 
 struct PeerList {
-  endpoints @0 :List(Text);  # endpoint of worker i at index i
+  endpoints @0 :List(Text);       # endpoint of worker i at index i
+  localEndpoints @1 :List(Text);  # its localEndpoint, at index i
+  hosts @2 :List(Text);           # its host, at index i
 }
 
 # Changed elements of one array: `runs` holds (begin, count) pairs of element positions (the

@@ -49,9 +49,16 @@ bool WaitReadable(zmq::socket_t& socket, Clock::time_point deadline) {
   return false;
 }
 
-// Announces `endpoint` to the coordinator and returns every worker's endpoint.
-Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq::context_t& ctx,
-                                                   const std::string& endpoint) {
+// Every worker's ways in, by rank (AnnouncePeer).
+struct PeerAddresses {
+  std::vector<std::string> endpoints, local_endpoints, hosts;
+};
+
+// Announces this worker's ways in to the coordinator and returns every worker's.
+Result<PeerAddresses> ExchangeEndpoints(const PeerMeshOptions& o, zmq::context_t& ctx,
+                                        const std::string& endpoint,
+                                        const std::string& local_endpoint,
+                                        const std::string& host) {
   zmq::socket_t coordinator(ctx, zmq::socket_type::dealer);
   ConfigureControlSocket(coordinator);
   SecureConnectSide(coordinator, o.secret);
@@ -66,6 +73,8 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
   a.setRank(static_cast<uint32_t>(o.rank));
   a.setEndpoint(endpoint);
   a.setSecret(SecretProof(o.secret));
+  a.setLocalEndpoint(local_endpoint);
+  a.setHost(host);
   SendRetrying(coordinator, msg.ToFrame(), zmq::send_flags::none);
   if (!WaitReadable(coordinator, Clock::now() + o.timeout)) {
     return Status::Unavailable(
@@ -81,14 +90,25 @@ Result<std::vector<std::string>> ExchangeEndpoints(const PeerMeshOptions& o, zmq
     if (body.isError()) return StatusFromError(body.getError());
     if (!body.isPeerList())
       return Status::Internal("peer mesh: unexpected reply from the coordinator");
-    std::vector<std::string> endpoints;
-    for (auto ep : body.getPeerList().getEndpoints()) endpoints.emplace_back(ep);
-    if (endpoints.size() != static_cast<size_t>(o.num_workers)) {
-      return Status::Internal(
-          fmt::format("peer mesh: the coordinator listed {} workers, expected {}", endpoints.size(),
-                      o.num_workers));
+    const auto list = body.getPeerList();
+    PeerAddresses peers;
+    for (auto ep : list.getEndpoints()) peers.endpoints.emplace_back(ep);
+    for (auto ep : list.getLocalEndpoints()) peers.local_endpoints.emplace_back(ep);
+    for (auto h : list.getHosts()) peers.hosts.emplace_back(h);
+    const size_t n = static_cast<size_t>(o.num_workers);
+    // No local endpoints listed: every peer is reached at its endpoint.
+    if (peers.local_endpoints.empty() && peers.hosts.empty()) {
+      peers.local_endpoints.resize(n);
+      peers.hosts.resize(n);
     }
-    return endpoints;
+    if (peers.endpoints.size() != n || peers.local_endpoints.size() != n ||
+        peers.hosts.size() != n) {
+      return Status::Internal(
+          fmt::format("peer mesh: the coordinator listed {} workers ({} local endpoints, {} "
+                      "hosts), expected {}",
+                      peers.endpoints.size(), peers.local_endpoints.size(), peers.hosts.size(), n));
+    }
+    return peers;
   } catch (const kj::Exception& e) {
     return Status::DataLoss(
         fmt::format("peer mesh: malformed peer list: {}", e.getDescription().cStr()));
@@ -131,10 +151,31 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
                   fmt::format("peer mesh: binding {}: {}", options.bind, bound.status().message()));
   }
   mesh->endpoint_ = *bound;
-  Result<std::vector<std::string>> endpoints = ExchangeEndpoints(options, context, *bound);
-  if (!endpoints.ok()) return endpoints.status();
-  mesh->endpoints_ = *endpoints;
-  mesh->outboxes_.reserve(endpoints->size());
+  const std::string host = !options.host.empty() ? options.host : HostIdentity();
+  if (options.local_inbox && !host.empty() && bound->starts_with("tcp://")) {
+    // Bound last: it turns CURVE off for the inbox's later binds.
+    Result<LocalInbox> local = LocalInbox::Bind(mesh->inbox_);
+    if (local.ok()) {
+      mesh->local_ = std::move(local).value();
+    } else {
+      mesh->log_->debug("peer mesh: peers on this host use {} ({})", *bound,
+                        local.status().message());
+    }
+  }
+  Result<PeerAddresses> peers =
+      ExchangeEndpoints(options, context, *bound, mesh->local_.endpoint(),
+                        mesh->local_.endpoint().empty() ? std::string() : host);
+  if (!peers.ok()) return peers.status();
+  // A peer's local endpoint when it runs where this worker does and its directory is what a
+  // LocalInbox makes; its CURVE endpoint otherwise.
+  for (int r = 0; r < options.num_workers; ++r) {
+    const size_t i = static_cast<size_t>(r);
+    const bool local = r != options.rank && !peers->local_endpoints[i].empty() && !host.empty() &&
+                       peers->hosts[i] == host && PrivateToThisUser(peers->local_endpoints[i]);
+    mesh->routes_.push_back(local ? peers->local_endpoints[i] : peers->endpoints[i]);
+  }
+  const std::vector<std::string>& endpoints = mesh->routes_;
+  mesh->outboxes_.reserve(endpoints.size());
   {
     // A peer whose published endpoint does not route from here is named within seconds, not by
     // the first exchange's time-out.
@@ -144,14 +185,14 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
       if (r == options.rank) continue;
       zmq::socket_t out(context, zmq::socket_type::push);
       ConfigureMeshSocket(out);
-      SecureConnectSide(out, options.secret);
+      if (!endpoints[r].starts_with("ipc://")) SecureConnectSide(out, options.secret);
       out.set(zmq::sockopt::linger, 10000);  // a worker's last hand-over must reach its peers
-      reach.Watch(out, fmt::format("worker {}'s peer-mesh inbox", r), (*endpoints)[r]);
+      reach.Watch(out, fmt::format("worker {}'s peer-mesh inbox", r), endpoints[r]);
       try {
-        out.connect((*endpoints)[r]);
+        out.connect(endpoints[r]);
       } catch (const zmq::error_t& e) {
         return Status::Unavailable(fmt::format("peer mesh: cannot connect to worker {} at {}: {}",
-                                               r, (*endpoints)[r], e.what()));
+                                               r, endpoints[r], e.what()));
       }
       mesh->outboxes_.back() = std::move(out);
     }
@@ -159,6 +200,9 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
   }
   if (Status s = mesh->WatchAndGreet(context); !s.ok()) return s;
   if (Status s = mesh->AwaitGreetings(); !s.ok()) return s;
+  // Every peer's connection to this inbox is made (its hello came on it): nobody needs the
+  // socket file any more.
+  mesh->local_.Remove();
   return mesh;
 }
 
@@ -333,7 +377,7 @@ Status PeerMesh::CheckLinks() {
         "reset: worker {} died, or the network between the two failed) and worker {} did not "
         "announce leaving the program within {} ms; a message sent to it may be lost, so the job "
         "cannot go on",
-        peer, endpoints_[r], peer, peer, options_.leaving_grace.count()));
+        peer, routes_[r], peer, peer, options_.leaving_grace.count()));
   }
   return Status::Ok();
 }

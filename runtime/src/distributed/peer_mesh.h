@@ -7,8 +7,10 @@
 // ZeroMQ keeps the order of messages from one sender; Receive() matches on (sender, tag, step)
 // and holds messages that arrive before they are asked for. Anything else that reaches the
 // inbox (garbage, another kind of envelope, a claimed sender outside the job) is dropped with a
-// rate-limited warning and never stops the worker. With a job secret, every connection of the
-// mesh is CURVE-authenticated (tessera/transport/security.h): only the job's workers get in.
+// rate-limited warning and never stops the worker. With a job secret, every tcp:// connection of
+// the mesh is CURVE-authenticated (tessera/transport/security.h): only the job's workers get in.
+// Workers on one host connect through a unix socket in a directory only their user can enter,
+// without CURVE, while the mesh is built (local_inbox.h).
 //
 // A lost connection fails the job; it never hangs it. ZeroMQ reconnects by itself and says nothing
 // of a message that was on the wire when a connection dropped, so the mesh watches its connections
@@ -36,6 +38,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "distributed/local_inbox.h"
 #include "internal/exchange_rounds.h"
 #include "tessera/common/log_throttle.h"
 #include "tessera/common/status.h"
@@ -67,6 +70,11 @@ struct PeerMeshOptions {
   // Where this worker listens, e.g. "tcp://10.0.0.5:0" (port 0: ephemeral) or "inproc://w1".
   // Default: loopback with an ephemeral port.
   std::string bind = "tcp://127.0.0.1:0";
+  // With a tcp:// bind: peers on this worker's host (same HostIdentity()) connect through a
+  // LocalInbox instead (local_inbox.h).
+  bool local_inbox = true;
+  // Where this worker runs; empty: HostIdentity(). Tests give workers different hosts.
+  std::string host;
   // How long Connect and Receive wait for a peer before failing with Unavailable. Default: 10
   // minutes: a peer may legitimately be busy with a long step of its own.
   std::chrono::milliseconds timeout{600000};
@@ -89,6 +97,10 @@ class PeerMesh {
   int size() const { return options_.num_workers; }
   // Where this worker's inbox listens (empty for a job of one worker).
   const std::string& endpoint() const { return endpoint_; }
+  // Where it listened for peers on its host while the mesh was built (empty: nowhere).
+  const std::string& local_endpoint() const { return local_.endpoint(); }
+  // The endpoint this worker reached worker r's inbox at. REQUIRES: r != rank().
+  const std::string& route(int r) const { return routes_[static_cast<size_t>(r)]; }
 
   // Sends a message built on `msg` (whose body must be a PeerMessage) to worker `to`.
   // REQUIRES: to != rank(). The message may not be used afterwards.
@@ -149,7 +161,8 @@ class PeerMesh {
   zmq::socket_t inbox_;
   std::string endpoint_;
   std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
-  std::vector<std::string> endpoints_;   // every worker's inbox, by rank
+  LocalInbox local_;                     // after inbox_: its socket file goes first
+  std::vector<std::string> routes_;      // every worker's inbox as this worker reached it, by rank
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
   std::set<int> left_;             // peers that announced leaving

@@ -1,0 +1,82 @@
+#include "distributed/local_inbox.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+namespace tessera::internal {
+namespace {
+
+constexpr char kIpcScheme[] = "ipc://";
+constexpr char kSocketName[] = "/inbox";
+
+}  // namespace
+
+std::string HostIdentity() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (!std::getline(boot, boot_id) || boot_id.empty()) return "";
+  char mnt[128];
+  const ssize_t n = ::readlink("/proc/self/ns/mnt", mnt, sizeof(mnt) - 1);
+  if (n <= 0) return "";
+  return fmt::format("boot {} {} uid {}", boot_id, std::string_view(mnt, static_cast<size_t>(n)),
+                     ::geteuid());
+}
+
+bool PrivateToThisUser(const std::string& endpoint) {
+  if (!endpoint.starts_with(kIpcScheme)) return false;
+  const std::string path = endpoint.substr(sizeof(kIpcScheme) - 1);
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return false;
+  struct stat st;
+  if (::lstat(path.substr(0, slash).c_str(), &st) != 0) return false;
+  return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
+}
+
+Result<LocalInbox> LocalInbox::Bind(zmq::socket_t& inbox) {
+  const char* tmp_env = std::getenv("TMPDIR");
+  const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
+  std::string dir = fmt::format("{}/tessera-job-{}-XXXXXX", tmp, ::getpid());
+  if (::mkdtemp(dir.data()) == nullptr) {
+    return Status::Unavailable(
+        fmt::format("cannot create a directory {}: {}", dir, std::strerror(errno)));
+  }
+  LocalInbox local;
+  local.dir_ = std::move(dir);
+  local.endpoint_ = kIpcScheme + local.dir_ + kSocketName;
+  try {
+    inbox.set(zmq::sockopt::curve_server, 0);  // the NULL mechanism, for this bind only
+    inbox.bind(local.endpoint_);
+  } catch (const zmq::error_t& e) {
+    // E.g. a path longer than a unix socket's 107 bytes.
+    return Status::Unavailable(fmt::format("cannot bind {}: {}", local.endpoint_, e.what()));
+  }
+  return local;
+}
+
+LocalInbox::LocalInbox(LocalInbox&& other) noexcept
+    : dir_(std::exchange(other.dir_, {})), endpoint_(std::exchange(other.endpoint_, {})) {}
+
+LocalInbox& LocalInbox::operator=(LocalInbox&& other) noexcept {
+  if (this != &other) {
+    Remove();
+    dir_ = std::exchange(other.dir_, {});
+    endpoint_ = std::exchange(other.endpoint_, {});
+  }
+  return *this;
+}
+
+void LocalInbox::Remove() {
+  if (dir_.empty()) return;
+  ::unlink((dir_ + kSocketName).c_str());
+  ::rmdir(dir_.c_str());
+  dir_.clear();
+}
+
+}  // namespace tessera::internal
