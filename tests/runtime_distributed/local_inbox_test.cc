@@ -101,10 +101,11 @@ TEST(LocalInboxTest, ABindThatCannotBeMadeIsAnErrorLeavingNothing) {
       << local.status().ToString();
 }
 
-TEST(LocalInboxTest, TheHostIsThisBootMountNamespaceAndUser) {
+TEST(LocalInboxTest, TheHostIsThisBootNamespacesAndUser) {
   const std::string host = HostIdentity();
-  ASSERT_FALSE(host.empty()) << "Linux has /proc/sys/kernel/random/boot_id and /proc/self/ns/mnt";
+  ASSERT_FALSE(host.empty()) << "Linux has /proc/sys/kernel/random/boot_id and /proc/self/ns";
   EXPECT_NE(host.find("mnt:["), std::string::npos) << host;
+  EXPECT_NE(host.find("net:["), std::string::npos) << host;
   EXPECT_TRUE(host.ends_with(" uid " + std::to_string(::geteuid()))) << host;
   EXPECT_EQ(HostIdentity(), host);
 }

@@ -22,11 +22,14 @@ std::string HostIdentity() {
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
   if (!std::getline(boot, boot_id) || boot_id.empty()) return "";
-  char mnt[128];
-  const ssize_t n = ::readlink("/proc/self/ns/mnt", mnt, sizeof(mnt) - 1);
-  if (n <= 0) return "";
-  return fmt::format("boot {} {} uid {}", boot_id, std::string_view(mnt, static_cast<size_t>(n)),
-                     ::geteuid());
+  std::string id = "boot " + boot_id;
+  for (const char* ns : {"/proc/self/ns/mnt", "/proc/self/ns/net"}) {
+    char link[128];
+    const ssize_t n = ::readlink(ns, link, sizeof(link) - 1);
+    if (n <= 0) return "";
+    id += " " + std::string(link, static_cast<size_t>(n));
+  }
+  return fmt::format("{} uid {}", id, ::geteuid());
 }
 
 bool PrivateToThisUser(const std::string& endpoint) {

@@ -8,8 +8,8 @@
 // that can already read the job secret from this worker's environment (docs/operations.md,
 // "Security"). The socket lives only while the mesh is being built: once every peer's hello has
 // arrived (every connection is made) the directory is removed, so nobody connects later and a
-// worker killed afterwards leaves nothing behind. Peers on other hosts, other mount namespaces or
-// under other users keep the tcp:// endpoint and CURVE.
+// worker killed afterwards leaves nothing behind. Peers on other hosts, in other mount or network
+// namespaces or under other users keep the tcp:// endpoint and CURVE.
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_LOCAL_INBOX_H_
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_LOCAL_INBOX_H_
 
@@ -22,7 +22,9 @@ namespace tessera::internal {
 
 // Where an ipc:// endpoint is valid: this boot of this kernel, this mount namespace and this
 // effective user (a peer with the same identity sees the same file at the same path and may enter
-// this user's directories). Empty when any part cannot be read: then no peer uses ipc.
+// this user's directories), and this network namespace (a container with a network of its own, or
+// a test's simulated host, counts as a host of its own). Empty when any part cannot be read: then
+// no peer uses ipc.
 std::string HostIdentity();
 
 // Whether `endpoint` is an ipc:// path whose directory is a real directory (not a symlink) owned
