@@ -85,7 +85,8 @@ void RemoveDirShallow(const std::string& dir) {
   ::rmdir(dir.c_str());
 }
 
-// Removes the scratch directories under `tmp` of this user's launchers that no longer run.
+// Removes the scratch directories under `tmp` of this user's launchers (and workers) that no
+// longer run.
 void SweepStaleScratchDirs(const std::string& tmp) {
   DIR* d = ::opendir(tmp.c_str());
   if (d == nullptr) return;
@@ -429,6 +430,7 @@ Result<int> Job::Run() {
     const char* tmp_env = std::getenv("TMPDIR");
     const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
     SweepStaleScratchDirs(tmp);
+    SweepStaleScratchDirs("/dev/shm");  // workers' same-host inboxes (runtime: local_inbox.h)
     std::string pattern = tmp + "/" + kScratchPrefix + std::to_string(::getpid()) + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       return Status::Internal("cannot create a scratch directory " + pattern + ": " +

@@ -1,5 +1,6 @@
 // LocalInbox's checks (runtime/src/distributed/local_inbox.h): which unix-socket endpoints a peer
-// connects to without CURVE, and what names a host. The mesh over them: peer_mesh_test.cc.
+// connects to without CURVE, and what names a host; and the round slots shared next to it
+// (round_slots.h). The mesh over them: peer_mesh_test.cc.
 #include "distributed/local_inbox.h"
 
 #include <gtest/gtest.h>
@@ -7,8 +8,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <zmq.hpp>
+
+#include "distributed/round_slots.h"
 
 namespace tessera::internal {
 namespace {
@@ -52,12 +56,10 @@ TEST(LocalInboxTest, OnlyADirectoryOfThisUserClosedToOthersIsPrivate) {
 
 TEST(LocalInboxTest, BindMakesAPrivateDirectoryAndRemoveTakesItAway) {
   TempDir tmp;
-  ASSERT_EQ(::setenv("TMPDIR", tmp.path().c_str(), 1), 0);
   zmq::context_t zmq;
   zmq::socket_t inbox(zmq, zmq::socket_type::pull);
   inbox.set(zmq::sockopt::linger, 0);
-  Result<LocalInbox> local = LocalInbox::Bind(inbox);
-  ::unsetenv("TMPDIR");
+  Result<LocalInbox> local = LocalInbox::Bind(inbox, tmp.path().string());
   ASSERT_TRUE(local.ok()) << local.status().ToString();
   const fs::path dir = local->directory();
   EXPECT_EQ(dir.parent_path(), tmp.path());
@@ -73,6 +75,7 @@ TEST(LocalInboxTest, BindMakesAPrivateDirectoryAndRemoveTakesItAway) {
   zmq::message_t got;
   ASSERT_TRUE(inbox.recv(got));
   EXPECT_EQ(got.to_string(), "hello");
+  std::ofstream(dir / "another file") << "x";  // Remove takes the directory's files too
   local->Remove();
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_EQ(local->directory(), "");
@@ -84,18 +87,14 @@ TEST(LocalInboxTest, ABindThatCannotBeMadeIsAnErrorLeavingNothing) {
   // Longer than a unix socket's path may be.
   const fs::path deep = tmp.path() / std::string(120, 'x');
   fs::create_directory(deep);
-  ASSERT_EQ(::setenv("TMPDIR", deep.c_str(), 1), 0);
   zmq::context_t zmq;
   zmq::socket_t inbox(zmq, zmq::socket_type::pull);
-  Result<LocalInbox> local = LocalInbox::Bind(inbox);
-  ::unsetenv("TMPDIR");
+  Result<LocalInbox> local = LocalInbox::Bind(inbox, deep.string());
   ASSERT_FALSE(local.ok());
   EXPECT_NE(local.status().message().find("cannot bind ipc://"), std::string::npos)
       << local.status().ToString();
   EXPECT_TRUE(fs::is_empty(deep));
-  ASSERT_EQ(::setenv("TMPDIR", (tmp.path() / "missing").c_str(), 1), 0);
-  local = LocalInbox::Bind(inbox);
-  ::unsetenv("TMPDIR");
+  local = LocalInbox::Bind(inbox, (tmp.path() / "missing").string());
   ASSERT_FALSE(local.ok());
   EXPECT_NE(local.status().message().find("cannot create a directory"), std::string::npos)
       << local.status().ToString();
@@ -108,6 +107,50 @@ TEST(LocalInboxTest, TheHostIsThisBootNamespacesAndUser) {
   EXPECT_NE(host.find("net:["), std::string::npos) << host;
   EXPECT_TRUE(host.ends_with(" uid " + std::to_string(::geteuid()))) << host;
   EXPECT_EQ(HostIdentity(), host);
+}
+
+TEST(RoundSlotsTest, APeerReadsItsRegionOfTheSlotsWritten) {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "rounds").string();
+  Result<RoundSlots> out = RoundSlots::Create(path, 3);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(fs::file_size(path), 3 * RoundSlots::kRegionBytes);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  Result<RoundSlots> in = RoundSlots::Open(path, 2, 3);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  fs::remove(path);  // mappings outlive the file
+  for (uint64_t n = 0; n < 2 * RoundSlots::kSlots; ++n) {
+    std::string text = "round " + std::to_string(n);
+    std::copy(text.begin(), text.end(), out->slot(2, n));
+    out->slot(2, n)[RoundSlots::kSlotBytes - 1] = static_cast<char>(n);
+    EXPECT_EQ(std::string(in->slot(0, n), text.size()), text);
+    EXPECT_EQ(in->slot(0, n)[RoundSlots::kSlotBytes - 1], static_cast<char>(n));
+    if (n >= RoundSlots::kSlots) {
+      EXPECT_EQ(in->slot(0, n), in->slot(0, n - RoundSlots::kSlots));
+    }
+  }
+  EXPECT_NE(out->slot(1, 0), out->slot(2, 0));
+}
+
+TEST(RoundSlotsTest, OnlyANewFileOrARoundSlotFileOfTheRightSizeIsMapped) {
+  TempDir tmp;
+  const std::string path = (tmp.path() / "rounds").string();
+  ASSERT_TRUE(RoundSlots::Create(path, 2).ok());
+  Result<RoundSlots> again = RoundSlots::Create(path, 2);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("cannot create"), std::string::npos);
+  Result<RoundSlots> wrong = RoundSlots::Open(path, 0, 3);  // made for 2 workers
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("is not a round-slot file"), std::string::npos)
+      << wrong.status().ToString();
+  fs::create_symlink(path, tmp.path() / "link");
+  Result<RoundSlots> link = RoundSlots::Open((tmp.path() / "link").string(), 0, 2);
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.status().message().find("cannot open"), std::string::npos);
+  Result<RoundSlots> missing = RoundSlots::Open((tmp.path() / "missing").string(), 0, 2);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_FALSE(RoundSlots().mapped());
 }
 
 }  // namespace

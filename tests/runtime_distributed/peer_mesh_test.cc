@@ -230,6 +230,90 @@ TEST_F(PeerMeshTest, RoundsArriveWholeAndAreReadInOrderWhateverIsInFlight) {
   }
 }
 
+// Workers of one host hand rounds over in shared memory (round_slots.h) when at most half the
+// slots are in flight; rounds larger than a slot, and every round with more in flight, go in
+// their messages. The bytes on the mesh tell which.
+TEST_F(PeerMeshTest, RoundsBetweenWorkersOfOneHostGoThroughSharedSlots) {
+  StartCoordinator(2);
+  auto meshes = ConnectAll(2);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_TRUE(meshes[t]->slots_to(1 - t));
+    EXPECT_TRUE(meshes[t]->slots_from(1 - t));
+  }
+  // Every round 300 KB, but round 2 of 1.5 MB (over a slot).
+  auto run = [&](int in_flight, std::vector<uint64_t>* sent) {
+    std::vector<std::future<Status>> done;
+    for (int t = 0; t < 2; ++t) {
+      done.push_back(std::async(std::launch::async, [&, t] {
+        const uint64_t before = meshes[t]->bytes_sent();
+        RoundsSpec spec;
+        spec.rounds = 9;
+        auto bytes = [](int r) -> size_t { return r == 2 ? 1500000 : 300000; };
+        spec.bytes_to = [&](int r, int) { return bytes(r); };
+        spec.bytes_from = [&](int r, int) { return bytes(r); };
+        spec.write = [&](int r, const std::vector<char*>& to) {
+          for (size_t i = 0; i < bytes(r); ++i) to[1 - t][i] = RoundByte(t, 1 - t, r, i);
+          return Status::Ok();
+        };
+        spec.read = [&](int r, const std::vector<std::span<const char>>& from) {
+          for (size_t i = 0; i < from[1 - t].size(); ++i) {
+            if (from[1 - t][i] != RoundByte(1 - t, t, r, i)) {
+              return Status::Internal(fmt::format("round {} differs at byte {}", r, i));
+            }
+          }
+          return Status::Ok();
+        };
+        Status s = meshes[t]->ExchangeRounds(78, spec, in_flight);
+        (*sent)[t] = meshes[t]->bytes_sent() - before;
+        return s;
+      }));
+    }
+    for (auto& d : done) EXPECT_TRUE(d.get().ok());
+  };
+  std::vector<uint64_t> sent(2);
+  run(RoundSlots::kSlots / 2, &sent);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_GT(sent[t], 1500000u) << "round 2 goes in its message";
+    EXPECT_LT(sent[t], 1600000u) << "the other rounds go in slots";
+  }
+  run(RoundSlots::kSlots / 2 + 1, &sent);
+  for (int t = 0; t < 2; ++t) EXPECT_GT(sent[t], 1500000u + 8 * 300000u);
+}
+
+// A message claiming a round lies in a slot it does not (another round's slot, or more than a
+// slot holds) fails the exchange with DataLoss naming the sender; nothing of it is read.
+TEST_F(PeerMeshTest, ARoundClaimingTheWrongSlotFailsTheExchangeNamingItsSender) {
+  for (const auto& [round, bytes] : {std::pair<uint64_t, uint64_t>{5, 10},
+                                     std::pair<uint64_t, uint64_t>{0, RoundSlots::kSlotBytes + 1}}) {
+    StartCoordinator(2);
+    auto meshes = ConnectAll(2);
+    OutgoingMessage forged(1, 0);
+    auto peer = forged.envelope().getBody().initPeer();
+    peer.setTag(79);
+    peer.setStep(0);
+    peer.setSlotBytes(bytes);
+    peer.setSlotRound(round);
+    ASSERT_TRUE(meshes[1]->Send(0, forged).ok());
+    RoundsSpec spec;
+    spec.rounds = 1;
+    spec.bytes_to = [](int, int) { return size_t{10}; };
+    spec.bytes_from = [bytes = bytes](int, int) { return static_cast<size_t>(bytes); };
+    spec.write = [](int, const std::vector<char*>&) { return Status::Ok(); };
+    bool read = false;
+    spec.read = [&read](int, const std::vector<std::span<const char>>&) {
+      read = true;
+      return Status::Ok();
+    };
+    const Status s = meshes[0]->ExchangeRounds(79, spec);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+    EXPECT_NE(s.message().find("from worker 1 claims"), std::string::npos) << s.ToString();
+    EXPECT_FALSE(read);
+    meshes.clear();
+    coordinator_.reset();
+  }
+}
+
 TEST_F(PeerMeshTest, ARoundOfTheWrongSizeFailsTheExchangeNamingItsSender) {
   StartCoordinator(2);
   auto meshes = ConnectAll(2);

@@ -1,6 +1,7 @@
 #include "distributed/local_inbox.h"
 
 #include <fmt/format.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <utility>
 
 namespace tessera::internal {
@@ -42,10 +44,14 @@ bool PrivateToThisUser(const std::string& endpoint) {
   return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
 }
 
-Result<LocalInbox> LocalInbox::Bind(zmq::socket_t& inbox) {
-  const char* tmp_env = std::getenv("TMPDIR");
-  const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
-  std::string dir = fmt::format("{}/tessera-job-{}-XXXXXX", tmp, ::getpid());
+std::string LocalInboxParent() {
+  if (::access("/dev/shm", W_OK | X_OK) == 0) return "/dev/shm";
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+Result<LocalInbox> LocalInbox::Bind(zmq::socket_t& inbox, const std::string& parent) {
+  std::string dir = fmt::format("{}/tessera-job-{}-XXXXXX", parent, ::getpid());
   if (::mkdtemp(dir.data()) == nullptr) {
     return Status::Unavailable(
         fmt::format("cannot create a directory {}: {}", dir, std::strerror(errno)));
@@ -77,7 +83,13 @@ LocalInbox& LocalInbox::operator=(LocalInbox&& other) noexcept {
 
 void LocalInbox::Remove() {
   if (dir_.empty()) return;
-  ::unlink((dir_ + kSocketName).c_str());
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name = e->d_name;
+      if (name != "." && name != "..") ::unlink(fmt::format("{}/{}", dir_, name).c_str());
+    }
+    ::closedir(d);
+  }
   ::rmdir(dir_.c_str());
   dir_.clear();
 }

@@ -1,14 +1,15 @@
 // LocalInbox: the peer-mesh inbox's way in for workers on the same host -- a unix socket
-// (ipc://) in a fresh directory only this user can enter, without CURVE.
+// (ipc://) in a fresh directory only this user can enter, without CURVE, next to the round slots
+// (round_slots.h) the mesh shares with them.
 //
 // On one host, CURVE's encryption of every hand-over cost more than the rest of the exchange
 // (bench/README.md, "Same-host peers"), and it protects nothing there that the file system does
 // not: the kernel lets a process connect to a unix socket only through directories it may search,
 // and mkdtemp makes the directory 0700, so only this user (and root) gets in -- the same processes
 // that can already read the job secret from this worker's environment (docs/operations.md,
-// "Security"). The socket lives only while the mesh is being built: once every peer's hello has
-// arrived (every connection is made) the directory is removed, so nobody connects later and a
-// worker killed afterwards leaves nothing behind. Peers on other hosts, in other mount or network
+// "Security"). The directory lives only while the mesh is being built: once every peer's hello
+// has arrived (every connection is made) it is removed, so nobody connects later and a worker
+// killed afterwards leaves nothing behind. Peers on other hosts, in other mount or network
 // namespaces or under other users keep the tcp:// endpoint and CURVE.
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_LOCAL_INBOX_H_
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_LOCAL_INBOX_H_
@@ -32,23 +33,28 @@ std::string HostIdentity();
 // then.
 bool PrivateToThisUser(const std::string& endpoint);
 
+// Where LocalInbox makes its directory: /dev/shm, a RAM file system, so that files shared through
+// it (round_slots.h) are never written back to a disk; $TMPDIR (default /tmp) where there is none.
+std::string LocalInboxParent();
+
 class LocalInbox {
  public:
   LocalInbox() = default;
-  // Makes the directory under $TMPDIR (default /tmp) and binds `inbox` there without CURVE; the
-  // socket's endpoints bound before keep their mechanism (ZeroMQ applies security options to
-  // later binds only), so bind this one last. An error leaves no directory behind. The
-  // directory's name starts with tessera-job-PID- like the launcher's scratch directories, so
-  // that one left by a worker killed while its mesh was being built goes with them.
-  static Result<LocalInbox> Bind(zmq::socket_t& inbox);
+  // Makes a directory in `parent` and binds `inbox` there without CURVE; the socket's endpoints
+  // bound before keep their mechanism (ZeroMQ applies security options to later binds only), so
+  // bind this one last. An error leaves no directory behind. The directory's name starts with
+  // tessera-job-PID- like the launcher's scratch directories, so that one left by a worker killed
+  // while its mesh was being built goes with them.
+  static Result<LocalInbox> Bind(zmq::socket_t& inbox, const std::string& parent);
   LocalInbox(LocalInbox&& other) noexcept;
   LocalInbox& operator=(LocalInbox&& other) noexcept;
   ~LocalInbox() { Remove(); }
 
   const std::string& endpoint() const { return endpoint_; }
+  // Empty once removed.
   const std::string& directory() const { return dir_; }
-  // Removes the socket file and its directory (idempotent): connections made stay up, no new one
-  // can be made.
+  // Removes the directory and everything in it (idempotent): connections made stay up, no new one
+  // can be made, and files mapped stay mapped.
   void Remove();
 
  private:

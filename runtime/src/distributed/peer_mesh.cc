@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include "tessera/common/check.h"
@@ -29,6 +30,9 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kLinkTag = ~uint64_t{0};
 constexpr int64_t kLeavingStep = INT64_MIN;
 constexpr int64_t kHelloStep = INT64_MIN + 1;
+
+// The round slots' file in a LocalInbox's directory (round_slots.h).
+constexpr char kRoundSlotsName[] = "rounds";
 
 // ConfigureSocket without ZMTP heartbeats (see peer_mesh.h: they cut large hand-overs).
 void ConfigureMeshSocket(zmq::socket_t& socket) {
@@ -154,9 +158,17 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
   const std::string host = !options.host.empty() ? options.host : HostIdentity();
   if (options.local_inbox && !host.empty() && bound->starts_with("tcp://")) {
     // Bound last: it turns CURVE off for the inbox's later binds.
-    Result<LocalInbox> local = LocalInbox::Bind(mesh->inbox_);
+    Result<LocalInbox> local = LocalInbox::Bind(mesh->inbox_, LocalInboxParent());
     if (local.ok()) {
       mesh->local_ = std::move(local).value();
+      Result<RoundSlots> slots = RoundSlots::Create(
+          mesh->local_.directory() + "/" + kRoundSlotsName, options.num_workers);
+      if (slots.ok()) {
+        mesh->slots_ = std::move(slots).value();
+      } else {
+        mesh->log_->debug("peer mesh: rounds to peers on this host go in messages ({})",
+                          slots.status().message());
+      }
     } else {
       mesh->log_->debug("peer mesh: peers on this host use {} ({})", *bound,
                         local.status().message());
@@ -173,7 +185,25 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     const bool local = r != options.rank && !peers->local_endpoints[i].empty() && !host.empty() &&
                        peers->hosts[i] == host && PrivateToThisUser(peers->local_endpoints[i]);
     mesh->routes_.push_back(local ? peers->local_endpoints[i] : peers->endpoints[i]);
+    mesh->slots_from_.emplace_back();
+    if (local) {
+      // Mapped before this worker's hello says so (WatchAndGreet); the peer removes the file
+      // once every hello has arrived.
+      const std::string& ep = peers->local_endpoints[i];
+      const size_t start = std::string_view("ipc://").size();
+      const std::string path = ep.substr(start, ep.rfind('/') - start) + "/" + kRoundSlotsName;
+      Result<RoundSlots> slots = RoundSlots::Open(path, options.rank, options.num_workers);
+      if (slots.ok()) {
+        mesh->slots_from_.back() = std::move(slots).value();
+      } else {
+        mesh->log_->debug("peer mesh: rounds from worker {} come in messages ({})", r,
+                          slots.status().message());
+      }
+    }
   }
+  mesh->slots_to_.assign(static_cast<size_t>(options.num_workers), false);
+  mesh->rounds_sent_.assign(static_cast<size_t>(options.num_workers), 0);
+  mesh->rounds_received_.assign(static_cast<size_t>(options.num_workers), 0);
   const std::vector<std::string>& endpoints = mesh->routes_;
   mesh->outboxes_.reserve(endpoints.size());
   {
@@ -245,6 +275,7 @@ Status PeerMesh::WatchAndGreet(zmq::context_t& context) {
     auto peer = hello.envelope().getBody().initPeer();
     peer.setTag(kLinkTag);
     peer.setStep(kHelloStep);
+    peer.setMapsSlots(slots_from_[static_cast<size_t>(r)].mapped());
     if (Status s = Push(r, hello.ToFrame()); !s.ok()) return s;
   }
   return Status::Ok();
@@ -426,6 +457,7 @@ Status PeerMesh::Hold(zmq::message_t frame, int fd) {
     if (peer.getTag() == kLinkTag && peer.getStep() == kHelloStep) {
       if (fd >= 0) inbox_links_[fd] = sender;
       greeted_[static_cast<size_t>(sender)] = true;
+      if (!slots_to_.empty()) slots_to_[static_cast<size_t>(sender)] = peer.getMapsSlots() && slots_.mapped();
       return Status::Ok();
     }
     const auto key = std::make_tuple(sender, peer.getTag(), peer.getStep());
@@ -515,19 +547,31 @@ Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_fli
   TESSERA_CHECK(in_flight >= 1);
   const size_t W = static_cast<size_t>(options_.num_workers);
   const size_t me = static_cast<size_t>(options_.rank);
+  // Shared slots are free when written only while no more than half of them are in flight.
+  const bool slots_usable = 2 * in_flight <= RoundSlots::kSlots;
   auto send_round = [&](int r) -> Status {
     std::vector<std::unique_ptr<OutgoingMessage>> messages(W);
     std::vector<char*> to(W, nullptr);
     for (size_t w = 0; w < W; ++w) {
       if (w == me) continue;
       const size_t bytes = spec.bytes_to(r, static_cast<int>(w));
+      const uint64_t n = rounds_sent_[w]++;
+      const bool in_slot = slots_usable && slots_to_[w] && bytes > 0 &&
+                           bytes <= RoundSlots::kSlotBytes;
       // One segment (the size hint), so that the message becomes its frame without a copy.
       messages[w] = std::make_unique<OutgoingMessage>(
-          static_cast<uint32_t>(me), 0, static_cast<unsigned>(bytes / sizeof(capnp::word) + 16));
+          static_cast<uint32_t>(me), 0,
+          static_cast<unsigned>((in_slot ? 0 : bytes) / sizeof(capnp::word) + 16));
       auto peer = messages[w]->envelope().getBody().initPeer();
       peer.setTag(tag);
       peer.setStep(r);
-      to[w] = reinterpret_cast<char*>(peer.initPayload(static_cast<unsigned>(bytes)).begin());
+      if (in_slot) {
+        peer.setSlotBytes(bytes);
+        peer.setSlotRound(n);
+        to[w] = slots_.slot(static_cast<int>(w), n);
+      } else {
+        to[w] = reinterpret_cast<char*>(peer.initPayload(static_cast<unsigned>(bytes)).begin());
+      }
     }
     TESSERA_RETURN_IF_ERROR(spec.write(r, to));
     for (size_t w = 0; w < W; ++w) {
@@ -548,10 +592,25 @@ Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_fli
       auto msg = Receive(static_cast<int>(w), tag, r);
       if (!msg.ok()) return msg.status();
       got[w] = std::move(msg).value();
+      const uint64_t n = rounds_received_[w]++;
       try {
-        const auto payload = got[w]->envelope().getBody().getPeer().getPayload();
-        from[w] =
-            std::span<const char>(reinterpret_cast<const char*>(payload.begin()), payload.size());
+        const auto peer = got[w]->envelope().getBody().getPeer();
+        if (const uint64_t in_slot = peer.getSlotBytes(); in_slot > 0) {
+          if (!slots_from_[w].mapped() || peer.getSlotRound() != n ||
+              in_slot > RoundSlots::kSlotBytes) {
+            return Status::DataLoss(fmt::format(
+                "peer mesh: round {} of exchange {} from worker {} claims {} bytes in its shared "
+                "slot for round {}, where this worker {} round {} of up to {} bytes",
+                r, tag, w, in_slot, peer.getSlotRound(),
+                slots_from_[w].mapped() ? "expects" : "maps no slots of it, for", n,
+                RoundSlots::kSlotBytes));
+          }
+          from[w] = std::span<const char>(slots_from_[w].slot(0, n), in_slot);
+        } else {
+          const auto payload = peer.getPayload();
+          from[w] = std::span<const char>(reinterpret_cast<const char*>(payload.begin()),
+                                          payload.size());
+        }
       } catch (const kj::Exception& e) {
         return Status::DataLoss(
             fmt::format("peer mesh: malformed round {} of exchange {} from "

@@ -39,6 +39,7 @@
 #include <zmq.hpp>
 
 #include "distributed/local_inbox.h"
+#include "distributed/round_slots.h"
 #include "internal/exchange_rounds.h"
 #include "tessera/common/log_throttle.h"
 #include "tessera/common/status.h"
@@ -101,6 +102,9 @@ class PeerMesh {
   const std::string& local_endpoint() const { return local_.endpoint(); }
   // The endpoint this worker reached worker r's inbox at. REQUIRES: r != rank().
   const std::string& route(int r) const { return routes_[static_cast<size_t>(r)]; }
+  // Whether ExchangeRounds hands rounds to worker r, and takes them from it, in shared memory.
+  bool slots_to(int r) const { return slots_to_[static_cast<size_t>(r)]; }
+  bool slots_from(int r) const { return slots_from_[static_cast<size_t>(r)].mapped(); }
 
   // Sends a message built on `msg` (whose body must be a PeerMessage) to worker `to`.
   // REQUIRES: to != rank(). The message may not be used afterwards.
@@ -124,8 +128,9 @@ class PeerMesh {
   Result<std::vector<std::string>> AllToAll(uint64_t tag, std::vector<std::string> to_each);
   // The rounds of `spec` (exchange_rounds.h), tagged `tag` (round r is step r), sending up to
   // `in_flight` rounds ahead of the one it reads. Each round's message is written in place into
-  // the frame that carries it and read in place from the one that brought it.
-  // REQUIRES: in_flight >= 1.
+  // the frame that carries it and read in place from the one that brought it, or, between workers
+  // on one host, into and from shared memory (round_slots.h).
+  // REQUIRES: in_flight >= 1, the same on every worker.
   Status ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_flight = kRoundsInFlight);
 
   uint64_t bytes_sent() const { return bytes_sent_; }
@@ -162,6 +167,11 @@ class PeerMesh {
   std::string endpoint_;
   std::vector<zmq::socket_t> outboxes_;  // by rank; empty socket at our own rank
   LocalInbox local_;                     // after inbox_: its socket file goes first
+  RoundSlots slots_;                     // this worker's round slots, in local_'s directory
+  std::vector<RoundSlots> slots_from_;   // by rank: the peer's slots toward this worker
+  std::vector<bool> slots_to_;           // by rank: the peer maps slots_ (its hello said so)
+  // By rank: rounds of ExchangeRounds sent to and received from the peer, over every exchange.
+  std::vector<uint64_t> rounds_sent_, rounds_received_;
   std::vector<std::string> routes_;      // every worker's inbox as this worker reached it, by rank
   std::map<std::tuple<int, uint64_t, int64_t>, std::unique_ptr<IncomingMessage>> held_;
   uint64_t bytes_sent_ = 0;
