@@ -19,11 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory, removed with everything in it.
+// A fresh directory in `parent`, removed with everything in it.
 class TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tessera-local-inbox-XXXXXX").string();
+  explicit TempDir(const fs::path& parent = fs::temp_directory_path()) {
+    std::string pattern = (parent / "tessera-local-inbox-XXXXXX").string();
     EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
     path_ = pattern;
   }
@@ -109,8 +109,9 @@ TEST(LocalInboxTest, TheHostIsThisBootNamespacesAndUser) {
   EXPECT_EQ(HostIdentity(), host);
 }
 
+// Where a mesh puts them (/dev/shm where there is one).
 TEST(RoundSlotsTest, APeerReadsItsRegionOfTheSlotsWritten) {
-  TempDir tmp;
+  TempDir tmp(LocalInboxParent());
   const std::string path = (tmp.path() / "rounds").string();
   Result<RoundSlots> out = RoundSlots::Create(path, 3);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -119,6 +120,16 @@ TEST(RoundSlotsTest, APeerReadsItsRegionOfTheSlotsWritten) {
             fs::perms::owner_read | fs::perms::owner_write);
   Result<RoundSlots> in = RoundSlots::Open(path, 2, 3);
   ASSERT_TRUE(in.ok()) << in.status().ToString();
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_blocks, 0) << "no memory before a slot is reserved";
+  for (uint64_t n = 0; n < RoundSlots::kSlots; ++n) {
+    EXPECT_TRUE(out->Reserve(2, n, RoundSlots::kSlotBytes));
+  }
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_GE(static_cast<size_t>(st.st_blocks) * 512, RoundSlots::kRegionBytes);
+  EXPECT_FALSE(out->Reserve(2, 0, RoundSlots::kSlotBytes + 1)) << "more than a slot";
+  EXPECT_FALSE(in->Reserve(0, 0, 1)) << "an opened region is read-only";
   fs::remove(path);  // mappings outlive the file
   for (uint64_t n = 0; n < 2 * RoundSlots::kSlots; ++n) {
     std::string text = "round " + std::to_string(n);
@@ -134,7 +145,7 @@ TEST(RoundSlotsTest, APeerReadsItsRegionOfTheSlotsWritten) {
 }
 
 TEST(RoundSlotsTest, OnlyANewFileOrARoundSlotFileOfTheRightSizeIsMapped) {
-  TempDir tmp;
+  TempDir tmp(LocalInboxParent());
   const std::string path = (tmp.path() / "rounds").string();
   ASSERT_TRUE(RoundSlots::Create(path, 2).ok());
   Result<RoundSlots> again = RoundSlots::Create(path, 2);

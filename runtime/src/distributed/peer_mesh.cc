@@ -457,7 +457,9 @@ Status PeerMesh::Hold(zmq::message_t frame, int fd) {
     if (peer.getTag() == kLinkTag && peer.getStep() == kHelloStep) {
       if (fd >= 0) inbox_links_[fd] = sender;
       greeted_[static_cast<size_t>(sender)] = true;
-      if (!slots_to_.empty()) slots_to_[static_cast<size_t>(sender)] = peer.getMapsSlots() && slots_.mapped();
+      if (!slots_to_.empty()) {
+        slots_to_[static_cast<size_t>(sender)] = peer.getMapsSlots() && slots_.mapped();
+      }
       return Status::Ok();
     }
     const auto key = std::make_tuple(sender, peer.getTag(), peer.getStep());
@@ -557,7 +559,7 @@ Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_fli
       const size_t bytes = spec.bytes_to(r, static_cast<int>(w));
       const uint64_t n = rounds_sent_[w]++;
       const bool in_slot = slots_usable && slots_to_[w] && bytes > 0 &&
-                           bytes <= RoundSlots::kSlotBytes;
+                           slots_.Reserve(static_cast<int>(w), n, bytes);
       // One segment (the size hint), so that the message becomes its frame without a copy.
       messages[w] = std::make_unique<OutgoingMessage>(
           static_cast<uint32_t>(me), 0,

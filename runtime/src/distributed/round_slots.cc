@@ -30,13 +30,33 @@ Result<RoundSlots> RoundSlots::Create(const std::string& path, int num_workers) 
     return s;
   }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
   if (base == MAP_FAILED) {
     Status s = Errno("cannot map", path);
+    ::close(fd);
     ::unlink(path.c_str());
     return s;
   }
-  return RoundSlots(static_cast<char*>(base), bytes);
+  return RoundSlots(static_cast<char*>(base), bytes, fd, num_workers);
+}
+
+RoundSlots::RoundSlots(char* base, size_t bytes, int fd, int num_workers)
+    : base_(base), bytes_(bytes), fd_(fd) {
+  if (fd_ >= 0) reserved_.assign(static_cast<size_t>(num_workers) * kSlots, 0);
+}
+
+bool RoundSlots::Reserve(int region, uint64_t n, size_t bytes) {
+  const size_t i = static_cast<size_t>(region) * kSlots + n % kSlots;
+  if (fd_ < 0 || i >= reserved_.size() || bytes > kSlotBytes) return false;
+  if (reserved_[i] >= bytes) return true;
+  const off_t offset = static_cast<off_t>(slot(region, n) - base_);
+  // Mode 0 within the file's size: allocates, never changes the size; tmpfs supports it.
+  int rc;
+  do {
+    rc = ::fallocate(fd_, 0, offset, static_cast<off_t>(bytes));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return false;
+  reserved_[i] = bytes;
+  return true;
 }
 
 Result<RoundSlots> RoundSlots::Open(const std::string& path, int rank, int num_workers) {
@@ -59,23 +79,33 @@ Result<RoundSlots> RoundSlots::Open(const std::string& path, int rank, int num_w
                       static_cast<off_t>(static_cast<size_t>(rank) * kRegionBytes));
   ::close(fd);
   if (base == MAP_FAILED) return Errno("cannot map", path);
-  return RoundSlots(static_cast<char*>(base), kRegionBytes);
+  return RoundSlots(static_cast<char*>(base), kRegionBytes, -1, 0);
 }
 
 RoundSlots::RoundSlots(RoundSlots&& other) noexcept
-    : base_(std::exchange(other.base_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : base_(std::exchange(other.base_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
+      reserved_(std::move(other.reserved_)) {}
 
 RoundSlots& RoundSlots::operator=(RoundSlots&& other) noexcept {
   if (this != &other) {
-    if (base_ != nullptr) ::munmap(base_, bytes_);
+    Release();
     base_ = std::exchange(other.base_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    fd_ = std::exchange(other.fd_, -1);
+    reserved_ = std::move(other.reserved_);
   }
   return *this;
 }
 
-RoundSlots::~RoundSlots() {
+RoundSlots::~RoundSlots() { Release(); }
+
+void RoundSlots::Release() {
   if (base_ != nullptr) ::munmap(base_, bytes_);
+  if (fd_ >= 0) ::close(fd_);
+  base_ = nullptr;
+  fd_ = -1;
 }
 
 }  // namespace tessera::internal

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tessera/common/status.h"
 
@@ -32,8 +33,8 @@ class RoundSlots {
   static constexpr size_t kRegionBytes = kSlots * kSlotBytes;
 
   RoundSlots() = default;
-  // Creates `path` (a new file, 0600) with a region per worker, mapped for writing. Its pages are
-  // allocated as slots are first written.
+  // Creates `path` (a new file, 0600) with a region per worker, mapped for writing. Its memory is
+  // taken slot by slot (Reserve), as rounds need it.
   static Result<RoundSlots> Create(const std::string& path, int num_workers);
   // Maps worker `rank`'s region of a file a peer created, for reading; the file must be a regular
   // file of this effective user of the size Create makes for `num_workers`.
@@ -43,15 +44,23 @@ class RoundSlots {
   ~RoundSlots();
 
   bool mapped() const { return base_ != nullptr; }
+  // Created: makes the file's memory behind the first `bytes` of the slot of the n-th round
+  // toward worker `region` exist, so that writing them cannot fault (a full /dev/shm would
+  // otherwise kill the writer with SIGBUS). False when it cannot (the round then goes in its
+  // message). Cheap once a slot holds its largest round.
+  bool Reserve(int region, uint64_t n, size_t bytes);
   // Created: the slot of the n-th round toward worker `region`. Opened: region must be 0.
   char* slot(int region, uint64_t n) const {
     return base_ + static_cast<size_t>(region) * kRegionBytes + (n % kSlots) * kSlotBytes;
   }
 
  private:
-  RoundSlots(char* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  RoundSlots(char* base, size_t bytes, int fd, int num_workers);
+  void Release();
   char* base_ = nullptr;
   size_t bytes_ = 0;
+  int fd_ = -1;                   // created: the file, for Reserve
+  std::vector<size_t> reserved_;  // created: bytes reserved per slot (region * kSlots + slot)
 };
 
 }  // namespace tessera::internal
