@@ -312,13 +312,13 @@ class Coordinator::Impl {
     }
     peer_waiting_.clear();
     log_->info("peer mesh of {} workers complete", options_.num_workers);
-    std::vector<std::string> listed;
+    std::vector<std::string> endpoints, locals;
     for (const PeerAddress& p : peer_endpoints_) {
-      listed.push_back(p.local_endpoint.empty()
-                           ? p.endpoint
-                           : fmt::format("{} (on its host {})", p.endpoint, p.local_endpoint));
+      endpoints.push_back(p.endpoint);
+      locals.push_back(p.local_endpoint.empty() ? "-" : p.local_endpoint);
     }
-    log_->debug("peer mesh endpoints: {}", fmt::join(listed, " "));
+    log_->debug("peer mesh endpoints: {}", fmt::join(endpoints, " "));
+    log_->debug("peer mesh endpoints for workers on the same host: {}", fmt::join(locals, " "));
   }
 
   // Only registered workers count, each once per barrier, with a bounded number of barriers open:
