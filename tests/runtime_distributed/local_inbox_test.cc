@@ -50,6 +50,9 @@ TEST(LocalInboxTest, OnlyADirectoryOfThisUserClosedToOthersIsPrivate) {
   EXPECT_FALSE(PrivateToThisUser("ipc://" + (tmp.path() / "link" / "inbox").string()))
       << "a symlink";
   EXPECT_FALSE(PrivateToThisUser("ipc://" + (tmp.path() / "missing" / "inbox").string()));
+  EXPECT_EQ(IpcDirectory(endpoint), dir.string());
+  EXPECT_EQ(IpcDirectory("tcp://127.0.0.1:5555"), "");
+  EXPECT_EQ(IpcDirectory("ipc://inbox"), "");
   EXPECT_FALSE(PrivateToThisUser("tcp://127.0.0.1:5555"));
   EXPECT_FALSE(PrivateToThisUser("ipc://inbox"));
 }

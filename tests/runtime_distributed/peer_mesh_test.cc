@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <set>
@@ -48,12 +49,16 @@ class PeerMeshTest : public ::testing::Test {
     return o;
   }
 
-  // Connects `workers` meshes concurrently (each blocks until all have announced).
-  std::vector<std::unique_ptr<PeerMesh>> ConnectAll(int workers) {
+  // Connects `workers` meshes concurrently (each blocks until all have announced), with
+  // adjust(rank, options) changing each one's options first.
+  std::vector<std::unique_ptr<PeerMesh>> ConnectAll(
+      int workers, const std::function<void(int, PeerMeshOptions&)>& adjust = {}) {
     std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;
     for (int r = 0; r < workers; ++r) {
-      pending.push_back(std::async(std::launch::async, [this, r, workers] {
-        return PeerMesh::Connect(Options(r, workers), zmq_);
+      pending.push_back(std::async(std::launch::async, [this, r, workers, &adjust] {
+        PeerMeshOptions o = Options(r, workers);
+        if (adjust) adjust(r, o);
+        return PeerMesh::Connect(o, zmq_);
       }));
     }
     std::vector<std::unique_ptr<PeerMesh>> meshes;
@@ -505,12 +510,6 @@ TEST_F(PeerMeshTest, AStrangerCannotSendToAnInbox) {
   EXPECT_EQ(meshes[0]->dropped(), 0u);
 }
 
-// The directory of an ipc:// endpoint.
-std::string DirectoryOf(const std::string& endpoint) {
-  const std::string path = endpoint.substr(std::string("ipc://").size());
-  return path.substr(0, path.rfind('/'));
-}
-
 // Workers on one host reach each other through unix sockets (local_inbox.h), whose directories
 // are gone once the mesh is up: nobody can connect to them afterwards.
 TEST_F(PeerMeshTest, WorkersOnOneHostMeetOnUnixSocketsGoneOnceTheMeshIsUp) {
@@ -521,7 +520,7 @@ TEST_F(PeerMeshTest, WorkersOnOneHostMeetOnUnixSocketsGoneOnceTheMeshIsUp) {
     const std::string local = meshes[r]->local_endpoint();
     ASSERT_TRUE(local.starts_with("ipc://")) << local;
     EXPECT_NE(local, meshes[r]->endpoint());
-    EXPECT_FALSE(std::filesystem::exists(DirectoryOf(local))) << local;
+    EXPECT_FALSE(std::filesystem::exists(IpcDirectory(local))) << local;
     for (int from = 0; from < 3; ++from) {
       if (from != r) {
         EXPECT_EQ(meshes[from]->route(r), local) << from << " -> " << r;
@@ -542,21 +541,11 @@ TEST_F(PeerMeshTest, WorkersOnOneHostMeetOnUnixSocketsGoneOnceTheMeshIsUp) {
 // reached at their CURVE endpoints.
 TEST_F(PeerMeshTest, WorkersOnOtherHostsUseTheAuthenticatedEndpoint) {
   StartCoordinator(3);
-  std::vector<std::future<Result<std::unique_ptr<PeerMesh>>>> pending;
-  for (int r = 0; r < 3; ++r) {
-    pending.push_back(std::async(std::launch::async, [this, r] {
-      PeerMeshOptions o = Options(r, 3);
-      o.host = r == 0 ? "host a" : "host b";
-      o.local_inbox = r != 2;
-      return PeerMesh::Connect(o, zmq_);
-    }));
-  }
-  std::vector<std::unique_ptr<PeerMesh>> meshes;
-  for (auto& p : pending) {
-    auto m = p.get();
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    meshes.push_back(std::move(m).value());
-  }
+  auto meshes = ConnectAll(3, [](int r, PeerMeshOptions& o) {
+    o.host = r == 0 ? "host a" : "host b";
+    o.local_inbox = r != 2;
+  });
+  for (const auto& m : meshes) ASSERT_NE(m, nullptr);
   EXPECT_EQ(meshes[0]->route(1), meshes[1]->endpoint());  // another host
   EXPECT_EQ(meshes[1]->route(0), meshes[0]->endpoint());
   EXPECT_EQ(meshes[1]->route(2), meshes[2]->endpoint());  // no local inbox

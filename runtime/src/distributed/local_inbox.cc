@@ -1,15 +1,16 @@
 #include "distributed/local_inbox.h"
 
 #include <fmt/format.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace tessera::internal {
@@ -34,13 +35,18 @@ std::string HostIdentity() {
   return fmt::format("{} uid {}", id, ::geteuid());
 }
 
-bool PrivateToThisUser(const std::string& endpoint) {
-  if (!endpoint.starts_with(kIpcScheme)) return false;
+std::string IpcDirectory(const std::string& endpoint) {
+  if (!endpoint.starts_with(kIpcScheme)) return "";
   const std::string path = endpoint.substr(sizeof(kIpcScheme) - 1);
   const size_t slash = path.rfind('/');
-  if (slash == std::string::npos || slash == 0) return false;
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+bool PrivateToThisUser(const std::string& endpoint) {
+  const std::string dir = IpcDirectory(endpoint);
+  if (dir.empty()) return false;
   struct stat st;
-  if (::lstat(path.substr(0, slash).c_str(), &st) != 0) return false;
+  if (::lstat(dir.c_str(), &st) != 0) return false;
   return S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
 }
 
@@ -83,14 +89,8 @@ LocalInbox& LocalInbox::operator=(LocalInbox&& other) noexcept {
 
 void LocalInbox::Remove() {
   if (dir_.empty()) return;
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string_view name = e->d_name;
-      if (name != "." && name != "..") ::unlink(fmt::format("{}/{}", dir_, name).c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir_.c_str());
+  std::error_code ignored;  // nothing to do about a file someone else already removed
+  std::filesystem::remove_all(dir_, ignored);
   dir_.clear();
 }
 

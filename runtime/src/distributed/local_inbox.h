@@ -28,6 +28,10 @@ namespace tessera::internal {
 // no peer uses ipc.
 std::string HostIdentity();
 
+// The directory of an ipc:// endpoint's socket ("ipc:///dev/shm/d/inbox": "/dev/shm/d"); empty for
+// another scheme or a path without a directory.
+std::string IpcDirectory(const std::string& endpoint);
+
 // Whether `endpoint` is an ipc:// path whose directory is a real directory (not a symlink) owned
 // by this effective user and closed to everyone else: a peer connects to it without CURVE only
 // then.

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
 #include <utility>
 
 #include "tessera/common/check.h"
@@ -189,9 +188,7 @@ Result<std::unique_ptr<PeerMesh>> PeerMesh::Connect(const PeerMeshOptions& optio
     if (local) {
       // Mapped before this worker's hello says so (WatchAndGreet); the peer removes the file
       // once every hello has arrived.
-      const std::string& ep = peers->local_endpoints[i];
-      const size_t start = std::string_view("ipc://").size();
-      const std::string path = ep.substr(start, ep.rfind('/') - start) + "/" + kRoundSlotsName;
+      const std::string path = IpcDirectory(peers->local_endpoints[i]) + "/" + kRoundSlotsName;
       Result<RoundSlots> slots = RoundSlots::Open(path, options.rank, options.num_workers);
       if (slots.ok()) {
         mesh->slots_from_.back() = std::move(slots).value();
