@@ -178,7 +178,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     std::vector<int64_t> doc_begin;  // doc_begin[d]: the id of document d's first token
     std::vector<double> lg_beta;     // lgamma(n + beta) - lgamma(beta) for a word's counts n
     double ll_const = 0;             // the log-likelihood's terms that do not change
-    int64_t first_doc = -1;          // the first document with tokens
   };
   Derived derived;
   const Derived& lengths = derived;
@@ -204,12 +203,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     for (int64_t w = 0; w < V; ++w) max_word = std::max(max_word, word_length(w));
     derived.lg_beta = LgammaTable(beta, max_word + 1);
     derived.ll_const = 0;
-    derived.first_doc = -1;
     for (int64_t d = 0; d < D; ++d) {
       const int64_t n = doc_begin[d + 1] - doc_begin[d];
       derived.ll_const +=
           std::lgamma(K * opt.alpha) - std::lgamma(K * opt.alpha + static_cast<double>(n));
-      if (derived.first_doc < 0 && n > 0) derived.first_doc = d;
     }
     derived.ll_const += K * std::lgamma(V * opt.beta);
   };
@@ -230,7 +227,30 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
   // other before the other's sweep).
   bool word_order_current = false;
   const auto start = std::chrono::steady_clock::now();
+  // The log-likelihood of the topics an evaluated iteration i leaves, collapsed log p(w, z) =
+  //   sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
+  //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)],
+  // is summed where the sweeps gather the rows anyway: each document's terms from its topics
+  // after iteration i's last document sweep, the topic totals' term in a small loop right after
+  // that sweep, and each word's terms at its gather in iteration i+1's first word sweep (which
+  // reads the topics iteration i left). Iteration i is reported then, half an iteration late; the
+  // last iteration's word terms take a loop of their own. Every term is added inside a loop: a
+  // resumed run takes them from the checkpoint's log (serial state derived from the arrays, like
+  // lengths.ll_const, is that of the arrays before the restore while it replays).
+  tessera::Accumulator<double> ll(ctx);
+  std::optional<IterationStats> unreported;  // an evaluated iteration awaiting its word terms
+  auto once = DistArray<int64_t, 1>::dense(ctx, {1});  // the topic totals' term's space
+  bool word_ll = false, doc_ll = false;                // whether the sweep adds its rows' terms
+  auto report_unreported = [&] {
+    unreported->ll_per_token = ll.value() / static_cast<double>(num_tokens);
+    unreported->elapsed_s = Seconds(std::chrono::steady_clock::now() - start);
+    const int status = ReportIteration(ctx, opt, report, metrics, *unreported);
+    unreported.reset();
+    return status;
+  };
   for (int iter = 1; iter <= opt.iterations; ++iter) {
+    const bool evaluate =
+        opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations);
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t cpu0 = std::clock();
     const tessera::Traffic traffic0 = ctx.traffic();
@@ -249,8 +269,10 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     const float vbeta_1 = vbeta - 1.0f;  // n_k + V beta without the token itself
     int sweep = 0;                       // seeds the tokens' generators; names the rows' sweep
     // A gathered row's moves and next proposals; `prior` is the row's own smoothing (beta for a
-    // word, alpha for a document).
-    auto move_and_propose = [&](lda::RowTopics& row, float prior) __attribute__((noinline)) {
+    // word, alpha for a document). With `ll_table`, returns the sum of ll_table[c] over the row's
+    // counts c after the moves (else 0).
+    auto move_and_propose = [&](lda::RowTopics& row, float prior,
+                                const std::vector<double>* ll_table) __attribute__((noinline)) {
       const uint64_t seed = sweep_seed(sweep);
       // Locals: the moves' stores cannot touch them, so they stay in registers.
       const float n_tail = vbeta, n_tail_1 = vbeta_1;
@@ -263,13 +285,16 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         const float ns = static_cast<float>(totals(s) + row.delta(s)) + n_tail_1;
         row.MoveIf(i, t, Rng::Unit(Rng::Nth(token_seed(seed, row.id(i)), 0)) * b * nt < a * ns);
       }
+      const double ll_sum = ll_table != nullptr ? row.SumOverCountsAfterMoves(*ll_table) : 0.0;
       row.EndMoves();
       row.Propose(prior, [&](int64_t i) { return Rng::Nth(token_seed(seed, row.id(i)), 1); });
+      return ll_sum;
     };
     // The rows' work happens at their first token (the moves and proposals out of line, in
     // move_and_propose); the gathers stay in the bodies, where tessc sees them as the loop's own.
     auto word_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // word key[0] as the document sweep left it
+      thread_local double row_ll = 0;   // its log-likelihood terms, when word_ll
       if (!row.Holds(key[0], sweep)) [[unlikely]] {
         const auto tokens_of = tokens_w.sparse_row(key[0]);  // (w, doc, j) by (doc, j)
         const int64_t n = tokens_of.size();
@@ -280,9 +305,12 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
           row.set_state(i, tokens_of.value(i));
         }
         row.Count();
-        move_and_propose(row, beta);
+        if (word_ll) row_ll = row.SumOverCounts(lengths.lg_beta);
+        move_and_propose(row, beta, nullptr);
       }
       const int64_t i = row.IndexOf(lengths.doc_begin[key[1]] + key[2]);
+      // Once per word, whichever thread or worker gathered it.
+      if (word_ll && i == 0) ll += row_ll;
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
@@ -296,6 +324,7 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     };
     auto doc_sweep = [&](const Key<3>& key, int64_t& v) {
       thread_local lda::RowTopics row;  // document key[0] as the word sweep left it
+      thread_local double row_ll = 0;   // its log-likelihood terms after its moves, when doc_ll
       if (!row.Holds(key[0], sweep)) [[unlikely]] {
         const auto tokens_of = tokens.sparse_row(key[0]);  // (d, word, j): j is the row's j-th
         const int64_t n = tokens_of.size();
@@ -305,8 +334,9 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
           row.set_state(i, tokens_of.value(i));
         }
         row.Count();
-        move_and_propose(row, alpha);
+        row_ll = move_and_propose(row, alpha, doc_ll ? &lg_alpha : nullptr);
       }
+      if (doc_ll && key[2] == 0) ll += row_ll;  // once per document
       const int32_t before = row.gathered_topic(key[2]), s = row.topic(key[2]);
       // Without a branch (a coin flip): a token that stays adds nothing.
       const int64_t moved = s != before;
@@ -320,20 +350,28 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     for (int pair = 0; pair < opt.mh_steps / 2; ++pair) {
       sweep = iter * opt.mh_steps + 2 * pair;
       if (!word_order_current) tokens_w.assign_permuted(tokens, {1, 0, 2});
+      word_ll = pair == 0 && unreported.has_value();
       if (opt.data_parallel >= 0) {
         tessera::parallel_for(tokens_w, word_sweep,
                               tessera::DataParallel{.staleness = opt.data_parallel});
       } else {
         tessera::parallel_for(tokens_w, word_sweep);
       }
+      if (word_ll) {
+        word_ll = false;
+        if (int status = report_unreported(); status != 0) return status;
+      }
       ++sweep;
       tokens.assign_permuted(tokens_w, {1, 0, 2});
+      doc_ll = evaluate && pair == opt.mh_steps / 2 - 1;
+      if (doc_ll) ll.reset();
       if (opt.data_parallel >= 0) {
         tessera::parallel_for(tokens, doc_sweep,
                               tessera::DataParallel{.staleness = opt.data_parallel});
       } else {
         tessera::parallel_for(tokens, doc_sweep);
       }
+      doc_ll = false;
       word_order_current = false;
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);
@@ -349,49 +387,17 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     const double tokens_per_cpu_s = static_cast<double>(num_tokens) / *sample_cpu_seconds;
     const double tokens_per_s = static_cast<double>(num_tokens) / sample_seconds;
 
-    std::optional<double> ll_per_token;
-    if (opt.eval_every > 0 && (iter % opt.eval_every == 0 || iter == opt.iterations)) {
-      // Collapsed log p(w, z) = sum_d [lg(K a) - lg(K a + N_d) + sum_k lg(n_dk + a) - lg(a)]
-      //   + sum_k [lg(V b) - lg(n_k + V b) + sum_w lg(n_wk + b) - lg(b)], from the topics the
-      // last document sweep left (in `tokens`, and handed to `tokens_w`): each document's and
-      // word's terms are added at its first token.
-      tessera::Accumulator<double> ll(ctx, lengths.ll_const);
-      tessera::parallel_for(tokens, [&](const Key<3>& key, int64_t&) {
-        if (key[2] != 0) return;
-        thread_local lda::RowTopics nd;
-        const auto tokens_of = tokens.sparse_row(key[0]);
-        const int64_t n = tokens_of.size();
-        nd.Begin(key[0], -iter, K, n);
-        for (int64_t i = 0; i < n; ++i) nd.set_state(i, tokens_of.value(i));
-        nd.Count();
-        double sum = 0;
-        nd.ForEachNonzero([&](int32_t, int32_t count) { sum += lg_alpha[count]; });
-        // The topic totals' term, once (by the first document), inside the loop: a resumed run
-        // that replays this iteration takes the whole sum from the checkpoint's log.
-        if (key[0] == lengths.first_doc) {
-          for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
-        }
+    if (evaluate) {
+      // The topic totals' term and the terms that do not change, once, from the totals after the
+      // sweeps.
+      tessera::parallel_for(once, [&](const Key<1>&, int64_t&) {
+        double sum = lengths.ll_const;
+        for (int k = 0; k < K; ++k) sum -= std::lgamma(static_cast<double>(totals(k)) + vbeta_d);
         ll += sum;
       });
-      tokens_w.assign_permuted(tokens, {1, 0, 2});
-      word_order_current = true;
-      tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
-        const auto tokens_of = tokens_w.sparse_row(key[0]);
-        if (tokens_of.key(0).idx != key.idx) return;  // not the word's first token
-        thread_local lda::RowTopics nw;
-        const int64_t n = tokens_of.size();
-        nw.Begin(key[0], -iter, K, n);
-        for (int64_t i = 0; i < n; ++i) nw.set_state(i, tokens_of.value(i));
-        nw.Count();
-        double sum = 0;
-        nw.ForEachNonzero([&](int32_t, int32_t count) { sum += lengths.lg_beta[count]; });
-        ll += sum;
-      });
-      ll_per_token = ll.value() / static_cast<double>(num_tokens);
     }
     IterationStats stats;
     stats.iter = iter;
-    stats.ll_per_token = ll_per_token;
     stats.tokens_per_s = tokens_per_s;
     stats.tokens_per_cpu_s = tokens_per_cpu_s;
     stats.iteration_s = sample_seconds;
@@ -399,7 +405,27 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
     stats.acceptance = static_cast<double>(accepted.value()) /
                        static_cast<double>(num_tokens * opt.mh_steps);
     stats.sent = ctx.traffic() - traffic0;
-    if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
+    if (!evaluate) {
+      if (int status = ReportIteration(ctx, opt, report, metrics, stats); status != 0) return status;
+      continue;
+    }
+    unreported = stats;
+    if (iter < opt.iterations) continue;  // the next word sweep adds the word terms
+    // The last iteration's word terms, from the topics the last document sweep left (handed to
+    // tokens_w): each word's at its first token.
+    tokens_w.assign_permuted(tokens, {1, 0, 2});
+    word_order_current = true;
+    tessera::parallel_for(tokens_w, [&](const Key<3>& key, int64_t&) {
+      const auto tokens_of = tokens_w.sparse_row(key[0]);
+      if (tokens_of.key(0).idx != key.idx) return;  // not the word's first token
+      thread_local lda::RowTopics nw;
+      const int64_t n = tokens_of.size();
+      nw.Begin(key[0], -iter, K, n);
+      for (int64_t i = 0; i < n; ++i) nw.set_state(i, tokens_of.value(i));
+      nw.Count();
+      ll += nw.SumOverCounts(lengths.lg_beta);
+    });
+    if (int status = report_unreported(); status != 0) return status;
   }
   if (!opt.model.save_model.empty() || !opt.vocab_path.empty()) {
     // The counts of the tokens' current topics, made by loops over each order (the MH sampler

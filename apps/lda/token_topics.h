@@ -5,6 +5,7 @@
 #define TESSERA_APPS_LDA_TOKEN_TOPICS_H_
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -82,6 +83,38 @@ class RowTopics {
     }
     for (int32_t k : gathered_) counts_[k] = counts_[k] < 0 ? -counts_[k] : counts_[k];
   }
+  // The sum of table[c] over the row's gathered counts c, table[0] being 0 (e.g. table[c] =
+  // lgamma(c + prior) - lgamma(prior), a row's term of the log-likelihood).
+  double SumOverCounts(const std::vector<double>& table) {
+    const int32_t* counts = counts_.data();
+    if (SumOverAllTopics()) return SumOverTopics(table, [counts](int32_t k) { return counts[k]; });
+    double sum = 0;
+    ForEachNonzero([&](int32_t, int32_t count) { sum += table[count]; });
+    return sum;
+  }
+  // The same over the counts after the moves so far (REQUIRES: EndMoves follows before anything
+  // reads delta(k): the sum may mark the deltas it has seen, EndMoves clears them).
+  double SumOverCountsAfterMoves(const std::vector<double>& table) {
+    int32_t* delta = delta_.data();
+    const int32_t* counts = counts_.data();
+    if (SumOverAllTopics()) {
+      return SumOverTopics(table, [counts, delta](int32_t k) { return counts[k] + delta[k]; });
+    }
+    // Every topic a count can have changed at is a token's gathered topic or where it moved;
+    // each adds once (then table[0]), without a branch on whether it was seen.
+    const double* t = table.data();
+    double from = 0, to = 0;
+    auto visit = [&](int32_t k) {
+      const int32_t d = delta[k];
+      delta[k] = kSeen;
+      return t[d == kSeen ? 0 : counts[k] + d];
+    };
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      from += visit(gathered_[i]);
+      to += visit(topics_[i]);
+    }
+    return from + to;
+  }
   // Token i moves to topic `to`; `delta` tracks the row's changes to the topic totals so that
   // later tokens of the row see them (they are added to the totals token by token afterwards).
   // Each token moves at most once, from its gathered topic.
@@ -141,6 +174,26 @@ class RowTopics {
   }
 
  private:
+  // Whether a sum over the counts visits all K topics rather than the row's tokens (twice each,
+  // marking what it has seen).
+  bool SumOverAllTopics() const { return 2 * ids_.size() >= counts_.size(); }
+  // The sum of table[count(k)] over all K topics, in four independent chains of additions.
+  template <typename Count>
+  double SumOverTopics(const std::vector<double>& table, Count count) const {
+    const double* t = table.data();
+    const int32_t n = static_cast<int32_t>(counts_.size());
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+      s0 += t[count(k)];
+      s1 += t[count(k + 1)];
+      s2 += t[count(k + 2)];
+      s3 += t[count(k + 3)];
+    }
+    for (; k < n; ++k) s0 += t[count(k)];
+    return (s0 + s1) + (s2 + s3);
+  }
+
   int64_t row_ = -1;
   int64_t sweep_ = -1;
   int64_t cursor_ = 0;
@@ -151,6 +204,8 @@ class RowTopics {
   std::vector<int64_t> next_;
   std::vector<int32_t> counts_;
   std::vector<int32_t> delta_;  // the row's moves so far, per topic
+  // A delta SumOverCountsAfterMoves has added (no row moves that many tokens out of a topic).
+  static constexpr int32_t kSeen = INT32_MIN;
 };
 
 }  // namespace lda

@@ -324,9 +324,11 @@ TEST_F(CheckpointRestartTest, LdaTwoWorkersRestartedAfterAKillEndsAtTheSameQuali
   ASSERT_TRUE(std::regex_search(r.out, m, kResumed) || std::regex_search(r.err, m, kResumed))
       << r.err;
   const int loop = std::stoi(m[1]);
-  // Loop 0 draws the initial topics; iteration i runs loops 4i-3 .. 4i (two sweeps, two
-  // log-likelihood loops): the iterations done before the checkpoint are replayed.
-  const int replayed = (loop - 1) / 4;
+  // Loops 0-2 count the documents' and words' tokens and draw the initial topics; iteration i
+  // runs loops 3i .. 3i+2 (two sweeps and the topic totals' log-likelihood term), and is reported
+  // after loop 3i+3, the sweep that adds its words' terms: those reported before the checkpoint
+  // are replayed.
+  const int replayed = std::max(0, (loop - 4) / 3);
   // A kill right after the first checkpoint may come before the first attempt printed anything.
   const auto attempts = PrintedLogLikelihoods(r.out);
   ASSERT_GE(attempts.size(), 1u) << r.out;
