@@ -10,8 +10,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <regex>
 #include <set>
@@ -560,7 +562,8 @@ TEST_F(FaultInjectionTest, FromEnvWorkerReturningEarlyExitsWithItsOwnStatus) {
 
 // Killing the launcher itself leaves no scratch directory behind: it is removed once the
 // coordinator's endpoint is read, and a directory of a launcher killed before that is swept by
-// the next launch.
+// the next launch, as is a worker's same-host inbox in /dev/shm (removed once its peers have
+// connected, so left only by a job killed while its mesh formed).
 TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   // A directory as a launcher killed during start-up leaves it (its pid is long gone).
   pid_t gone = fork();
@@ -569,6 +572,11 @@ TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
   const std::string stale = dir_ + "/tessera-job-" + std::to_string(gone) + "-abcdef";
   ASSERT_EQ(mkdir(stale.c_str(), 0700), 0);
   std::ofstream(stale + "/coordinator.endpoint") << "tcp://127.0.0.1:1\n";
+  const std::string stale_inbox = "/dev/shm/tessera-job-" + std::to_string(gone) + "-abcdef";
+  struct stat shm;
+  const bool have_shm = stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
+                        mkdir(stale_inbox.c_str(), 0700) == 0;
+  if (have_shm) std::ofstream(stale_inbox + "/rounds") << "a worker's round slots";
 
   std::vector<std::string> args = {
       "run", "-w", "2", "-s", "1", "--log-level", "debug", "--server-bin", TESSERA_SERVER_BINARY,
@@ -579,6 +587,12 @@ TEST_F(FaultInjectionTest, KilledLauncherLeavesNoScratchDirectory) {
     return Contains(out, "[worker 0] epoch ");
   }));
   const auto pids = StartedPids(Slurp("stderr." + std::to_string(runs_)));
+  if (have_shm) {
+    struct stat st;
+    EXPECT_NE(stat(stale_inbox.c_str(), &st), 0) << stale_inbox << " was not swept";
+    std::error_code ignored;
+    std::filesystem::remove_all(stale_inbox, ignored);  // nothing stays, whatever the outcome
+  }
   ASSERT_EQ(kill(launcher, SIGKILL), 0);
   Wait(launcher, seconds(10));
   ExpectNoScratchDirectory();
