@@ -273,8 +273,8 @@ TEST_F(CheckpointRestartTest, LdaOneWorkerRestartedAfterAKillIsBitExact) {
   EXPECT_TRUE(Contains(r.out + r.err, "table(s), ")) << "the server wrote no table\n" << r.err;
   EXPECT_TRUE(Contains(r.out + r.err, "rows restored from the checkpoint")) << r.err;
   // Bit-exact, every iteration's log-likelihood included: a checkpoint keeps each accumulator's
-  // partial sums, so an iteration whose two log-likelihood loops a restore splits adds as the
-  // undisturbed run did.
+  // partial sums, so an iteration whose log-likelihood loops (its document sweep, the totals'
+  // term, the next word sweep) a restore splits adds as the undisturbed run did.
   EXPECT_EQ(LogLikelihoods(Slurp("restarted.jsonl")), expected);
   // Every iteration the first attempt printed, the restarted one printed alike (replayed, or
   // computed again from the checkpoint).
