@@ -219,7 +219,8 @@ TEST_F(AppsTest, LdaMetropolisHastingsMatchesExactGibbs) {
 TEST_F(AppsTest, LdaResumedFromEachCheckpointOfItsLastIterationIsBitExact) {
   const fs::path corpus = dir_ / "tiny.txt";
   WriteTopicCorpus(corpus);
-  const std::string lda = Bin("lda") + " --docword " + corpus.string() + " --topics 4 --iterations 4";
+  const std::string lda =
+      Bin("lda") + " --docword " + corpus.string() + " --topics 4 --iterations 4";
   // Every iteration's log-likelihood as printed (17 significant digits: every bit).
   auto lls = [](const fs::path& metrics) {
     std::vector<std::string> out;
@@ -229,9 +230,9 @@ TEST_F(AppsTest, LdaResumedFromEachCheckpointOfItsLastIterationIsBitExact) {
     return out;
   };
   const fs::path all = dir_ / "ckpt";
-  RunResult r = RunCommand("TESSERA_CHECKPOINT_DIR=" + all.string() +
-                           " TESSERA_CHECKPOINT_INTERVAL=0 " + lda + " --metrics " +
-                           (dir_ / "reference.jsonl").string());
+  RunResult r =
+      RunCommand("TESSERA_CHECKPOINT_DIR=" + all.string() + " TESSERA_CHECKPOINT_INTERVAL=0 " +
+                 lda + " --metrics " + (dir_ / "reference.jsonl").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<std::string> expected = lls(dir_ / "reference.jsonl");
   ASSERT_EQ(expected.size(), 4u);
