@@ -309,7 +309,8 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         move_and_propose(row, beta, nullptr);
       }
       const int64_t i = row.IndexOf(lengths.doc_begin[key[1]] + key[2]);
-      // Once per word, whichever thread or worker gathered it.
+      // Once per word, at its first token, whichever thread or worker gathered the row and in
+      // whatever order its tokens come (not at the gather, which a split row has more than one of).
       if (word_ll && i == 0) ll += row_ll;
       const int32_t before = row.gathered_topic(i), s = row.topic(i);
       // Without a branch (a coin flip): a token that stays adds nothing.
@@ -358,7 +359,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
         tessera::parallel_for(tokens_w, word_sweep);
       }
       if (word_ll) {
-        word_ll = false;
         if (int status = report_unreported(); status != 0) return status;
       }
       ++sweep;
@@ -371,7 +371,6 @@ int Run(tessera::Context& ctx, const LdaOptions& opt) {
       } else {
         tessera::parallel_for(tokens, doc_sweep);
       }
-      doc_ll = false;
       word_order_current = false;
     }
     const double sample_seconds = Seconds(std::chrono::steady_clock::now() - t0);

@@ -5,7 +5,6 @@
 #define TESSERA_APPS_LDA_TOKEN_TOPICS_H_
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <vector>
 
