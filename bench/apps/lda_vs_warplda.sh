@@ -106,6 +106,10 @@ def curve(run, k, rnd=1):
             pts.append((int(m.group(1)) + 1, t, float(m.group(3))))
     return pts
 
+def reaching(c, target):
+    """The first (iteration, seconds, ll/token) of curve c at or above target, or None."""
+    return next((p for p in c if target is not None and p[2] >= target), None)
+
 names = {"tessera-1": "Tessera serial", "tessera-w2": "Tessera -w 2 -s 1",
          "warplda-1": "WarpLDA 1 thread", "warplda-2": "WarpLDA 2 threads"}
 for k in topics:
@@ -122,15 +126,12 @@ for k in topics:
         marks = [p for p in c if p[0] % 10 == 0 and p != c[-1]]
         text = ", ".join(f"{i}: {s:.1f} s {ll:.3f}" for i, s, ll in marks)
         i, s, ll = c[-1]
-        reach = next((p for p in c if target is not None and p[2] >= target), None)
+        reach = reaching(c, target)
         to = f"{reach[1]:.1f} (it {reach[0]})" if reach else "not reached"
         load = open(f"{out}/{r}-k{k}-r1.load").read().split("average ")[-1].split(",")[0]
         cpu = open(f"{out}/{r}-k{k}-r1.cpu").read().split()
         cpu = f"{float(cpu[-2]) + float(cpu[-1]):.1f}" if len(cpu) >= 3 else "?"
         print(f"| {names.get(r, r)} | {load} | {text} | it {i}: {s:.1f} s {ll:.3f} | {to} | {cpu} |")
-
-def to_target(c, target):
-    return next((p[1] for p in c if p[2] >= target), None)
 
 pairs = [("tessera-1", "warplda-1"), ("tessera-w2", "warplda-2")]
 for k in topics if repeat > 1 else []:
@@ -140,7 +141,7 @@ for k in topics if repeat > 1 else []:
         if not curves.get("warplda-2"):
             continue
         target = curves["warplda-2"][-1][2]
-        times = {r: to_target(c, target) for r, c in curves.items() if c}
+        times = {r: p[1] for r, c in curves.items() if (p := reaching(c, target))}
         cells = [f"{target:.3f}"]
         for a, b in pairs:
             ta, tb = times.get(a), times.get(b)
