@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <zmq.hpp>
 
 #include "distributed/round_slots.h"
@@ -125,12 +127,14 @@ TEST(RoundSlotsTest, APeerReadsItsRegionOfTheSlotsWritten) {
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_blocks, 0) << "no memory before a slot is reserved";
+  EXPECT_EQ(static_cast<size_t>(st.st_blocks) * 512, 3 * RoundSlots::kHeaderBytes)
+      << "no memory but the headers' before a slot is reserved";
   for (uint64_t n = 0; n < RoundSlots::kSlots; ++n) {
     EXPECT_TRUE(out->Reserve(2, n, RoundSlots::kSlotBytes));
   }
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_GE(static_cast<size_t>(st.st_blocks) * 512, RoundSlots::kRegionBytes);
+  EXPECT_GE(static_cast<size_t>(st.st_blocks) * 512,
+            3 * RoundSlots::kHeaderBytes + RoundSlots::kSlots * RoundSlots::kSlotBytes);
   EXPECT_FALSE(out->Reserve(2, 0, RoundSlots::kSlotBytes + 1)) << "more than a slot";
   EXPECT_FALSE(in->Reserve(0, 0, 1)) << "an opened region is read-only";
   fs::remove(path);  // mappings outlive the file
@@ -145,6 +149,46 @@ TEST(RoundSlotsTest, APeerReadsItsRegionOfTheSlotsWritten) {
     }
   }
   EXPECT_NE(out->slot(1, 0), out->slot(2, 0));
+}
+
+// Rounds are posted in order; the peer sees each post (its size, or that it went in a message)
+// once it is made, and a wait for a round returns when it is posted.
+TEST(RoundSlotsTest, APeerSeesTheRoundsPostedToItsRegion) {
+  TempDir tmp(LocalInboxParent());
+  const std::string path = (tmp.path() / "rounds").string();
+  Result<RoundSlots> out = RoundSlots::Create(path, 2);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  Result<RoundSlots> in = RoundSlots::Open(path, 1, 2);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  uint64_t bytes = 0;
+  EXPECT_FALSE(in->Posted(0, &bytes));
+  in->Wait(0, std::chrono::microseconds(1000));  // times out: nothing posted
+  EXPECT_FALSE(in->Posted(0, &bytes));
+  out->Post(0, 0, 5);  // to the other region: not this peer's
+  EXPECT_FALSE(in->Posted(0, &bytes));
+  out->Post(1, 0, 123);
+  ASSERT_TRUE(in->Posted(0, &bytes));
+  EXPECT_EQ(bytes, 123u);
+  EXPECT_FALSE(in->Posted(1, &bytes));
+  out->Post(1, 1, RoundSlots::kInMessage);
+  out->Post(1, 2, 0);
+  ASSERT_TRUE(in->Posted(1, &bytes));
+  EXPECT_EQ(bytes, RoundSlots::kInMessage);
+  ASSERT_TRUE(in->Posted(2, &bytes));
+  EXPECT_EQ(bytes, 0u);
+  // A waiter for round 3 wakes when it is posted (the wait's timeout is far longer).
+  std::thread poster([&out] { out->Post(1, 3, 77); });
+  const auto start = std::chrono::steady_clock::now();
+  while (!in->Posted(3, &bytes)) in->Wait(3, std::chrono::microseconds(10000000));
+  poster.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(bytes, 77u);
+  // Counted over every exchange, past 2^32 rounds (the count is a 32-bit futex word).
+  const uint64_t far = (uint64_t{1} << 32) + 4;
+  out->Post(1, far, 9);
+  ASSERT_TRUE(in->Posted(far, &bytes));
+  EXPECT_EQ(bytes, 9u);
+  EXPECT_FALSE(in->Posted(far + 1, &bytes));
 }
 
 TEST(RoundSlotsTest, OnlyANewFileOrARoundSlotFileOfTheRightSizeIsMapped) {

@@ -285,24 +285,20 @@ TEST_F(PeerMeshTest, RoundsBetweenWorkersOfOneHostGoThroughSharedSlots) {
   for (int t = 0; t < 2; ++t) EXPECT_GT(sent[t], 1500000u + 8 * 300000u);
 }
 
-// A message claiming a round lies in a slot it does not (another round's slot, or more than a
-// slot holds) fails the exchange with DataLoss naming the sender; nothing of it is read.
-TEST_F(PeerMeshTest, ARoundClaimingTheWrongSlotFailsTheExchangeNamingItsSender) {
-  for (const auto& [round, bytes] : {std::pair<uint64_t, uint64_t>{5, 10},
-                                     std::pair<uint64_t, uint64_t>{0, RoundSlots::kSlotBytes + 1}}) {
+// A round posted in a slot claiming more bytes than a slot holds, or other bytes than the
+// exchange expects, fails the exchange with DataLoss naming the sender; nothing of it is read.
+TEST_F(PeerMeshTest, ARoundPostedWithTheWrongSizeFailsTheExchangeNamingItsSender) {
+  for (const uint64_t bytes : {uint64_t{RoundSlots::kSlotBytes + 1}, uint64_t{20}}) {
+    SCOPED_TRACE(bytes);
     StartCoordinator(2);
     auto meshes = ConnectAll(2);
-    OutgoingMessage forged(1, 0);
-    auto peer = forged.envelope().getBody().initPeer();
-    peer.setTag(79);
-    peer.setStep(0);
-    peer.setSlotBytes(bytes);
-    peer.setSlotRound(round);
-    ASSERT_TRUE(meshes[1]->Send(0, forged).ok());
+    ASSERT_TRUE(meshes[0]->slots_from(1));
+    // What worker 1 would post for its first round to worker 0, were it broken.
+    meshes[1]->round_slots_for_testing().Post(0, 0, bytes);
     RoundsSpec spec;
     spec.rounds = 1;
     spec.bytes_to = [](int, int) { return size_t{10}; };
-    spec.bytes_from = [bytes = bytes](int, int) { return static_cast<size_t>(bytes); };
+    spec.bytes_from = [](int, int) { return size_t{10}; };
     spec.write = [](int, const std::vector<char*>&) { return Status::Ok(); };
     bool read = false;
     spec.read = [&read](int, const std::vector<std::span<const char>>&) {
@@ -312,10 +308,59 @@ TEST_F(PeerMeshTest, ARoundClaimingTheWrongSlotFailsTheExchangeNamingItsSender) 
     const Status s = meshes[0]->ExchangeRounds(79, spec);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.code(), StatusCode::kDataLoss);
-    EXPECT_NE(s.message().find("from worker 1 claims"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("worker 1"), std::string::npos) << s.ToString();
     EXPECT_FALSE(read);
     meshes.clear();
     coordinator_.reset();
+  }
+}
+
+// A peer sharing slots that never posts its round is reported by rank after the timeout; one
+// whose connection drops, or that left the program, fails the wait at once.
+TEST_F(PeerMeshTest, APeerThatDoesNotPostItsRoundFailsTheExchangeSayingWhy) {
+  RoundsSpec spec;
+  spec.rounds = 1;
+  spec.bytes_to = [](int, int) { return size_t{10}; };
+  spec.bytes_from = [](int, int) { return size_t{10}; };
+  spec.write = [](int, const std::vector<char*>&) { return Status::Ok(); };
+  spec.read = [](int, const std::vector<std::span<const char>>&) { return Status::Ok(); };
+  {
+    SCOPED_TRACE("silent");
+    StartCoordinator(2);
+    auto meshes = ConnectAll(2, [](int, PeerMeshOptions& o) {
+      o.timeout = std::chrono::milliseconds(300);
+    });
+    ASSERT_TRUE(meshes[0]->slots_from(1));
+    const Status s = meshes[0]->ExchangeRounds(80, spec);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("worker 1 posted nothing"), std::string::npos) << s.ToString();
+    meshes.clear();
+    coordinator_.reset();
+  }
+  {
+    SCOPED_TRACE("lost");
+    StartCoordinator(2);
+    auto meshes = ConnectAll(2);
+    ASSERT_TRUE(meshes[0]->slots_from(1));
+    meshes[1].reset();  // closes its sockets without announcing that it leaves
+    const auto start = std::chrono::steady_clock::now();
+    const Status s = meshes[0]->ExchangeRounds(81, spec);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("worker 1"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("was lost"), std::string::npos) << s.ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10))
+        << "not the 20 s timeout";
+    meshes.clear();
+    coordinator_.reset();
+  }
+  {
+    SCOPED_TRACE("left");
+    StartCoordinator(2);
+    auto meshes = ConnectAll(2);
+    ASSERT_TRUE(meshes[1]->AnnounceLeaving().ok());
+    const Status s = meshes[0]->ExchangeRounds(82, spec);
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+    EXPECT_NE(s.message().find("worker 1 left the program"), std::string::npos) << s.ToString();
   }
 }
 

@@ -225,10 +225,10 @@ struct PeerMessage {
   step @1 :Int64;
   patches @2 :List(ArrayPatch);
   payload @3 :Data;          # opaque bytes of an all-gather (loading, reductions)
-  # A round of an exchange handed over in shared memory (runtime/src/distributed/round_slots.h):
-  # its bytes lie in the sender's slot for its slotRound-th round to this worker.
-  slotBytes @4 :UInt64;
-  slotRound @5 :UInt64;
+  # Unused (kept for their ordinals): a round handed over in shared memory is posted in the
+  # slots' header instead of announced by a message (runtime/src/distributed/round_slots.h).
+  unusedSlotBytes @4 :UInt64;
+  unusedSlotRound @5 :UInt64;
   # In the first message on a connection (its hello): the sender mapped this worker's round slots.
   mapsSlots @6 :Bool;
 }

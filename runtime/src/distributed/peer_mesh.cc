@@ -542,12 +542,65 @@ Status PeerMesh::ReceivePayloads(uint64_t tag, const char* what, std::vector<std
   return Status::Ok();
 }
 
+namespace {
+
+// A spin-wait's pause: lets the core's other work (and its sibling thread) run meanwhile.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+Result<uint64_t> PeerMesh::AwaitPost(int from, uint64_t tag, int64_t step, uint64_t n) {
+  const RoundSlots& slots = slots_from_[static_cast<size_t>(from)];
+  uint64_t bytes;
+  // The peer is usually a few microseconds from posting (it runs the same loop on another core):
+  // a short spin saves the futex's sleep and wake-up.
+  const auto spin_until = Clock::now() + kPostSpin;
+  do {
+    for (int i = 0; i < 32; ++i) {
+      if (slots.Posted(n, &bytes)) return bytes;
+      CpuRelax();
+    }
+  } while (Clock::now() < spin_until);
+  const auto deadline = Clock::now() + options_.timeout;
+  while (true) {
+    slots.Wait(n, kPostCheck);
+    if (slots.Posted(n, &bytes)) return bytes;
+    // Waited without the post: a lost peer fails the wait as it fails Receive.
+    if (Status s = CheckLinks(); !s.ok()) return s;
+    if (slots.Posted(n, &bytes)) return bytes;
+    if (left_.count(from)) {
+      return Status::Aborted(fmt::format(
+          "peer mesh: worker {} left the program (returned from main, or destroyed its "
+          "tessera::Context) while this worker waits for its step {} of exchange {}; every "
+          "worker must make the same parallel_for calls and reductions",
+          from, step, tag));
+    }
+    if (Clock::now() >= deadline) {
+      return Status::Unavailable(
+          fmt::format("peer mesh: worker {} posted nothing for step {} of exchange {} within {} "
+                      "ms (is it alive?)",
+                      from, step, tag, options_.timeout.count()));
+    }
+  }
+}
+
 Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_flight) {
   TESSERA_CHECK(in_flight >= 1);
   const size_t W = static_cast<size_t>(options_.num_workers);
   const size_t me = static_cast<size_t>(options_.rank);
-  // Shared slots are free when written only while no more than half of them are in flight.
+  // Shared slots are free when written only while no more than half of them are in flight. Then
+  // every round between workers sharing slots is posted in them (posted_to / posted_from), those
+  // that do not fit a slot as "in a message".
   const bool slots_usable = 2 * in_flight <= RoundSlots::kSlots;
+  auto posted_to = [&](size_t w) { return slots_usable && slots_to_[w]; };
+  auto posted_from = [&](size_t w) { return slots_usable && slots_from_[w].mapped(); };
+  std::vector<uint64_t> post(W);  // this round's post to each peer sharing slots
   auto send_round = [&](int r) -> Status {
     std::vector<std::unique_ptr<OutgoingMessage>> messages(W);
     std::vector<char*> to(W, nullptr);
@@ -555,27 +608,27 @@ Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_fli
       if (w == me) continue;
       const size_t bytes = spec.bytes_to(r, static_cast<int>(w));
       const uint64_t n = rounds_sent_[w]++;
-      const bool in_slot = slots_usable && slots_to_[w] && bytes > 0 &&
-                           slots_.Reserve(static_cast<int>(w), n, bytes);
+      if (posted_to(w) &&
+          (bytes == 0 || slots_.Reserve(static_cast<int>(w), n, bytes))) {
+        post[w] = bytes;
+        to[w] = slots_.slot(static_cast<int>(w), n);
+        continue;
+      }
+      post[w] = RoundSlots::kInMessage;
       // One segment (the size hint), so that the message becomes its frame without a copy.
       messages[w] = std::make_unique<OutgoingMessage>(
-          static_cast<uint32_t>(me), 0,
-          static_cast<unsigned>((in_slot ? 0 : bytes) / sizeof(capnp::word) + 16));
+          static_cast<uint32_t>(me), 0, static_cast<unsigned>(bytes / sizeof(capnp::word) + 16));
       auto peer = messages[w]->envelope().getBody().initPeer();
       peer.setTag(tag);
       peer.setStep(r);
-      if (in_slot) {
-        peer.setSlotBytes(bytes);
-        peer.setSlotRound(n);
-        to[w] = slots_.slot(static_cast<int>(w), n);
-      } else {
-        to[w] = reinterpret_cast<char*>(peer.initPayload(static_cast<unsigned>(bytes)).begin());
-      }
+      to[w] = reinterpret_cast<char*>(peer.initPayload(static_cast<unsigned>(bytes)).begin());
     }
     TESSERA_RETURN_IF_ERROR(spec.write(r, to));
     for (size_t w = 0; w < W; ++w) {
       if (w == me) continue;
-      TESSERA_RETURN_IF_ERROR(Send(static_cast<int>(w), *messages[w]));
+      if (messages[w]) TESSERA_RETURN_IF_ERROR(Send(static_cast<int>(w), *messages[w]));
+      // After the message: a post saying "in a message" has it on its way.
+      if (posted_to(w)) slots_.Post(static_cast<int>(w), rounds_sent_[w] - 1, post[w]);
     }
     return Status::Ok();
   };
@@ -588,28 +641,31 @@ Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_fli
     }
     for (size_t w = 0; w < W; ++w) {
       if (w == me) continue;
+      const uint64_t n = rounds_received_[w]++;
+      got[w].reset();
+      if (posted_from(w)) {
+        Result<uint64_t> bytes = AwaitPost(static_cast<int>(w), tag, r, n);
+        if (!bytes.ok()) return bytes.status();
+        if (*bytes != RoundSlots::kInMessage) {
+          if (*bytes > RoundSlots::kSlotBytes) {
+            return Status::DataLoss(fmt::format(
+                "peer mesh: round {} of exchange {} from worker {} claims {} bytes in its shared "
+                "slot, which holds up to {} bytes",
+                r, tag, w, *bytes, RoundSlots::kSlotBytes));
+          }
+          from[w] = std::span<const char>(slots_from_[w].slot(0, n), *bytes);
+          TESSERA_RETURN_IF_ERROR(CheckRoundBytes(r, static_cast<int>(w), from[w].size(),
+                                                  spec.bytes_from(r, static_cast<int>(w))));
+          continue;
+        }
+      }
       auto msg = Receive(static_cast<int>(w), tag, r);
       if (!msg.ok()) return msg.status();
       got[w] = std::move(msg).value();
-      const uint64_t n = rounds_received_[w]++;
       try {
-        const auto peer = got[w]->envelope().getBody().getPeer();
-        if (const uint64_t in_slot = peer.getSlotBytes(); in_slot > 0) {
-          if (!slots_from_[w].mapped() || peer.getSlotRound() != n ||
-              in_slot > RoundSlots::kSlotBytes) {
-            return Status::DataLoss(fmt::format(
-                "peer mesh: round {} of exchange {} from worker {} claims {} bytes in its shared "
-                "slot for round {}, where this worker {} round {} of up to {} bytes",
-                r, tag, w, in_slot, peer.getSlotRound(),
-                slots_from_[w].mapped() ? "expects" : "maps no slots of it, for", n,
-                RoundSlots::kSlotBytes));
-          }
-          from[w] = std::span<const char>(slots_from_[w].slot(0, n), in_slot);
-        } else {
-          const auto payload = peer.getPayload();
-          from[w] = std::span<const char>(reinterpret_cast<const char*>(payload.begin()),
-                                          payload.size());
-        }
+        const auto payload = got[w]->envelope().getBody().getPeer().getPayload();
+        from[w] =
+            std::span<const char>(reinterpret_cast<const char*>(payload.begin()), payload.size());
       } catch (const kj::Exception& e) {
         return Status::DataLoss(
             fmt::format("peer mesh: malformed round {} of exchange {} from "

@@ -62,6 +62,10 @@ inline constexpr size_t kMaxHeldPerPeer = 1024;
 // and on its way while this one's arrive, and the messages in flight stay few (measured in
 // bench/README.md, "The current -w 2 picture": 1 to 3 were alike).
 inline constexpr int kRoundsInFlight = 2;
+// How long ExchangeRounds spins for a round a peer on this host has not posted yet before it
+// sleeps on the post's futex, and how often it then checks the mesh's links.
+inline constexpr std::chrono::microseconds kPostSpin{20};
+inline constexpr std::chrono::microseconds kPostCheck{2000};
 
 struct PeerMeshOptions {
   int rank = 0;  // this worker, 0 .. num_workers-1
@@ -105,6 +109,8 @@ class PeerMesh {
   // Whether ExchangeRounds hands rounds to worker r, and takes them from it, in shared memory.
   bool slots_to(int r) const { return slots_to_[static_cast<size_t>(r)]; }
   bool slots_from(int r) const { return slots_from_[static_cast<size_t>(r)].mapped(); }
+  // This worker's round slots, for tests that post what a broken peer would.
+  RoundSlots& round_slots_for_testing() { return slots_; }
 
   // Sends a message built on `msg` (whose body must be a PeerMessage) to worker `to`.
   // REQUIRES: to != rank(). The message may not be used afterwards.
@@ -155,6 +161,9 @@ class PeerMesh {
   Status CheckLinks();
   // Waits until the inbox or a connection event is readable, a grace ends, or `deadline` (false).
   bool WaitForTraffic(Clock::time_point deadline);
+  // The post of the n-th round from worker `from` in its round slots (RoundSlots::Posted), for step
+  // `step` of exchange `tag`; fails like Receive when the peer is lost, left or is silent.
+  Result<uint64_t> AwaitPost(int from, uint64_t tag, int64_t step, uint64_t n);
   // Queues `frame` for worker `to`, unchecked.
   Status Push(int to, zmq::message_t frame);
   // Keeps a received message until Receive asks for it; an error says why it was not kept.

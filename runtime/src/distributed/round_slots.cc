@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <utility>
 
@@ -28,6 +32,21 @@ Result<RoundSlots> RoundSlots::Create(const std::string& path, int num_workers) 
     ::close(fd);
     ::unlink(path.c_str());
     return s;
+  }
+  // The headers' memory now, so that posting a round cannot fault (a full /dev/shm would kill the
+  // writer with SIGBUS).
+  for (int region = 0; region < num_workers; ++region) {
+    int rc;
+    do {
+      rc = ::fallocate(fd, 0, static_cast<off_t>(static_cast<size_t>(region) * kRegionBytes),
+                       static_cast<off_t>(kHeaderBytes));
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      Status s = Errno("cannot allocate the headers of", path);
+      ::close(fd);
+      ::unlink(path.c_str());
+      return s;
+    }
   }
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
@@ -57,6 +76,31 @@ bool RoundSlots::Reserve(int region, uint64_t n, size_t bytes) {
   if (rc != 0) return false;
   reserved_[i] = bytes;
   return true;
+}
+
+void RoundSlots::Post(int region, uint64_t n, uint64_t bytes) {
+  std::atomic_ref<uint64_t>(*post(region, n)).store(bytes, std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(*posted(region))
+      .store(static_cast<uint32_t>(n + 1), std::memory_order_release);
+  // Not FUTEX_PRIVATE_FLAG: the peer waits on its own mapping of the file.
+  ::syscall(SYS_futex, posted(region), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+bool RoundSlots::Posted(uint64_t n, uint64_t* bytes) const {
+  const uint32_t count = std::atomic_ref<uint32_t>(*posted(0)).load(std::memory_order_acquire);
+  // Rounds up to n posted: count is n + 1 or a few rounds beyond (mod 2^32).
+  if (static_cast<int32_t>(count - static_cast<uint32_t>(n + 1)) < 0) return false;
+  *bytes = std::atomic_ref<uint64_t>(*post(0, n)).load(std::memory_order_relaxed);
+  return true;
+}
+
+void RoundSlots::Wait(uint64_t n, std::chrono::microseconds timeout) const {
+  const uint32_t count = std::atomic_ref<uint32_t>(*posted(0)).load(std::memory_order_acquire);
+  if (static_cast<int32_t>(count - static_cast<uint32_t>(n + 1)) >= 0) return;
+  const timespec wait{static_cast<time_t>(timeout.count() / 1000000),
+                      static_cast<long>(timeout.count() % 1000000) * 1000};
+  // Returns at once if the count moved since it was read (EAGAIN).
+  ::syscall(SYS_futex, posted(0), FUTEX_WAIT, count, &wait, nullptr, 0);
 }
 
 Result<RoundSlots> RoundSlots::Open(const std::string& path, int rank, int num_workers) {
