@@ -58,23 +58,27 @@ void ExpectCounterparts(DistArray<double, 3>& to, DistArray<double, 3>& from,
 
 TEST(AssignPermutedTest, EveryElementTakesItsCounterpartsValueBothWays) {
   Context ctx(Hermetic());
-  for (const std::array<int, 3>& perm :
-       std::vector<std::array<int, 3>>{{1, 0, 2}, {2, 0, 1}, {0, 1, 2}, {2, 1, 0}}) {
-    std::array<int, 3> inverse;
-    for (int d = 0; d < 3; ++d) inverse[perm[d]] = d;
-    auto a = RandomArray(ctx, {7, 11, 5}, 250, 3);  // stored in random order
-    auto b = a.permuted(perm);                       // stored in key order
-    Number(a, 0.5);
-    b.assign_permuted(a, perm);
-    ExpectCounterparts(b, a, perm);
-    // Back, by the same plan (perm's inverse names the pair the other way round).
-    Number(b, 0.25);
-    a.assign_permuted(b, inverse);
-    ExpectCounterparts(a, b, inverse);
-    // And forth again.
-    Number(a, 0.75);
-    b.assign_permuted(a, perm);
-    ExpectCounterparts(b, a, perm);
+  // Fewer elements than the copies prefetch ahead, and many more.
+  for (const int n : {250, 5000}) {
+    for (const std::array<int, 3>& perm :
+         std::vector<std::array<int, 3>>{{1, 0, 2}, {2, 0, 1}, {0, 1, 2}, {2, 1, 0}}) {
+      SCOPED_TRACE(n);
+      std::array<int, 3> inverse;
+      for (int d = 0; d < 3; ++d) inverse[perm[d]] = d;
+      auto a = RandomArray(ctx, {17, 21, 25}, n, 3);  // stored in random order
+      auto b = a.permuted(perm);                       // stored in key order
+      Number(a, 0.5);
+      b.assign_permuted(a, perm);
+      ExpectCounterparts(b, a, perm);
+      // Back, by the same plan (perm's inverse names the pair the other way round).
+      Number(b, 0.25);
+      a.assign_permuted(b, inverse);
+      ExpectCounterparts(a, b, inverse);
+      // And forth again.
+      Number(a, 0.75);
+      b.assign_permuted(a, perm);
+      ExpectCounterparts(b, a, perm);
+    }
   }
   EXPECT_EQ(ctx.traffic().permuted, 0u) << "a process alone sends nothing";
 }

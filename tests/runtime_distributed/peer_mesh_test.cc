@@ -327,9 +327,8 @@ TEST_F(PeerMeshTest, APeerThatDoesNotPostItsRoundFailsTheExchangeSayingWhy) {
   {
     SCOPED_TRACE("silent");
     StartCoordinator(2);
-    auto meshes = ConnectAll(2, [](int, PeerMeshOptions& o) {
-      o.timeout = std::chrono::milliseconds(300);
-    });
+    auto meshes =
+        ConnectAll(2, [](int, PeerMeshOptions& o) { o.timeout = std::chrono::milliseconds(300); });
     ASSERT_TRUE(meshes[0]->slots_from(1));
     const Status s = meshes[0]->ExchangeRounds(80, spec);
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();

@@ -608,8 +608,7 @@ Status PeerMesh::ExchangeRounds(uint64_t tag, const RoundsSpec& spec, int in_fli
       if (w == me) continue;
       const size_t bytes = spec.bytes_to(r, static_cast<int>(w));
       const uint64_t n = rounds_sent_[w]++;
-      if (posted_to(w) &&
-          (bytes == 0 || slots_.Reserve(static_cast<int>(w), n, bytes))) {
+      if (posted_to(w) && (bytes == 0 || slots_.Reserve(static_cast<int>(w), n, bytes))) {
         post[w] = bytes;
         to[w] = slots_.slot(static_cast<int>(w), n);
         continue;
