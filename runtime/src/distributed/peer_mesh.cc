@@ -118,6 +118,15 @@ Result<PeerAddresses> ExchangeEndpoints(const PeerMeshOptions& o, zmq::context_t
   }
 }
 
+// A wait for worker `from`'s step `step` of exchange `tag` that it will never send: it left.
+Status PeerLeft(int from, uint64_t tag, int64_t step) {
+  return Status::Aborted(
+      fmt::format("peer mesh: worker {} left the program (returned from main, or destroyed its "
+                  "tessera::Context) while this worker waits for its step {} of exchange {}; every "
+                  "worker must make the same parallel_for calls and reductions",
+                  from, step, tag));
+}
+
 }  // namespace
 
 PeerMesh::PeerMesh(const PeerMeshOptions& options, zmq::context_t& context)
@@ -328,11 +337,7 @@ Result<std::unique_ptr<IncomingMessage>> PeerMesh::Receive(int from, uint64_t ta
       return msg;
     }
     if (left_.count(from)) {
-      return Status::Aborted(fmt::format(
-          "peer mesh: worker {} left the program (returned from main, or destroyed its "
-          "tessera::Context) while this worker waits for its step {} of exchange {}; every "
-          "worker must make the same parallel_for calls and reductions",
-          from, step, tag));
+      return PeerLeft(from, tag, step);
     }
     if (!WaitForTraffic(deadline)) {
       return Status::Unavailable(
@@ -575,11 +580,7 @@ Result<uint64_t> PeerMesh::AwaitPost(int from, uint64_t tag, int64_t step, uint6
     if (Status s = CheckLinks(); !s.ok()) return s;
     if (slots.Posted(n, &bytes)) return bytes;
     if (left_.count(from)) {
-      return Status::Aborted(fmt::format(
-          "peer mesh: worker {} left the program (returned from main, or destroyed its "
-          "tessera::Context) while this worker waits for its step {} of exchange {}; every "
-          "worker must make the same parallel_for calls and reductions",
-          from, step, tag));
+      return PeerLeft(from, tag, step);
     }
     if (Clock::now() >= deadline) {
       return Status::Unavailable(
