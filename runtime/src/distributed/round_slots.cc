@@ -21,6 +21,22 @@ Status Errno(const std::string& what, const std::string& path) {
   return Status::Unavailable(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
 }
 
+// Makes the file's memory behind [offset, offset + bytes) exist. Mode 0 within the file's size:
+// allocates, never changes the size; tmpfs supports it.
+bool Allocate(int fd, size_t offset, size_t bytes) {
+  int rc;
+  do {
+    rc = ::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0;
+}
+
+// Whether a region's count of posted rounds covers its n-th round: the count is n + 1 or a few
+// rounds beyond (mod 2^32).
+bool Covers(uint32_t count, uint64_t n) {
+  return static_cast<int32_t>(count - static_cast<uint32_t>(n + 1)) >= 0;
+}
+
 }  // namespace
 
 Result<RoundSlots> RoundSlots::Create(const std::string& path, int num_workers) {
@@ -36,12 +52,7 @@ Result<RoundSlots> RoundSlots::Create(const std::string& path, int num_workers) 
   // The headers' memory now, so that posting a round cannot fault (a full /dev/shm would kill the
   // writer with SIGBUS).
   for (int region = 0; region < num_workers; ++region) {
-    int rc;
-    do {
-      rc = ::fallocate(fd, 0, static_cast<off_t>(static_cast<size_t>(region) * kRegionBytes),
-                       static_cast<off_t>(kHeaderBytes));
-    } while (rc != 0 && errno == EINTR);
-    if (rc != 0) {
+    if (!Allocate(fd, static_cast<size_t>(region) * kRegionBytes, kHeaderBytes)) {
       Status s = Errno("cannot allocate the headers of", path);
       ::close(fd);
       ::unlink(path.c_str());
@@ -67,13 +78,7 @@ bool RoundSlots::Reserve(int region, uint64_t n, size_t bytes) {
   const size_t i = static_cast<size_t>(region) * kSlots + n % kSlots;
   if (fd_ < 0 || i >= reserved_.size() || bytes > kSlotBytes) return false;
   if (reserved_[i] >= bytes) return true;
-  const off_t offset = static_cast<off_t>(slot(region, n) - base_);
-  // Mode 0 within the file's size: allocates, never changes the size; tmpfs supports it.
-  int rc;
-  do {
-    rc = ::fallocate(fd_, 0, offset, static_cast<off_t>(bytes));
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) return false;
+  if (!Allocate(fd_, static_cast<size_t>(slot(region, n) - base_), bytes)) return false;
   reserved_[i] = bytes;
   return true;
 }
@@ -88,15 +93,14 @@ void RoundSlots::Post(int region, uint64_t n, uint64_t bytes) {
 
 bool RoundSlots::Posted(uint64_t n, uint64_t* bytes) const {
   const uint32_t count = std::atomic_ref<uint32_t>(*posted(0)).load(std::memory_order_acquire);
-  // Rounds up to n posted: count is n + 1 or a few rounds beyond (mod 2^32).
-  if (static_cast<int32_t>(count - static_cast<uint32_t>(n + 1)) < 0) return false;
+  if (!Covers(count, n)) return false;
   *bytes = std::atomic_ref<uint64_t>(*post(0, n)).load(std::memory_order_relaxed);
   return true;
 }
 
 void RoundSlots::Wait(uint64_t n, std::chrono::microseconds timeout) const {
   const uint32_t count = std::atomic_ref<uint32_t>(*posted(0)).load(std::memory_order_acquire);
-  if (static_cast<int32_t>(count - static_cast<uint32_t>(n + 1)) >= 0) return;
+  if (Covers(count, n)) return;
   const timespec wait{static_cast<time_t>(timeout.count() / 1000000),
                       static_cast<long>(timeout.count() % 1000000) * 1000};
   // Returns at once if the count moved since it was read (EAGAIN).
