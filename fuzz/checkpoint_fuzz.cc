@@ -1,4 +1,4 @@
-// libFuzzer target: a checkpoint's data files (docs/operations.md, "Checkpoints"), given whatever
+// libFuzzer target: a checkpoint's data files (docs/faults.md, "Checkpoints"), given whatever
 // they may hold. An input is frames (frames.h); the first byte of the first picks what is read:
 //   0 a server's tables file (tables-s0.bin, server/src/server_checkpoint.cc): the second frame
 //     is its content, which a parameter-server shard restores (RestoreTables, with the file's

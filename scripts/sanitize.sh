@@ -20,7 +20,7 @@
 #               of the stage, about a third of its compile time on this tree
 # Suppressions are for third-party code only, each with its reason: tests/sanitizers/*.supp.
 # Tests a stage leaves out, each with its reason, are listed at `exclude` below.
-# docs/operations.md ("Sanitizers") says what was last run clean.
+# docs/developing.md ("Sanitizers") says what was last run clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -72,7 +72,7 @@ for san in ${SANITIZERS:-address,undefined thread}; do
   # Rates over time windows (the communication budget's tests) mean nothing at sanitizer speed;
   # the rest of their binaries still runs.
   exclude=Budget
-  # Under TSan also left out, each for its reason (docs/operations.md, "Sanitizers"):
+  # Under TSan also left out, each for its reason (docs/developing.md, "Sanitizers"):
   # - DataParallelSplitsFreely: its kernel adds to one plain array element from several threads
   #   on purpose (tessera::DataParallel permits lost updates); TSan rightly calls that a race.
   # - MessagesNotAskedForAreHeldUpToABound: it waits 2 s for a peer's 1034 messages to be read,

@@ -25,7 +25,7 @@ struct Config {
   // -1 leaves a process to the scheduler.
   int client_cpu = -1;
   int server_cpu = -1;
-  // The job secret: with one, every connection runs CURVE (docs/operations.md, "Security").
+  // The job secret: with one, every connection runs CURVE (docs/security.md).
   std::string secret;
 };
 

@@ -1,6 +1,6 @@
 // tessera: the job launcher. `tessera run -w W -s S [options] -- PROGRAM [ARGS...]`.
 // Flags are parsed here and nowhere else; the logic lives in tessera_launcher. See
-// docs/operations.md.
+// docs/running.md.
 //
 // Exit codes: the job's (see supervisor.h); 2 when the command line, the hostfile or the programs
 // are wrong (nothing was started); 1 when the job could not be started.

@@ -127,7 +127,7 @@ struct Context::Impl {
 namespace {
 
 // The distributed executor for a launched worker, from the launcher's environment
-// (docs/operations.md); aborts with the reason when the job cannot be joined, because running
+// (docs/running.md); aborts with the reason when the job cannot be joined, because running
 // the program alone would silently compute something else.
 std::unique_ptr<internal::DistributedExecutor> JoinDistributedJob(
     Context& ctx, int threads, std::shared_ptr<spdlog::logger> log) {

@@ -9,7 +9,7 @@
 // TESSERA_JOB_SECRET, TESSERA_LOG_LEVEL, TESSERA_ENDPOINT_FILE), so `tessera run` may pass
 // either; for a coordinator TESSERA_COORDINATOR is the address to listen on. Managed
 // communication: TESSERA_COMM_POLICY and TESSERA_COMM_BYTES_PER_SECOND (the job's budget).
-// Liveness: TESSERA_HEARTBEAT_TIMEOUT (--heartbeat-timeout), see docs/operations.md. A coordinator
+// Liveness: TESSERA_HEARTBEAT_TIMEOUT (--heartbeat-timeout), see docs/faults.md. A coordinator
 // that failed the job itself (no launcher watching) exits with the failure's code.
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-// A server's part of checkpoints (docs/operations.md, "Checkpoints, resume and restarts"): it
+// A server's part of checkpoints (docs/faults.md, "Checkpoints, resume and restarts"): it
 // writes its own shard of the tables a checkpoint names (SaveTables) into
 // DIR/ckpt-N/tables-s<rank>.bin, atomically (temporary name, fsync, rename) and answers with the
 // file's size and crc32 for the checkpoint's MANIFEST; a resumed job's servers load every

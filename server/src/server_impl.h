@@ -35,7 +35,7 @@ namespace server_internal {
 // The clock of a worker that left: it holds back nobody's reads.
 constexpr int64_t kLeftClock = std::numeric_limits<int64_t>::max();
 
-// Bounds on what the workers' messages make a server keep (docs/operations.md, "Security");
+// Bounds on what the workers' messages make a server keep (docs/security.md);
 // a request past one is refused with an error, nothing is allocated for it.
 // Tables of a job: a program makes one per shared array, a handful.
 constexpr size_t kMaxTables = 4096;

@@ -1,4 +1,4 @@
-// The output manners of a real `tessera run` job (docs/operations.md, "Output"): --log-level
+// The output manners of a real `tessera run` job (docs/running.md, "Output"): --log-level
 // reaches the coordinator, the servers and a program that does not read it itself; a program's
 // stdout reaches the launcher line by line (not in 4 KiB bursts); every line carries its
 // process's label; no colour codes go into a pipe; mf's progress lines carry an ETA.

@@ -1,4 +1,4 @@
-// The bounds of a server's data socket (docs/operations.md, "Security"): update batches larger
+// The bounds of a server's data socket (docs/security.md): update batches larger
 // than a frame may be (kDataPartBytes) are sent in parts and applied whole; a frame over the
 // bound closes only the connection that sent it, logged with the socket's name and the bound;
 // and a worker that does not read what the server sends it fills a bounded queue, after which it

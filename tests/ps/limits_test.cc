@@ -1,5 +1,5 @@
-// The bounds on what a worker's message makes a server allocate (docs/operations.md,
-// "Security"): a table too wide, a read whose answer would be too large, a list that claims more
+// The bounds on what a worker's message makes a server allocate (docs/security.md):
+// a table too wide, a read whose answer would be too large, a list that claims more
 // elements than its frame holds, too many tables or waiting reads are refused with a clear
 // error, and the server goes on serving; a Client splits a large read so that a program never
 // meets the read bound.

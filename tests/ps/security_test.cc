@@ -1,5 +1,5 @@
 // The coordinator and the servers of a job over tcp, against strangers and misbehaving peers
-// (docs/operations.md, "Security"): a process without the secret gets nothing through (no forged
+// (docs/security.md): a process without the secret gets nothing through (no forged
 // update applied, no barrier counted); a peer of the job that sends a barrier without having
 // registered, floods barriers or sends an oversized frame is refused, logged (rate-limited) and
 // the job goes on with exact results.

@@ -88,7 +88,7 @@ struct Leave {
   rank @0 :UInt32;
 }
 
-# --- liveness (docs/operations.md, "When something fails") ---
+# --- liveness (docs/faults.md, "When something fails") ---
 # Every server and worker, and `tessera run` itself, sends one to the coordinator every tenth of
 # the heartbeat timeout, from a thread of its own (liveness is about answering, not progress).
 # The coordinator answers each with a HeartbeatAck.
@@ -304,7 +304,7 @@ struct LoadedIds {
   testCount @6 :UInt64;
 }
 
-# Checkpoints of the servers' tables (docs/operations.md, "Checkpoints, resume and restarts").
+# Checkpoints of the servers' tables (docs/faults.md, "Checkpoints, resume and restarts").
 # The checkpoint's writer (worker 0's runtime) asks every server to write its own shard of the
 # named tables into a checkpoint directory, and a resumed job's to load them back. They come
 # from a connection of their own, not from a registered client, so each carries the secret's

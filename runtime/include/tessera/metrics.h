@@ -28,7 +28,7 @@ Result<double> SumOverWorkers(Context& ctx, double value);
 
 // The status a worker returns from main when it stops only because another worker failed (e.g.
 // it learned so from SumOverWorkers of a failure flag): `tessera run` then reports the other
-// worker, with that worker's own status, rather than this consequence (docs/operations.md, "Exit
+// worker, with that worker's own status, rather than this consequence (docs/running.md, "Exit
 // codes"). The runtime exits with it too when another worker leaves the program early.
 inline constexpr int kExitAnotherWorkerFailed = 76;
 

@@ -1,4 +1,4 @@
-// The checkpoint directory on disk (docs/operations.md, "Checkpoints"):
+// The checkpoint directory on disk (docs/faults.md, "Checkpoints"):
 //
 //   DIR/ckpt-000000000042/a7-w1.bin   array #7's elements held by worker 1 (raw, in ranges)
 //   DIR/ckpt-000000000042/tables-s0.bin  server 0's shard of the relaxed arrays' tables,

@@ -1,6 +1,6 @@
 // ServerTables: the checkpoint writer's line to the parameter servers, so that each server
 // writes (and on resume reads back) its own shard of the tables a checkpoint holds -- the
-// relaxed arrays' tables -- instead of a worker gathering them (docs/operations.md,
+// relaxed arrays' tables -- instead of a worker gathering them (docs/faults.md,
 // "Checkpoints, resume and restarts").
 //
 // It is a connection of its own (the worker's parameter-server client belongs to the executor

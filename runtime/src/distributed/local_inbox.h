@@ -6,10 +6,10 @@
 // (bench/README.md, "Same-host peers"), and it protects nothing there that the file system does
 // not: the kernel lets a process connect to a unix socket only through directories it may search,
 // and mkdtemp makes the directory 0700, so only this user (and root) gets in -- the same processes
-// that can already read the job secret from this worker's environment (docs/operations.md,
-// "Security"). The directory lives only while the mesh is being built: once every peer's hello
-// has arrived (every connection is made) it is removed, so nobody connects later and a worker
-// killed afterwards leaves nothing behind. Peers on other hosts, in other mount or network
+// that can already read the job secret from this worker's environment (docs/security.md,
+// "Workers on one host"). The directory lives only while the mesh is being built: once every
+// peer's hello has arrived (every connection is made) it is removed, so nobody connects later and
+// a worker killed afterwards leaves nothing behind. Peers on other hosts, in other mount or network
 // namespaces or under other users keep the tcp:// endpoint and CURVE.
 #ifndef TESSERA_RUNTIME_SRC_DISTRIBUTED_LOCAL_INBOX_H_
 #define TESSERA_RUNTIME_SRC_DISTRIBUTED_LOCAL_INBOX_H_

@@ -52,7 +52,7 @@ class logger;
 
 namespace tessera::internal {
 
-// Messages held from one peer before Receive asks for them (docs/operations.md, "Security"). A
+// Messages held from one peer before Receive asks for them (docs/security.md). A
 // peer runs the same steps as this worker and waits for this worker's message of a step before
 // its next exchange, so it is at most a step or two ahead: a few messages per exchange. More are
 // dropped (and logged): whoever sends them is not running the program's steps.

@@ -1,5 +1,5 @@
 // The job a worker process was started into, as the launcher describes it in the environment
-// (docs/operations.md): TESSERA_ROLE, TESSERA_RANK, TESSERA_NUM_WORKERS, TESSERA_NUM_SERVERS,
+// (docs/running.md): TESSERA_ROLE, TESSERA_RANK, TESSERA_NUM_WORKERS, TESSERA_NUM_SERVERS,
 // TESSERA_COORDINATOR, TESSERA_JOB_SECRET.
 #ifndef TESSERA_CLIENT_JOB_ENVIRONMENT_H_
 #define TESSERA_CLIENT_JOB_ENVIRONMENT_H_

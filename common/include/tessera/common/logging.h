@@ -19,7 +19,7 @@ namespace tessera {
 // Meant to be called from main() with the value of a --log-level flag.
 Status SetLogLevel(std::string_view level);
 
-// The output manners of a process of a job (docs/operations.md, "Output"), applied by the
+// The output manners of a process of a job (docs/running.md, "Output"), applied by the
 // runtime before main() and by tessera-server at start, so that a program's own settings (a
 // --log-level flag) still override them:
 //   - under a launcher (TESSERA_ROLE set), stdout and stderr become line-buffered, so that each

@@ -1,6 +1,6 @@
 // Job planning for `tessera run`: which processes a job has, where they run, with which command
 // line and environment. Pure functions of their inputs (no processes are started here), so the
-// whole role/endpoint contract can be unit-tested. See docs/operations.md for the contract.
+// whole role/endpoint contract can be unit-tested. See docs/running.md for the contract.
 //
 // A job is 1 coordinator, S servers and W workers:
 //   coordinator  tessera-server --role coordinator --listen tcp://BIND:0 --endpoint-file FILE
@@ -90,7 +90,7 @@ struct JobOptions {
   // A remote process still running this long after its SIGTERM gets SIGKILL (the remote side of
   // the launcher's grace period). Default: 3.
   int remote_kill_after_seconds = 3;
-  // Liveness: a process unheard for this long fails the job (docs/operations.md). Passed to every
+  // Liveness: a process unheard for this long fails the job (docs/faults.md). Passed to every
   // process as TESSERA_HEARTBEAT_TIMEOUT (seconds); 0 turns the checks off. Default: 10 s.
   std::chrono::milliseconds heartbeat_timeout{10000};
 };

@@ -1,4 +1,4 @@
-// Checkpoints and restarts as the launcher sees them (docs/operations.md, "Checkpoints, resume
+// Checkpoints and restarts as the launcher sees them (docs/faults.md, "Checkpoints, resume
 // and restarts"): `tessera run --checkpoint-dir DIR [--checkpoint-interval S] [--resume]
 // [--max-restarts N]`. The programs write and read the checkpoints themselves (the runtime,
 // through TESSERA_CHECKPOINT_DIR, TESSERA_CHECKPOINT_INTERVAL and TESSERA_RESUME); the launcher

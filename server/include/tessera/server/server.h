@@ -51,7 +51,7 @@ struct ServerOptions {
   // connection). When a worker's queue is full the server drops what it would send that worker,
   // and the first message to it that fits again is an Error (DataLoss) naming the bound, which
   // fails the worker's Client: nothing is lost silently, and the other workers are served on
-  // (docs/operations.md, "Security"). Default: kServerSendQueue.
+  // (docs/security.md). Default: kServerSendQueue.
   int send_queue = kServerSendQueue;
 };
 

@@ -57,7 +57,7 @@ inline size_t ValueTypeSize(ValueType t) {
 using TableId = uint32_t;
 using RowId = uint64_t;
 
-// Bounds on what one table and one read may take (docs/operations.md, "Security"). A table's
+// Bounds on what one table and one read may take (docs/security.md). A table's
 // spec comes in a message, so its sizes are checked before anything is allocated from them.
 //
 // A dense row's cells (width x cell size): a row travels whole in one message and a server

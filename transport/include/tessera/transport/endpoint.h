@@ -31,7 +31,7 @@ std::string AdvertisedEndpoint(const std::string& bound, const std::string& adve
 // connection that has not finished its ZMTP/CURVE handshake is closed.
 void ConfigureSocket(zmq::socket_t& socket);
 
-// Bounds on what a bound socket accepts from each connection (docs/operations.md, "Security").
+// Bounds on what a bound socket accepts from each connection (docs/security.md).
 // A frame larger than the bound makes ZeroMQ drop the connection before reading it whole (it
 // checks each frame's declared size, during the handshake too); a connection with this many
 // messages queued is not read from until the node takes some (TCP back-pressure, nothing is

@@ -1,4 +1,4 @@
-// Bounds on what a received message's lists may claim (docs/operations.md, "Security").
+// Bounds on what a received message's lists may claim (docs/security.md).
 #ifndef TESSERA_TRANSPORT_LIST_BOUNDS_H_
 #define TESSERA_TRANSPORT_LIST_BOUNDS_H_
 

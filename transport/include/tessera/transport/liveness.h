@@ -7,7 +7,7 @@
 // machine gone) stops answering. The coordinator declares a process dead after LivenessTiming's
 // `silence` without a heartbeat, so that the report comes within the configured timeout.
 //
-// What each side does on a failure is in docs/operations.md ("When something fails").
+// What each side does on a failure is in docs/faults.md ("When something fails").
 #ifndef TESSERA_TRANSPORT_LIVENESS_H_
 #define TESSERA_TRANSPORT_LIVENESS_H_
 

@@ -14,7 +14,7 @@
 // only the process's own threads reach them. Registrations also carry SecretProof, which is the
 // only check there. An empty secret (`tessera run --from-env --insecure`) turns all of this off.
 //
-// docs/operations.md ("Security") has the threat model.
+// docs/security.md has the threat model.
 #ifndef TESSERA_TRANSPORT_SECURITY_H_
 #define TESSERA_TRANSPORT_SECURITY_H_
 

@@ -1,6 +1,6 @@
 // Bounds every Tessera socket applies beyond endpoint.h's per-socket ones: how long a connection
 // may take to authenticate, and what a socket that talks to the coordinator accepts
-// (docs/operations.md, "Security").
+// (docs/security.md).
 #ifndef TESSERA_TRANSPORT_SOCKET_LIMITS_H_
 #define TESSERA_TRANSPORT_SOCKET_LIMITS_H_
 
