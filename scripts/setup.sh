@@ -16,6 +16,7 @@ PACKAGES=(
   libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
+  ccache                                 # fast rebuilds (scripts/test.sh, sanitize.sh, fuzz.sh); CI is timed without a warm cache
   python3 python3-matplotlib
   iproute2 openssh-client procps
 )

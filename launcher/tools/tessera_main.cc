@@ -203,7 +203,7 @@ int RunFromEnv(const RunFlags& flags, const CLI::App& run, tl::JobOptions job) {
   if (job.job_secret.empty() && !flags.insecure) {
     return Fail(kUsageError,
                 "--from-env: TESSERA_JOB_SECRET is not set; export the same secret to every task "
-                "(see docs/operations.md), or pass --insecure to run unauthenticated");
+                "(see docs/security.md), or pass --insecure to run unauthenticated");
   }
   // A guessable secret is as open a door as none: only --insecure runs with one.
   if (!job.job_secret.empty()) {
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   run->footer(
       "Everything after `--` is the program and its arguments. Exit code: the job's (the first\n"
       "failing process's status, 128+N for signal N, 0 when every worker succeeded); 2 for bad\n"
-      "usage; 1 when the job could not start. See docs/operations.md.");
+      "usage; 1 when the job could not start. See docs/running.md.");
   RunFlags flags;
   AddRunFlags(run, &flags);
 
