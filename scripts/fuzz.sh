@@ -3,7 +3,7 @@
 # server replies, a worker's peer-mesh inbox), the file parsers, a checkpoint's data files and
 # lda's --vocab reader with libFuzzer under ASan + UBSan, every library instrumented for coverage:
 # builds them with clang-16 in build-asan/ (the build scripts/sanitize.sh's address stage shares:
-# scripts/lib/asan_build.sh), then runs each for FUZZ_SECONDS over its seed corpus
+# scripts/lib/sanitized_build.sh), then runs each for FUZZ_SECONDS over its seed corpus
 # (fuzz/corpus/<target>/; new inputs go to build-asan/corpus/<target>/). Exit 0 means no crash,
 # no sanitizer report, no allocation over 2 GiB or resident set over 2 GiB (libFuzzer's
 # out-of-memory limits), and no node that stopped answering; a finding is left in
@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-source scripts/lib/asan_build.sh
+source scripts/lib/sanitized_build.sh
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 dir=$ASAN_BUILD_DIR
 launcher=()
@@ -24,7 +24,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # directory scripts/sanitize.sh configured keeps its choice.
 compiler=()
 [[ -f "$dir/CMakeCache.txt" ]] || compiler=(-DTESSERA_BUILD_COMPILER=OFF)
-asan_configure "$dir" "${compiler[@]}" "${launcher[@]}"
+sanitized_configure "$dir" address,undefined "${compiler[@]}" "${launcher[@]}"
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-coordinator_fuzz server_fuzz client_fuzz peer_mesh_fuzz files_fuzz checkpoint_fuzz lda_vocab_fuzz}"
 cmake --build "$dir" -j "${JOBS:-2}" --target "${TARGETS[@]}"
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"

@@ -2,8 +2,9 @@
 # The sanitizer stage: builds the whole tree -- common, table, transport, server, client, runtime,
 # launcher, compiler (tessc, which embeds the apps' schedules), apps and every test, the
 # multi-process ones (tessera run jobs, server processes) included -- once with
-# AddressSanitizer + UndefinedBehaviorSanitizer (clang-16, the build scripts/fuzz.sh shares) and
-# once with ThreadSanitizer (g++), and runs the whole CTest suite under each. Every process a test starts is a sanitized binary of the same build and
+# AddressSanitizer + UndefinedBehaviorSanitizer (clang-16; the build scripts/fuzz.sh shares) and
+# once with ThreadSanitizer (g++; scripts/lib/sanitized_build.sh says why), and runs the whole
+# CTest suite under each. Every process a test starts is a sanitized binary of the same build and
 # inherits the options below, so a report in any of them fails its test.
 #   SANITIZERS  which stages (default: "address,undefined thread")
 #   JOBS        parallel build and test jobs (default 2)
@@ -14,7 +15,7 @@
 #   BUILD_TARGETS  build only these targets (default: all), e.g. the test binaries CTEST_ARGS
 #               selects and the programs they start (a bounded run on a small machine)
 #   BUILD_DIR   the build directory (default: build-asan for address,undefined, which
-#               scripts/fuzz.sh shares (scripts/lib/asan_build.sh), build-san-thread for thread);
+#               scripts/fuzz.sh shares (scripts/lib/sanitized_build.sh), build-san-thread for thread);
 #               one per stage and configuration, so that two parts can run side by side
 #   TESSC       a tessc built without sanitizers (e.g. build/bin/tessc) for the programs' schedules
 #               instead of a sanitized one: tessc and its tests (tests/compiler) are then left out
@@ -25,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-source scripts/lib/asan_build.sh
+source scripts/lib/sanitized_build.sh
 JOBS=${JOBS:-2}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -35,20 +36,11 @@ for san in ${SANITIZERS:-address,undefined thread}; do
   echo "== $san: building"
   tessc=(-DTESSERA_BUILD_COMPILER=ON -DTESSERA_PREBUILT_TESSC=)
   [[ -n "${TESSC:-}" ]] && tessc=(-DTESSERA_BUILD_COMPILER=OFF -DTESSERA_PREBUILT_TESSC="$(realpath "$TESSC")")
-  # No install rules (asan_configure and below): the install tests build an example against the
+  # No install rules (sanitized_configure): the install tests build an example against the
   # installed libraries with a plain compiler, which cannot link sanitized ones.
-  if [[ $san == address,undefined ]]; then
-    dir="${BUILD_DIR:-$ASAN_BUILD_DIR}"
-    asan_configure "$dir" "${tessc[@]}" "${launcher[@]}"
-  else
-    dir="${BUILD_DIR:-build-san-${san//,/-}}"
-    # -O1 -g1 (the sanitizers' recommended level): the suite's multi-process jobs run in
-    # minutes, not hours, reports still name the lines, and the build takes about half the time
-    # of -O2 -g.
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE="$san" \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-      -DTESSERA_BUILD_BENCH=OFF -DTESSERA_INSTALL=OFF "${tessc[@]}" "${launcher[@]}"
-  fi
+  dir="${BUILD_DIR:-build-san-${san//,/-}}"
+  [[ $san == address,undefined ]] && dir="${BUILD_DIR:-$ASAN_BUILD_DIR}"
+  sanitized_configure "$dir" "$san" "${tessc[@]}" "${launcher[@]}"
   targets=${BUILD_TARGETS:-}
   test_dirs=("$dir")
   if [[ -n "${TEST_DIRS:-}" ]]; then
