@@ -116,6 +116,49 @@ void Split(TripleFormat f, std::string_view line, Fields* out) {
   }
 }
 
+// The common line "USER ITEM RATING" (integer ids, no timestamp) parsed without splitting it into
+// fields first: most of a large file's lines. Accepts exactly the lines the general path below
+// accepts with these values, and nothing else: anything unusual (a '+' sign, a fourth field, a
+// stray character, a non-finite rating) returns false, and the general path then reads the line
+// or names its error.
+inline const char* SkipBlanks(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\t')) ++p;
+  return p;
+}
+
+bool ParseRatingFast(TripleFormat format, std::string_view line, Rating* r) {
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  const bool blanks = format != TripleFormat::kTab;  // tab fields are not trimmed
+  // After a field: the separator (with the blanks around it, where allowed).
+  auto separator = [&](const char* at) -> const char* {
+    if (format == TripleFormat::kWhitespace) {
+      const char* next = SkipBlanks(at, end);
+      return next > at && next < end ? next : nullptr;
+    }
+    if (blanks) at = SkipBlanks(at, end);
+    const char sep = format == TripleFormat::kTab ? '\t' : ',';
+    if (at >= end || *at != sep) return nullptr;
+    return blanks ? SkipBlanks(at + 1, end) : at + 1;
+  };
+  if (blanks) p = SkipBlanks(p, end);
+  auto user = std::from_chars(p, end, r->user);
+  if (user.ec != std::errc() || user.ptr == p || (p = separator(user.ptr)) == nullptr) return false;
+  auto item = std::from_chars(p, end, r->item);
+  if (item.ec != std::errc() || item.ptr == p || (p = separator(item.ptr)) == nullptr) return false;
+  auto value = std::from_chars(p, end, r->value);
+  if (value.ec != std::errc() || value.ptr == p || !std::isfinite(r->value)) return false;
+  p = blanks ? SkipBlanks(value.ptr, end) : value.ptr;
+  return p == end;
+}
+
+// About how many records the lines of `bytes` bytes hold, from the lines read so far: a
+// reservation that large is never copied as it fills, and its untouched pages cost no memory.
+size_t EstimateRecords(int64_t bytes, int64_t bytes_read, size_t lines_read) {
+  const double per_line = static_cast<double>(bytes_read) / static_cast<double>(lines_read);
+  return static_cast<size_t>(1.1 * static_cast<double>(bytes) / per_line) + 1024;
+}
+
 // Parses one ratings file (or its range) into `out`.
 Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range,
                    const internal::IdParse& ids, std::vector<Rating>* out) {
@@ -127,7 +170,25 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
   std::string_view line;
   Fields fields;
   bool first = true;
+  // The general path is for anything but the common line (ParseRatingFast).
+  bool fast = false;
+  // Reserved once about 4096 lines were read, for all of the range.
+  size_t lines = 0;
+  constexpr size_t kLinesBeforeReserving = 4096;
+  const int64_t range_end = range.end < 0 ? reader.file_size() : std::min(range.end, reader.file_size());
+  const int64_t range_begin = reader.offset();
   while (reader.Next(&line)) {
+    if (++lines == kLinesBeforeReserving && !ids.names_only) {
+      out->reserve(out->size() + EstimateRecords(range_end - range_begin,
+                                                 reader.offset() - range_begin, lines));
+    }
+    if (fast) {
+      Rating r;
+      if (ParseRatingFast(format, line, &r)) {
+        out->push_back(r);
+        continue;
+      }
+    }
     if (IsBlank(line)) continue;
     if (format == TripleFormat::kAuto) {
       format = Detect(line);
@@ -147,6 +208,9 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
       if (!numeric) continue;  // "userId,movieId,rating,timestamp": a header, not data
     }
     first = false;
+    fast = !ids.string_ids && !ids.names_only &&
+           (format == TripleFormat::kWhitespace || format == TripleFormat::kTab ||
+            format == TripleFormat::kCsv);
     if (fields.count < 3 || fields.count > 4) {
       return Status::InvalidArgument(fmt::format(
           "{}: expected 3 or 4 {} fields (user, item, rating[, timestamp]), found {}: {}",
@@ -166,7 +230,7 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
     }
     if (!ids.names_only) out->push_back(r);
   }
-  return Status::Ok();
+  return reader.status();
 }
 
 // Reads worker split.rank's share of a ratings file. Under kAuto the format comes from the file's
@@ -218,14 +282,18 @@ bool HeldOut(const Rating& r, double fraction, uint64_t seed) {
   return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
 }
 
-// Moves the held-out fraction of `train` to `test`.
+// Moves the held-out fraction of `train` to `test`, keeping the order of both. The kept records
+// move down in place: a second copy of the training records would be the load's largest buffer.
 void HoldOut(const TripleOptions& options, std::vector<Rating>* train, std::vector<Rating>* test) {
-  std::vector<Rating> kept;
-  kept.reserve(train->size());
+  size_t kept = 0;
   for (const Rating& r : *train) {
-    (HeldOut(r, options.test_fraction, options.split_seed) ? *test : kept).push_back(r);
+    if (HeldOut(r, options.test_fraction, options.split_seed)) {
+      test->push_back(r);
+    } else {
+      (*train)[kept++] = r;
+    }
   }
-  train->swap(kept);
+  train->resize(kept);
 }
 
 // Whether the job keeps both arrays of a split load partitioned (internal/load_share.h): tessc
@@ -241,26 +309,110 @@ bool KeepsPartitioned(const LoadSplit& split, const TripleOptions& options,
          (options.test_path.empty() && options.test_fraction == 0);
 }
 
-template <typename T>
-Status InsertAll(const std::string& path, const std::vector<Rating>& ratings, const IdMap& users,
-                 const IdMap& items, DistArray<T, 2>& into) {
-  into.reserve(into.nnz() + static_cast<int64_t>(ratings.size()));
-  // Duplicates are found by sorting the keys afterwards: much faster than keeping the sparse
-  // array's hash index up to date on multi-million-rating files.
-  std::vector<int64_t> linear;
-  linear.reserve(ratings.size());
-  const int64_t num_items = into.extent(1);
-  for (const Rating& r : ratings) {
-    const Key<2> k{{users.index(r.user), items.index(r.item)}};
-    linear.push_back(k[0] * num_items + k[1]);
-    into.append_unchecked(k, static_cast<T>(r.value));
+// The distinct ids of one field of the records, increasing. Ids that span a range at most a few
+// times their count (most data sets: 1..n with few gaps) are marked in a bitmap of the range, one
+// bit per id, instead of sorting a copy of every record's id (8 bytes per record).
+template <typename Field>
+std::vector<int64_t> DistinctIds(std::initializer_list<const std::vector<Rating>*> sets,
+                                 Field field) {
+  size_t n = 0;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto* set : sets) {
+    n += set->size();
+    for (const Rating& r : *set) {
+      lo = std::min(lo, r.*field);
+      hi = std::max(hi, r.*field);
+    }
   }
-  std::sort(linear.begin(), linear.end());
-  const auto dup = std::adjacent_find(linear.begin(), linear.end());
-  if (dup != linear.end()) {
-    return Status::InvalidArgument(fmt::format("{}: user {} rated item {} more than once", path,
-                                               users.external(*dup / num_items),
-                                               items.external(*dup % num_items)));
+  std::vector<int64_t> ids;
+  if (n == 0) return ids;
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+  if (span != 0 && span <= 64 * static_cast<uint64_t>(n) + 4096) {
+    std::vector<uint64_t> seen((span + 63) / 64, 0);
+    for (const auto* set : sets) {
+      for (const Rating& r : *set) {
+        const uint64_t b = static_cast<uint64_t>(r.*field) - static_cast<uint64_t>(lo);
+        seen[b / 64] |= uint64_t{1} << (b % 64);
+      }
+    }
+    for (size_t w = 0; w < seen.size(); ++w) {
+      for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
+        const uint64_t b = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
+        ids.push_back(static_cast<int64_t>(static_cast<uint64_t>(lo) + b));
+      }
+    }
+    return ids;
+  }
+  ids.reserve(n);
+  for (const auto* set : sets) {
+    for (const Rating& r : *set) ids.push_back(r.*field);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// Stores the records in `into` in order and frees *ratings, whose pages go as they are stored, so
+// that the records and the array are not both resident.
+template <typename T>
+void InsertAll(std::vector<Rating>* ratings, const IdMap& users, const IdMap& items,
+               DistArray<T, 2>& into) {
+  into.reserve(into.nnz() + static_cast<int64_t>(ratings->size()));
+  constexpr size_t kRelease = size_t{1} << 18;  // records per release: 6 MiB
+  const Rating* data = ratings->data();
+  for (size_t i = 0; i < ratings->size(); ++i) {
+    const Rating& r = data[i];
+    into.append_unchecked(Key<2>{{users.index(r.user), items.index(r.item)}}, static_cast<T>(r.value));
+    if ((i + 1) % kRelease == 0) internal::ReleasePages(data + (i + 1 - kRelease), kRelease * sizeof(Rating));
+  }
+  std::vector<Rating>().swap(*ratings);
+}
+
+// InvalidArgument naming the smallest (user, item) that `array` stores twice, if any. Duplicates
+// are found after the records are stored, one row at a time (the positions grouped by user by a
+// counting sort, each row's items sorted): much faster than keeping the sparse array's hash index
+// up to date on multi-million-rating files, and 4 bytes per element rather than 8 for a sort of
+// every linear key.
+template <typename T>
+Status CheckNoDuplicates(const std::string& path, const DistArray<T, 2>& array, const IdMap& users,
+                         const IdMap& items) {
+  const int64_t n = array.nnz();
+  if (n < 2) return Status::Ok();
+  const int64_t rows = array.extent(0);
+  std::vector<int64_t> start(static_cast<size_t>(rows) + 1, 0);
+  for (int64_t p = 0; p < n; ++p) ++start[static_cast<size_t>(array.key_at(p)[0]) + 1];
+  for (int64_t r = 0; r < rows; ++r) start[r + 1] += start[r];
+  // Items fit in 32 bits wherever the array fits in memory; wider extents take the general sort.
+  if (array.extent(1) > UINT32_MAX) {
+    std::vector<int64_t> linear(static_cast<size_t>(n));
+    for (int64_t p = 0; p < n; ++p) {
+      const Key<2>& k = array.key_at(p);
+      linear[p] = k[0] * array.extent(1) + k[1];
+    }
+    std::sort(linear.begin(), linear.end());
+    const auto dup = std::adjacent_find(linear.begin(), linear.end());
+    if (dup == linear.end()) return Status::Ok();
+    return Status::InvalidArgument(fmt::format(
+        "{}: user {} rated item {} more than once", path, users.external(*dup / array.extent(1)),
+        items.external(*dup % array.extent(1))));
+  }
+  std::vector<uint32_t> cols(static_cast<size_t>(n));
+  {
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t p = 0; p < n; ++p) {
+      const Key<2>& k = array.key_at(p);
+      cols[static_cast<size_t>(fill[k[0]]++)] = static_cast<uint32_t>(k[1]);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    auto b = cols.begin() + start[r], e = cols.begin() + start[r + 1];
+    if (e - b < 2) continue;
+    std::sort(b, e);
+    const auto dup = std::adjacent_find(b, e);
+    if (dup != e) {
+      return Status::InvalidArgument(fmt::format("{}: user {} rated item {} more than once", path,
+                                                 users.external(r), items.external(*dup)));
+    }
   }
   return Status::Ok();
 }
@@ -340,13 +492,29 @@ Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, 
   std::string_view line;
   Fields fields;
   while (reader.Next(&line)) {
+    int64_t v[3];
+    // The common line, three integers between blanks, without splitting it first (as
+    // ParseRatingFast); anything else takes the general path, which reads it or names its error.
+    const char* p = SkipBlanks(line.data(), line.data() + line.size());
+    const char* const end = line.data() + line.size();
+    int i = 0;
+    for (; i < 3; ++i) {
+      const auto [next, ec] = std::from_chars(p, end, v[i]);
+      if (ec != std::errc() || next == p) break;
+      p = SkipBlanks(next, end);
+      if (i < 2 && (p == next || p == end)) break;
+    }
+    if (i == 3 && p == end && v[0] >= 1 && v[0] <= D && v[1] >= 1 && v[1] <= W && v[2] >= 1 &&
+        v[2] <= INT32_MAX) {
+      add(DocwordEntry{v[0], v[1], static_cast<int32_t>(v[2])});
+      continue;
+    }
     if (IsBlank(line)) continue;
     SplitWhitespace(line, &fields);
     if (fields.count != 3) {
       return Status::InvalidArgument(fmt::format("{}: expected 3 fields (docID wordID count), found {}: {}",
                                                  reader.Where(), fields.count, Quote(line)));
     }
-    int64_t v[3];
     const char* what[3] = {"docID", "wordID", "count"};
     for (int i = 0; i < 3; ++i) {
       if (!ParseInt(fields.f[i], &v[i])) {
@@ -367,7 +535,7 @@ Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, 
     }
     add(DocwordEntry{v[0], v[1], static_cast<int32_t>(v[2])});
   }
-  return Status::Ok();
+  return reader.status();
 }
 
 // Builds the corpus from the entries in file order, and keeps every entry's (doc, word) to find
@@ -461,6 +629,8 @@ std::string SecondOccurrence(const std::string& path, int workers, RangeOf&& ran
 IdMap::IdMap(std::vector<int64_t> ids) : external_(std::move(ids)) {
   std::sort(external_.begin(), external_.end());
   external_.erase(std::unique(external_.begin(), external_.end()), external_.end());
+  // Given every record's id, the vector would keep a slot per record for as long as the map lives.
+  external_.shrink_to_fit();
   // Ids without gaps (1..n, 0..n-1: most data sets) need no hash index: index = id - first.
   if (external_.empty() ||
       static_cast<uint64_t>(external_.back()) - static_cast<uint64_t>(external_.front()) ==
@@ -573,27 +743,20 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   TESSERA_RETURN_IF_ERROR(share.error);
   if (options.test_path.empty() && options.test_fraction > 0) HoldOut(options, &train, &test);
 
-  std::vector<int64_t> user_ids, item_ids;
-  user_ids.reserve(train.size() + test.size());
-  item_ids.reserve(train.size() + test.size());
-  for (const auto* set : {&train, &test}) {
-    for (const Rating& r : *set) {
-      user_ids.push_back(r.user);
-      item_ids.push_back(r.item);
-    }
-  }
   TripleData<T> data;
-  data.users = IdMap(std::move(user_ids));
-  data.items = IdMap(std::move(item_ids));
+  data.users = IdMap(DistinctIds({&train, &test}, &Rating::user));
+  data.items = IdMap(DistinctIds({&train, &test}, &Rating::item));
   const std::array<int64_t, 2> shape{data.users.size(), data.items.size()};
   ArrayOrigin origin = OriginOf(loc);
   origin.member = "train";
   data.train = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
   origin.member = "test";
   data.test = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
-  TESSERA_RETURN_IF_ERROR(InsertAll(path, train, data.users, data.items, data.train));
-  TESSERA_RETURN_IF_ERROR(InsertAll(options.test_path.empty() ? path : options.test_path, test,
-                                    data.users, data.items, data.test));
+  InsertAll(&train, data.users, data.items, data.train);
+  InsertAll(&test, data.users, data.items, data.test);
+  TESSERA_RETURN_IF_ERROR(CheckNoDuplicates(path, data.train, data.users, data.items));
+  TESSERA_RETURN_IF_ERROR(CheckNoDuplicates(options.test_path.empty() ? path : options.test_path,
+                                            data.test, data.users, data.items));
   return data;
 }
 
