@@ -15,6 +15,7 @@
 #include "internal/line_reader.h"
 #include "internal/load_share.h"
 #include "internal/rating_formats.h"
+#include "internal/rating_records.h"
 #include "internal/timestamp.h"
 
 namespace tessera {
@@ -116,49 +117,6 @@ void Split(TripleFormat f, std::string_view line, Fields* out) {
   }
 }
 
-// The common line "USER ITEM RATING" (integer ids, no timestamp) parsed without splitting it into
-// fields first: most of a large file's lines. Accepts exactly the lines the general path below
-// accepts with these values, and nothing else: anything unusual (a '+' sign, a fourth field, a
-// stray character, a non-finite rating) returns false, and the general path then reads the line
-// or names its error.
-inline const char* SkipBlanks(const char* p, const char* end) {
-  while (p < end && (*p == ' ' || *p == '\t')) ++p;
-  return p;
-}
-
-bool ParseRatingFast(TripleFormat format, std::string_view line, Rating* r) {
-  const char* p = line.data();
-  const char* const end = p + line.size();
-  const bool blanks = format != TripleFormat::kTab;  // tab fields are not trimmed
-  // After a field: the separator (with the blanks around it, where allowed).
-  auto separator = [&](const char* at) -> const char* {
-    if (format == TripleFormat::kWhitespace) {
-      const char* next = SkipBlanks(at, end);
-      return next > at && next < end ? next : nullptr;
-    }
-    if (blanks) at = SkipBlanks(at, end);
-    const char sep = format == TripleFormat::kTab ? '\t' : ',';
-    if (at >= end || *at != sep) return nullptr;
-    return blanks ? SkipBlanks(at + 1, end) : at + 1;
-  };
-  if (blanks) p = SkipBlanks(p, end);
-  auto user = std::from_chars(p, end, r->user);
-  if (user.ec != std::errc() || user.ptr == p || (p = separator(user.ptr)) == nullptr) return false;
-  auto item = std::from_chars(p, end, r->item);
-  if (item.ec != std::errc() || item.ptr == p || (p = separator(item.ptr)) == nullptr) return false;
-  auto value = std::from_chars(p, end, r->value);
-  if (value.ec != std::errc() || value.ptr == p || !std::isfinite(r->value)) return false;
-  p = blanks ? SkipBlanks(value.ptr, end) : value.ptr;
-  return p == end;
-}
-
-// About how many records the lines of `bytes` bytes hold, from the lines read so far: a
-// reservation that large is never copied as it fills, and its untouched pages cost no memory.
-size_t EstimateRecords(int64_t bytes, int64_t bytes_read, size_t lines_read) {
-  const double per_line = static_cast<double>(bytes_read) / static_cast<double>(lines_read);
-  return static_cast<size_t>(1.1 * static_cast<double>(bytes) / per_line) + 1024;
-}
-
 // Parses one ratings file (or its range) into `out`.
 Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range,
                    const internal::IdParse& ids, std::vector<Rating>* out) {
@@ -179,12 +137,12 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
   const int64_t range_begin = reader.offset();
   while (reader.Next(&line)) {
     if (++lines == kLinesBeforeReserving && !ids.names_only) {
-      out->reserve(out->size() + EstimateRecords(range_end - range_begin,
+      out->reserve(out->size() + internal::EstimateRecords(range_end - range_begin,
                                                  reader.offset() - range_begin, lines));
     }
     if (fast) {
       Rating r;
-      if (ParseRatingFast(format, line, &r)) {
+      if (internal::ParseRatingFast(format, line, &r)) {
         out->push_back(r);
         continue;
       }
@@ -309,114 +267,6 @@ bool KeepsPartitioned(const LoadSplit& split, const TripleOptions& options,
          (options.test_path.empty() && options.test_fraction == 0);
 }
 
-// The distinct ids of one field of the records, increasing. Ids that span a range at most a few
-// times their count (most data sets: 1..n with few gaps) are marked in a bitmap of the range, one
-// bit per id, instead of sorting a copy of every record's id (8 bytes per record).
-template <typename Field>
-std::vector<int64_t> DistinctIds(std::initializer_list<const std::vector<Rating>*> sets,
-                                 Field field) {
-  size_t n = 0;
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto* set : sets) {
-    n += set->size();
-    for (const Rating& r : *set) {
-      lo = std::min(lo, r.*field);
-      hi = std::max(hi, r.*field);
-    }
-  }
-  std::vector<int64_t> ids;
-  if (n == 0) return ids;
-  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
-  if (span != 0 && span <= 64 * static_cast<uint64_t>(n) + 4096) {
-    std::vector<uint64_t> seen((span + 63) / 64, 0);
-    for (const auto* set : sets) {
-      for (const Rating& r : *set) {
-        const uint64_t b = static_cast<uint64_t>(r.*field) - static_cast<uint64_t>(lo);
-        seen[b / 64] |= uint64_t{1} << (b % 64);
-      }
-    }
-    for (size_t w = 0; w < seen.size(); ++w) {
-      for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
-        const uint64_t b = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
-        ids.push_back(static_cast<int64_t>(static_cast<uint64_t>(lo) + b));
-      }
-    }
-    return ids;
-  }
-  ids.reserve(n);
-  for (const auto* set : sets) {
-    for (const Rating& r : *set) ids.push_back(r.*field);
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
-// Stores the records in `into` in order and frees *ratings, whose pages go as they are stored, so
-// that the records and the array are not both resident.
-template <typename T>
-void InsertAll(std::vector<Rating>* ratings, const IdMap& users, const IdMap& items,
-               DistArray<T, 2>& into) {
-  into.reserve(into.nnz() + static_cast<int64_t>(ratings->size()));
-  constexpr size_t kRelease = size_t{1} << 18;  // records per release: 6 MiB
-  const Rating* data = ratings->data();
-  for (size_t i = 0; i < ratings->size(); ++i) {
-    const Rating& r = data[i];
-    into.append_unchecked(Key<2>{{users.index(r.user), items.index(r.item)}}, static_cast<T>(r.value));
-    if ((i + 1) % kRelease == 0) internal::ReleasePages(data + (i + 1 - kRelease), kRelease * sizeof(Rating));
-  }
-  std::vector<Rating>().swap(*ratings);
-}
-
-// InvalidArgument naming the smallest (user, item) that `array` stores twice, if any. Duplicates
-// are found after the records are stored, one row at a time (the positions grouped by user by a
-// counting sort, each row's items sorted): much faster than keeping the sparse array's hash index
-// up to date on multi-million-rating files, and 4 bytes per element rather than 8 for a sort of
-// every linear key.
-template <typename T>
-Status CheckNoDuplicates(const std::string& path, const DistArray<T, 2>& array, const IdMap& users,
-                         const IdMap& items) {
-  const int64_t n = array.nnz();
-  if (n < 2) return Status::Ok();
-  const int64_t rows = array.extent(0);
-  std::vector<int64_t> start(static_cast<size_t>(rows) + 1, 0);
-  for (int64_t p = 0; p < n; ++p) ++start[static_cast<size_t>(array.key_at(p)[0]) + 1];
-  for (int64_t r = 0; r < rows; ++r) start[r + 1] += start[r];
-  // Items fit in 32 bits wherever the array fits in memory; wider extents take the general sort.
-  if (array.extent(1) > UINT32_MAX) {
-    std::vector<int64_t> linear(static_cast<size_t>(n));
-    for (int64_t p = 0; p < n; ++p) {
-      const Key<2>& k = array.key_at(p);
-      linear[p] = k[0] * array.extent(1) + k[1];
-    }
-    std::sort(linear.begin(), linear.end());
-    const auto dup = std::adjacent_find(linear.begin(), linear.end());
-    if (dup == linear.end()) return Status::Ok();
-    return Status::InvalidArgument(fmt::format(
-        "{}: user {} rated item {} more than once", path, users.external(*dup / array.extent(1)),
-        items.external(*dup % array.extent(1))));
-  }
-  std::vector<uint32_t> cols(static_cast<size_t>(n));
-  {
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (int64_t p = 0; p < n; ++p) {
-      const Key<2>& k = array.key_at(p);
-      cols[static_cast<size_t>(fill[k[0]]++)] = static_cast<uint32_t>(k[1]);
-    }
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    auto b = cols.begin() + start[r], e = cols.begin() + start[r + 1];
-    if (e - b < 2) continue;
-    std::sort(b, e);
-    const auto dup = std::adjacent_find(b, e);
-    if (dup != e) {
-      return Status::InvalidArgument(fmt::format("{}: user {} rated item {} more than once", path,
-                                                 users.external(r), items.external(*dup)));
-    }
-  }
-  return Status::Ok();
-}
-
 // The shortest entry line: "1 1 1\n".
 constexpr int64_t kMinEntryBytes = 6;
 
@@ -495,13 +345,13 @@ Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, 
     int64_t v[3];
     // The common line, three integers between blanks, without splitting it first (as
     // ParseRatingFast); anything else takes the general path, which reads it or names its error.
-    const char* p = SkipBlanks(line.data(), line.data() + line.size());
+    const char* p = internal::SkipBlanks(line.data(), line.data() + line.size());
     const char* const end = line.data() + line.size();
     int i = 0;
     for (; i < 3; ++i) {
       const auto [next, ec] = std::from_chars(p, end, v[i]);
       if (ec != std::errc() || next == p) break;
-      p = SkipBlanks(next, end);
+      p = internal::SkipBlanks(next, end);
       if (i < 2 && (p == next || p == end)) break;
     }
     if (i == 3 && p == end && v[0] >= 1 && v[0] <= D && v[1] >= 1 && v[1] <= W && v[2] >= 1 &&
@@ -744,18 +594,18 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   if (options.test_path.empty() && options.test_fraction > 0) HoldOut(options, &train, &test);
 
   TripleData<T> data;
-  data.users = IdMap(DistinctIds({&train, &test}, &Rating::user));
-  data.items = IdMap(DistinctIds({&train, &test}, &Rating::item));
+  data.users = IdMap(internal::DistinctIds({&train, &test}, /*users=*/true));
+  data.items = IdMap(internal::DistinctIds({&train, &test}, /*users=*/false));
   const std::array<int64_t, 2> shape{data.users.size(), data.items.size()};
   ArrayOrigin origin = OriginOf(loc);
   origin.member = "train";
   data.train = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
   origin.member = "test";
   data.test = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
-  InsertAll(&train, data.users, data.items, data.train);
-  InsertAll(&test, data.users, data.items, data.test);
-  TESSERA_RETURN_IF_ERROR(CheckNoDuplicates(path, data.train, data.users, data.items));
-  TESSERA_RETURN_IF_ERROR(CheckNoDuplicates(options.test_path.empty() ? path : options.test_path,
+  internal::InsertRecords(&train, data.users, data.items, data.train);
+  internal::InsertRecords(&test, data.users, data.items, data.test);
+  TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(path, data.train, data.users, data.items));
+  TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(options.test_path.empty() ? path : options.test_path,
                                             data.test, data.users, data.items));
   return data;
 }
