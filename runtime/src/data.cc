@@ -133,12 +133,13 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
   // Reserved once about 4096 lines were read, for all of the range.
   size_t lines = 0;
   constexpr size_t kLinesBeforeReserving = 4096;
-  const int64_t range_end = range.end < 0 ? reader.file_size() : std::min(range.end, reader.file_size());
+  const int64_t range_end =
+      range.end < 0 ? reader.file_size() : std::min(range.end, reader.file_size());
   const int64_t range_begin = reader.offset();
   while (reader.Next(&line)) {
     if (++lines == kLinesBeforeReserving && !ids.names_only) {
       out->reserve(out->size() + internal::EstimateRecords(range_end - range_begin,
-                                                 reader.offset() - range_begin, lines));
+                                                           reader.offset() - range_begin, lines));
     }
     if (fast) {
       Rating r;
@@ -605,8 +606,8 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   internal::InsertRecords(&train, data.users, data.items, data.train);
   internal::InsertRecords(&test, data.users, data.items, data.test);
   TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(path, data.train, data.users, data.items));
-  TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(options.test_path.empty() ? path : options.test_path,
-                                            data.test, data.users, data.items));
+  TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(
+      options.test_path.empty() ? path : options.test_path, data.test, data.users, data.items));
   return data;
 }
 

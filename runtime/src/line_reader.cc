@@ -1,6 +1,7 @@
 #include "internal/line_reader.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 namespace tessera::internal {
 namespace {
@@ -19,7 +18,8 @@ namespace {
 int64_t ReadAt(int fd, int64_t offset, size_t n, char* out) {
   size_t got = 0;
   while (got < n) {
-    const ssize_t r = ::pread(fd, out + got, n - got, static_cast<off_t>(offset) + static_cast<off_t>(got));
+    const ssize_t r =
+        ::pread(fd, out + got, n - got, static_cast<off_t>(offset) + static_cast<off_t>(got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return -1;
     if (r == 0) break;
@@ -70,7 +70,8 @@ Result<LineReader> LineReader::Open(const std::string& path, ReadRange range, in
     std::string probe(kChunk, '\0');
     for (int64_t at = begin - 1;;) {
       const int64_t got = ReadAt(raw, at, kChunk, probe.data());
-      if (got < 0) return Status::DataLoss(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+      if (got < 0)
+        return Status::DataLoss(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
       if (got == 0) {
         start = size;
         break;
@@ -108,14 +109,16 @@ bool LineReader::Refill() {
   base_ += static_cast<int64_t>(pos_);
   pos_ = 0;
   const size_t old = bytes_.size();
-  const size_t want =
-      static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(kBlockBytes), file_size_ - next_read_));
+  const size_t want = static_cast<size_t>(
+      std::min<int64_t>(static_cast<int64_t>(kBlockBytes), file_size_ - next_read_));
   bytes_.resize(old + want);
   const int64_t got = ReadAt(*fd_, next_read_, want, bytes_.data() + old);
   if (got != static_cast<int64_t>(want)) {
     status_ = Status::DataLoss(
-        got < 0 ? fmt::format("cannot read '{}' at byte {}: {}", path_, next_read_, std::strerror(errno))
-                : fmt::format("short read of '{}' at byte {} (did the file shrink?)", path_, next_read_));
+        got < 0 ? fmt::format("cannot read '{}' at byte {}: {}", path_, next_read_,
+                              std::strerror(errno))
+                : fmt::format("short read of '{}' at byte {} (did the file shrink?)", path_,
+                              next_read_));
     bytes_.resize(old);
     return false;
   }
@@ -138,7 +141,8 @@ bool LineReader::NextSlow(std::string_view* line) {
       stop = bytes_.size();  // the file's last line, without a newline
     }
     line_start_ = pos_;
-    *line = std::string_view(bytes_).substr(pos_, stop - pos_ - (stop > pos_ && bytes_[stop - 1] == '\r'));
+    *line = std::string_view(bytes_).substr(
+        pos_, stop - pos_ - (stop > pos_ && bytes_[stop - 1] == '\r'));
     pos_ = stop + 1;
     ++line_no_;
     return true;

@@ -1,11 +1,11 @@
 #include "internal/rating_records.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <system_error>
-
-#include <fmt/format.h>
 
 namespace tessera::internal {
 
@@ -82,22 +82,24 @@ std::vector<int64_t> DistinctIds(std::initializer_list<const std::vector<RatingR
 
 template <typename T>
 void InsertRecords(std::vector<RatingRecord>* ratings, const IdMap& users, const IdMap& items,
-               DistArray<T, 2>& into) {
+                   DistArray<T, 2>& into) {
   into.reserve(into.nnz() + static_cast<int64_t>(ratings->size()));
   constexpr size_t kRelease = size_t{1} << 18;  // records per release: 6 MiB
   const RatingRecord* data = ratings->data();
   for (size_t i = 0; i < ratings->size(); ++i) {
     const RatingRecord& r = data[i];
-    into.append_unchecked(Key<2>{{users.index(r.user), items.index(r.item)}}, static_cast<T>(r.value));
-    if ((i + 1) % kRelease == 0) ReleasePages(data + (i + 1 - kRelease), kRelease * sizeof(RatingRecord));
+    into.append_unchecked(Key<2>{{users.index(r.user), items.index(r.item)}},
+                          static_cast<T>(r.value));
+    if ((i + 1) % kRelease == 0)
+      ReleasePages(data + (i + 1 - kRelease), kRelease * sizeof(RatingRecord));
   }
   std::vector<RatingRecord>().swap(*ratings);
 }
 
-// Duplicates are found after the records are stored, one row at a time (the positions grouped by user by a
-// counting sort, each row's items sorted): much faster than keeping the sparse array's hash index
-// up to date on multi-million-rating files, and 4 bytes per element rather than 8 for a sort of
-// every linear key.
+// Duplicates are found after the records are stored, one row at a time (the positions grouped by
+// user by a counting sort, each row's items sorted): much faster than keeping the sparse array's
+// hash index up to date on multi-million-rating files, and 4 bytes per element rather than 8 for a
+// sort of every linear key.
 template <typename T>
 Status CheckNoDuplicates(const std::string& path, const DistArray<T, 2>& array, const IdMap& users,
                          const IdMap& items) {
@@ -117,9 +119,9 @@ Status CheckNoDuplicates(const std::string& path, const DistArray<T, 2>& array, 
     std::sort(linear.begin(), linear.end());
     const auto dup = std::adjacent_find(linear.begin(), linear.end());
     if (dup == linear.end()) return Status::Ok();
-    return Status::InvalidArgument(fmt::format(
-        "{}: user {} rated item {} more than once", path, users.external(*dup / array.extent(1)),
-        items.external(*dup % array.extent(1))));
+    return Status::InvalidArgument(fmt::format("{}: user {} rated item {} more than once", path,
+                                               users.external(*dup / array.extent(1)),
+                                               items.external(*dup % array.extent(1))));
   }
   std::vector<uint32_t> cols(static_cast<size_t>(n));
   {

@@ -163,7 +163,8 @@ TEST_F(BulkLoadTest, TheSmallestDuplicateIsNamedWhereverItIs) {
   // sort of every key would find it.
   std::string contents;
   for (int u = 1; u <= 2000; ++u) {
-    for (int i = 1; i <= 5; ++i) contents += std::to_string(u) + " " + std::to_string(i * 3) + " 1\n";
+    for (int i = 1; i <= 5; ++i)
+      contents += std::to_string(u) + " " + std::to_string(i * 3) + " 1\n";
   }
   contents += "1500 9 2\n";  // (1500, 9) twice
   contents += "700 15 2\n";  // (700, 15) twice: the smaller

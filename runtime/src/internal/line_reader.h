@@ -73,11 +73,11 @@ class LineReader {
 
   std::string path_;
   std::unique_ptr<int, FdCloser> fd_;  // null when every byte is in bytes_ (gzip)
-  std::string bytes_;   // file bytes [base_, base_ + bytes_.size())
-  int64_t base_ = 0;    // file offset of bytes_[0]
-  int64_t next_read_ = 0;  // file offset of the next byte to read into bytes_
-  int64_t first_ = 0;   // file offset of the range's first line
-  int64_t end_ = 0;     // lines that start at or after this offset belong to the next range
+  std::string bytes_;                  // file bytes [base_, base_ + bytes_.size())
+  int64_t base_ = 0;                   // file offset of bytes_[0]
+  int64_t next_read_ = 0;              // file offset of the next byte to read into bytes_
+  int64_t first_ = 0;                  // file offset of the range's first line
+  int64_t end_ = 0;  // lines that start at or after this offset belong to the next range
   int64_t file_size_ = 0;
   size_t pos_ = 0;
   size_t line_start_ = 0;
