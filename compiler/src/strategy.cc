@@ -341,6 +341,14 @@ std::vector<Dependence> ComputeDependences(const SiteModel& site) {
       std::optional<DepVector> v =
           ComputeDependence(a.subscripts, b.subscripts, site.key_rank, &ray);
       if (!v || IsZeroVector(*v)) continue;
+      if (!site.serial_order_is_key_order) {
+        // Only which iterations conflict is known, not which runs first: blocks that keep them
+        // together (and run them in storage order) are legal, wavefronts in key order are not.
+        for (DepComponent& c : *v) {
+          if (c.IsNonZeroConstant()) c = DepComponent::Any();
+        }
+        ray.clear();
+      }
       deps.push_back({static_cast<int>(i), static_cast<int>(j), *v, ray});
     }
   }
