@@ -4,6 +4,7 @@
 #include "known_library.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/StmtCXX.h"
@@ -12,6 +13,15 @@
 namespace tessera::compiler {
 
 using namespace clang;  // NOLINT(build/namespaces): the file is all Clang AST code
+
+namespace {
+
+// While a library algorithm's callback is walked: where the elements of the ranges the algorithm
+// was given live, so that the callback's reference parameters are bound there (a lambda over a
+// row view's elements writes that row). Null: unknown.
+const Place* g_callback_elements = nullptr;
+
+}  // namespace
 
 void BodyWalker::VisitOperatorCall(const CXXOperatorCallExpr* op, Use use) {
   const OverloadedOperatorKind k = op->getOperator();
@@ -291,6 +301,49 @@ bool BodyWalker::ReadsOnly(const FunctionDecl* fd) {
 
 void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, unsigned first) {
   const std::string fname = fd != nullptr ? fd->getQualifiedNameAsString() : "an indirect call";
+  // A library function on the list: the ranges it is given are all it touches.
+  const bool listed = fd != nullptr && IsLibraryDecl(fd, sm_) && ClassifyLibraryFunction(fd).known;
+  const bool reads_only = listed && ClassifyLibraryFunction(fd).reads_only;
+  std::optional<Place> elements;
+  if (listed) {
+    for (unsigned i = first; i < call->getNumArgs(); ++i) {
+      const Expr* arg = call->getArg(i);
+      const QualType at = arg->getType();
+      if (isa<LambdaExpr>(Strip(arg, ctx_)) || isa<CXXDefaultArgExpr>(arg) ||
+          at->isArithmeticType()) {
+        continue;
+      }
+      // Callables (a lambda, a comparator, a projection) are not ranges.
+      if (const CXXRecordDecl* rd = at->getAsCXXRecordDecl();
+          rd != nullptr && rd->hasDefinition() && !IsIteratorLike(at) &&
+          std::any_of(rd->method_begin(), rd->method_end(), [](const CXXMethodDecl* m) {
+            return m->getOverloadedOperator() == OO_Call;
+          })) {
+        continue;
+      }
+      Place p = Place::Unknown(Text(arg));
+      const Value v = Eval(arg);
+      if (v.kind == Value::Kind::kArray) {
+        p = {Place::Kind::kArray, v.array, v.prefix, ""};
+      } else if (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kKey) {
+        continue;
+      } else if (IsOwningContainer(at) && arg->isGLValue()) {
+        p = RootOf(arg);
+      } else if (at->isPointerType() || IsIteratorLike(at) || at->isRecordType()) {
+        p = PointeeOf(arg);
+      } else {
+        continue;
+      }
+      if (!elements) {
+        elements = p;
+      } else if (elements->kind == Place::Kind::kArray && p.kind == Place::Kind::kArray &&
+                 elements->array == p.array) {
+        if (elements->prefix != p.prefix) elements->prefix.clear();
+      } else if (elements->kind != p.kind || p.kind != Place::Kind::kLocal) {
+        elements = Place::Unknown(Text(arg));
+      }
+    }
+  }
   for (unsigned i = first; i < call->getNumArgs(); ++i) {
     const Expr* arg = call->getArg(i);
     if (isa<CXXDefaultArgExpr>(arg)) continue;
@@ -324,13 +377,22 @@ void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, 
       const CXXMethodDecl* op = v.kind == Value::Kind::kLambda
                                     ? v.lambda_call
                                     : cast<LambdaExpr>(Strip(arg, ctx_))->getCallOperator();
+      const Place* saved = g_callback_elements;
+      g_callback_elements = elements ? &*elements : nullptr;
       WalkCallback(op);
+      g_callback_elements = saved;
       continue;
     }
     if (v.kind == Value::Kind::kArray) {
       const int rank = model_.arrays[v.array].rank;
       if (static_cast<int>(v.prefix.size()) >= rank) {
         VisitElement(arg, mutable_param ? Use::kUpdate : Use::kRead);
+        continue;
+      }
+      // A row view given as a range to a library algorithm on the list: that row.
+      if (listed && !v.prefix.empty()) {
+        AddAccess(v.array, v.prefix, reads_only ? Use::kRead : Use::kUpdate, arg->getBeginLoc(), "");
+        VisitIndexArgumentsOf(arg);
         continue;
       }
       const std::string name = model_.arrays[v.array].name;
@@ -358,7 +420,9 @@ void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, 
                      at->getAsCXXRecordDecl()->method_end(), [](const CXXMethodDecl* m) {
                        return m->getOverloadedOperator() == OO_Call;
                      }) &&
-         !InTesseraNamespace(at->getAsCXXRecordDecl()))) {
+         !InTesseraNamespace(at->getAsCXXRecordDecl()) &&
+         !(IsLibraryDecl(at->getAsCXXRecordDecl(), sm_) &&
+           ClassifyLibraryClass(at->getAsCXXRecordDecl()).known))) {
       Opaque(arg->getBeginLoc(), "'" + Text(arg) + "' is passed to " + fname +
                                      ", which may call it: tessc cannot see which function it "
                                      "holds; pass a lambda written in place");
@@ -415,10 +479,12 @@ void BodyWalker::WalkCallback(const CXXMethodDecl* op) {
   inline_stack_.insert(op);
   walked_.push_back(op);
   frames_.emplace_back();
-  // Parameters are unbound: whatever the library passes (elements of the range it was given).
+  // Parameters: elements of the ranges the library was given, where tessc knows them.
   for (const ParmVarDecl* p : op->parameters()) {
     if (p->getType()->isReferenceType() || p->getType()->isPointerType()) {
-      frames_.back()[p] = Value::Of(Place::Unknown("'" + p->getNameAsString() + "'"));
+      frames_.back()[p] = Value::Of(g_callback_elements != nullptr && p->getType()->isReferenceType()
+                                        ? *g_callback_elements
+                                        : Place::Unknown("'" + p->getNameAsString() + "'"));
     }
   }
   mutation_scopes_.push_back(body);
@@ -514,6 +580,17 @@ void BodyWalker::VisitConstruct(const CXXConstructExpr* ce) {
   if (IsLibraryDecl(rd, sm_)) {
     const LibraryVerdict verdict = ClassifyLibraryClass(rd);
     if (!verdict.known) Opaque(ce->getBeginLoc(), verdict.why);
+    // A view over one row made from that row's data() and size() (PointeeOf proves it): its
+    // accesses are recorded where it is used, so its pieces are no escape.
+    const Place view = ce->getNumArgs() == 2 ? PointeeOf(ce) : Place::Local();
+    if (view.kind == Place::Kind::kArray && !view.prefix.empty()) {
+      for (const Expr* arg : ce->arguments()) {
+        if (const auto* mc = dyn_cast<CXXMemberCallExpr>(Strip(arg, ctx_))) {
+          VisitObjectChain(mc->getImplicitObjectArgument());
+        }
+      }
+      return;
+    }
     visit_args();
     return;
   }

@@ -11,6 +11,7 @@
 
 #include "body_walker.h"
 #include "clang/Lex/Lexer.h"
+#include "known_library.h"
 
 namespace tessera::compiler {
 
@@ -277,9 +278,11 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
       return Place::Unknown(name + " (it is re-pointed)");
     }
     Place p = PointeeOf(vd->getInit(), depth + 1);
-    // A sparse row's iterator steps inside its row; any other pointer may step anywhere.
+    // A sparse row's iterator steps inside its row, and so does a range-for's own iterator
+    // (from its range's begin() to its end()); any other pointer may step anywhere.
+    const bool range_for_iterator = vd->isImplicit() && vd->getName().startswith("__begin");
     if ((IsStepped(vd, scope) || IsStepped(vd, lambda_body_)) &&
-        Classify(vd->getType()) != TypeKind::kSparseRowView) {
+        Classify(vd->getType()) != TypeKind::kSparseRowView && !range_for_iterator) {
       p.prefix.clear();
     }
     if (p.kind == Place::Kind::kUnknown && !vd->getName().empty()) p.what = name;
@@ -304,6 +307,14 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
       return PointeeOf(obj, depth + 1);
     }
     if (IsOwningContainer(obj->getType())) return RootOf(obj, depth + 1);
+    // begin()/end()/data() of a library view (std::span, std::string_view): where it points.
+    const StringRef m = mc->getMethodDecl()->getName();
+    if ((m == "begin" || m == "end" || m == "data" || m == "cbegin" || m == "cend" ||
+         m == "rbegin" || m == "rend") &&
+        obj->getType().getNonReferenceType()->getAsCXXRecordDecl() != nullptr &&
+        IsLibraryDecl(obj->getType().getNonReferenceType()->getAsCXXRecordDecl(), sm_)) {
+      return PointeeOf(obj, depth + 1);
+    }
     return Place::Unknown(Text(s));
   }
   if (const auto* op = dyn_cast<CXXOperatorCallExpr>(s)) {
@@ -523,6 +534,13 @@ bool BodyWalker::IsRepointed(const VarDecl* vd, const Stmt* s, const Stmt* paren
     if (const auto* me = dyn_cast<MemberExpr>(parent)) {
       const auto* md = dyn_cast<CXXMethodDecl>(me->getMemberDecl());
       return md != nullptr && !md->isConst();
+    }
+    // `for (x : v)` binds its hidden range reference to v and only calls begin() and end().
+    if (const auto* ds = dyn_cast<DeclStmt>(parent); ds != nullptr && ds->isSingleDecl()) {
+      const auto* range = dyn_cast<VarDecl>(ds->getSingleDecl());
+      if (range != nullptr && range->isImplicit() && range->getName().startswith("__range")) {
+        return false;
+      }
     }
     return true;
   }
