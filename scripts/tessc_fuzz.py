@@ -78,7 +78,8 @@ def statement(rng, loop):
         f"{a}({e1}) = std::max<int64_t>({a}({e1}), {val}) + std::min<int64_t>({val}, 3);",
         f"{{ auto w = M.row({e1} % {SIZE // 8}); std::for_each(w.begin(), w.end(), "
         f"[&](int64_t& x) {{ x += {val}; }}); }}",
-        f"{{ std::span<int64_t> s(M.row({e1} % {SIZE // 8})); for (int64_t& x : s) x += {val}; }}",
+        f"{{ auto w = M.row({e1} % {SIZE // 8}); std::span<int64_t> s(w); "
+        f"for (int64_t& x : s) x += {val}; }}",
         f"{{ int64_t buf[3] = {{{val}, 1, 2}}; struct P {{ int64_t a, b; }} p{{buf[0], buf[2]}}; "
         f"{a}({e1}) += p.a + p.b; }}",
         f"{{ std::vector<int64_t> loc; loc.push_back({val}); std::sort(loc.begin(), loc.end()); "
