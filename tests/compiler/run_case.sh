@@ -14,6 +14,13 @@ for d in "$@"; do args+=("-I$d"); done
 extra=$(sed -n 's|^// TESSC-ARGS: ||p' "$src")
 # shellcheck disable=SC2206  # word splitting of the flag list is intended
 [[ -n $extra ]] && args+=($extra)
+# TESSC_PCH: <tessera/tessera.h> precompiled (tests/compiler/CMakeLists.txt). Only for a case that
+# includes it first and adds no flags of its own, for which reading it from there is the same as
+# parsing it.
+if [[ -n ${TESSC_PCH:-} && -z $extra &&
+      $(grep -m1 '^#include' "$src") == '#include <tessera/tessera.h>' ]]; then
+  args+=(-include-pch "$TESSC_PCH")
+fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$tessc" "$src" --emit=json -- "${args[@]}" -Xclang -verify >"$out"
