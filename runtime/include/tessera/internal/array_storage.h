@@ -296,7 +296,6 @@ class ArrayStorage final : public ArrayBase {
     std::vector<RecordOrder>().swap(order_);
     partition_.reset();
     key_places_ = false;
-    NoBlockPlaces();
     build_lo_ = lo;
     build_parts_ = parts;
     build_start_.assign(counts.size() + 1, 0);
@@ -354,7 +353,6 @@ class ArrayStorage final : public ArrayBase {
       partition_ = *partition;
       key_places_ = true;
     }
-    NoBlockPlaces();
     Relaid();
     return true;
   }
@@ -366,7 +364,6 @@ class ArrayStorage final : public ArrayBase {
     TESSERA_CHECK_MSG(order.size() == keys_.size(), "AdoptPartition: one place per element");
     TESSERA_CHECK_MSG(std::is_sorted(order.begin(), order.end()),
                       "AdoptPartition: places out of serial order");
-    NoBlockPlaces();
     order_ = std::move(order);
     partition_ = partition;
     key_places_ = false;
@@ -382,41 +379,13 @@ class ArrayStorage final : public ArrayBase {
                         "AdoptPartitionInKeyOrder: keys out of order");
     }
     std::vector<RecordOrder>().swap(order_);
-    NoBlockPlaces();
     partition_ = partition;
-    key_places_ = true;
-    Relaid();
-  }
-  // Partitioned: orders the held elements as shuffle_blocks(sort_within) orders a whole array --
-  // by their block's turn (turn[b] for block b of the grid of blocks[d] parts per dimension d),
-  // then by key -- and keeps no place per element: each is computed from the key (KeyPlace).
-  // REQUIRES: partitioned; blocks[d] in [1, max(extent(d), 1)]; turn has one entry per block.
-  void OrderByBlocks(const std::array<int64_t, N>& blocks, std::vector<int64_t> turn) {
-    TESSERA_CHECK_MSG(partition_.has_value(), "OrderByBlocks of an array that is not partitioned");
-    block_counts_ = blocks;
-    block_turn_ = std::move(turn);
-    // Positions fit in 32 bits up to 4G held elements; sorted by their implicit places.
-    auto order_by = [this](auto index) {
-      using Index = decltype(index);
-      std::vector<Index> from(keys_.size());
-      std::iota(from.begin(), from.end(), Index{0});
-      std::sort(from.begin(), from.end(),
-                [this](Index a, Index b) { return KeyPlace(keys_[a]) < KeyPlace(keys_[b]); });
-      std::vector<RecordOrder>().swap(order_);
-      ApplyPermutation(0, from.size(), &from);
-    };
-    if (keys_.size() <= UINT32_MAX) {
-      order_by(uint32_t{0});
-    } else {
-      order_by(uint64_t{0});
-    }
     key_places_ = true;
     Relaid();
   }
   // Partitioned: gives every held element a new place in the serial order (order[p] for
   // position p) and sorts the held elements by it, in place.
   void Reorder(std::vector<RecordOrder> order) {
-    NoBlockPlaces();
     std::vector<size_t> from(order.size());
     std::iota(from.begin(), from.end(), 0);
     std::sort(from.begin(), from.end(), [&order](size_t a, size_t b) { return order[a] < order[b]; });
@@ -474,8 +443,7 @@ class ArrayStorage final : public ArrayBase {
     return values_[it->second];
   }
   // Element order[p] goes to position p (order: a permutation of the positions), in place.
-  template <typename Index>
-  void Permute(std::vector<Index> order) {
+  void Permute(std::vector<int64_t> order) {
     ApplyPermutation(0, order.size(), &order);
     Relaid();
   }
@@ -526,15 +494,11 @@ class ArrayStorage final : public ArrayBase {
   std::vector<T> values_;
   // Partitioned (see RecordPartition): what this worker holds, and each held element's place in
   // the serial order (order_[p] for position p, increasing) -- or, when key_places_, no stored
-  // places: position p's place is KeyPlace(keys_[p]), which saves 16 bytes per held element (a
-  // loaded or key-sorted share, or one ordered by OrderByBlocks).
+  // places: the serial order is the keys' order and position p's place is KeyPlace(keys_[p]),
+  // which saves 16 bytes per held element (a loaded or key-sorted share).
   std::optional<RecordPartition> partition_;
   std::vector<RecordOrder> order_;
   bool key_places_ = false;
-  // OrderByBlocks' grid and the turn of each of its blocks; block_turn_ empty: the serial order
-  // KeyPlace gives is the keys' order. Changed only where the places are made anew.
-  std::array<int64_t, N> block_counts_{};
-  std::vector<int64_t> block_turn_;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
   // ReserveRows: part q of row r (key[0] = build_lo_ + r), slot s = r * build_parts_ + q, is
@@ -624,19 +588,7 @@ class ArrayStorage final : public ArrayBase {
   }
 
   // The place a key-ordered share gives position p: sort_keys' places, (0, the linear index).
-  // The place a key has when places are implicit: its linear index, after its block's turn when
-  // OrderByBlocks ordered the share (otherwise sort_keys' places, (0, the linear index)).
-  RecordOrder KeyPlace(const Key<N>& k) const {
-    uint64_t turn = 0;
-    if (!block_turn_.empty()) {
-      int64_t b = 0;
-      for (int d = 0; d < N; ++d) b = b * block_counts_[d] + k.idx[d] * block_counts_[d] / shape_[d];
-      turn = static_cast<uint64_t>(block_turn_[static_cast<size_t>(b)]);
-    }
-    return {turn, static_cast<uint64_t>(Linear(k))};
-  }
-  // Places are made anew in key order (or stored): forget OrderByBlocks' grid.
-  void NoBlockPlaces() { std::vector<int64_t>().swap(block_turn_); }
+  RecordOrder KeyPlace(const Key<N>& k) const { return {0, static_cast<uint64_t>(Linear(k))}; }
   RecordOrder PlaceAt(size_t p) const { return key_places_ ? KeyPlace(keys_[p]) : order_[p]; }
   // Forgets the stored places when each is its key's KeyPlace (they are then implicit).
   void DropPlacesIfKeyOrder() {
