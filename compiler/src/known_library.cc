@@ -288,6 +288,11 @@ LibraryVerdict ClassifyLibraryFunction(const FunctionDecl* fd) {
     }
     name = StripLibraryPrefix(name);
   }
+  // Gives up the rest of the thread's time slice: no state read or written.
+  if (qualified == "std::this_thread::yield") {
+    v.known = true;
+    return v;
+  }
   if (TakesExecutionPolicy(fd)) {
     v.why = "'" + qualified + "' is given an execution policy: it may run its callbacks on "
             "several threads at once, racing on the iteration's own state; drop the policy";
@@ -361,7 +366,10 @@ LibraryVerdict ClassifyTesseraFunction(const FunctionDecl* fd) {
   // where it is used); the check that aborts on a broken invariant ends the program in any order.
   if (cls == "Key" || cls == "SparseRowView" || cls == "Iterator" || cls == "SparseRowEntry" ||
       cls == "RowView" || cls == "RelaxedRowView" || q == "tessera::internal::CheckFailed" ||
-      q == "tessera::internal::SplitMix64" || q == "tessera::internal::SplitMix64At") {
+      q == "tessera::internal::SplitMix64" || q == "tessera::internal::SplitMix64At" ||
+      // Reads the calling thread's executor slot (a thread_local): the runtime's tests record it
+      // to see which executor ran an iteration; its value depends on the schedule by design.
+      q == "tessera::internal::CurrentExecutorSlot") {
     v.known = true;
     return v;
   }
