@@ -27,7 +27,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/app_io.h"
@@ -126,11 +128,14 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
   read.test_fraction = opt.test_fraction;
   read.split_seed = opt.seed;
   read.string_ids = opt.string_ids;
+  const auto load_start = std::chrono::steady_clock::now();
   auto loaded = tessera::load_triples<float>(ctx, opt.train_path, read);
   if (!loaded.ok()) {
     fmt::print(stderr, "mf: {}\n", loaded.status().ToString());
     return 1;
   }
+  const double load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   // String ids become 63-bit keys; two strings with one key would silently be one user (item).
   // Worker 0 reads the strings back now, which finds such a pair before any training, and keeps
   // them for --save-model.
@@ -160,6 +165,13 @@ int Run(tessera::Context& ctx, const MfOptions& opt) {
                ratings.nnz(), test.nnz(), k,
                opt.data_parallel >= 0 ? fmt::format(", data-parallel (staleness {})", opt.data_parallel)
                                       : std::string());
+    // The loader's speed (bench/apps/memory.sh reports it): the files' bytes over the seconds
+    // load_triples took, parsing, id maps and storing included.
+    std::error_code ec;
+    uintmax_t bytes = std::filesystem::file_size(opt.train_path, ec);
+    if (!opt.test_path.empty()) bytes += std::filesystem::file_size(opt.test_path, ec);
+    fmt::print("mf: loaded in {:.2f} s ({:.0f} MB/s)\n", load_seconds,
+               ec ? 0.0 : static_cast<double>(bytes) / 1e6 / std::max(load_seconds, 1e-9));
   }
 
   // SGD wants a random order (files are often sorted by user). Visiting a grid of blocks in random

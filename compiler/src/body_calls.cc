@@ -1,8 +1,10 @@
 // BodyWalker's calls: DistArray members (each either modelled or conservative), helpers and
 // lambdas walked with their parameters bound, and functions tessc cannot look into.
 #include "body_walker.h"
+#include "known_library.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/StmtCXX.h"
@@ -11,6 +13,15 @@
 namespace tessera::compiler {
 
 using namespace clang;  // NOLINT(build/namespaces): the file is all Clang AST code
+
+namespace {
+
+// While a library algorithm's callback is walked: where the elements of the ranges the algorithm
+// was given live, so that the callback's reference parameters are bound there (a lambda over a
+// row view's elements writes that row). Null: unknown.
+const Place* g_callback_elements = nullptr;
+
+}  // namespace
 
 void BodyWalker::VisitOperatorCall(const CXXOperatorCallExpr* op, Use use) {
   const OverloadedOperatorKind k = op->getOperator();
@@ -21,6 +32,24 @@ void BodyWalker::VisitOperatorCall(const CXXOperatorCallExpr* op, Use use) {
     if (callee.kind == Value::Kind::kLambda || isa<LambdaExpr>(Strip(op->getArg(0), ctx_)) ||
         isa<DeclRefExpr>(Strip(op->getArg(0), ctx_))) {
       Inline(md, op, /*first_arg=*/1);
+      return;
+    }
+  }
+  // A library function object on the list (a std::ranges algorithm, std::plus, a generator or
+  // distribution): a library call like any other.
+  if (k == OO_Call && md != nullptr && IsLibraryDecl(md, sm_)) {
+    const LibraryVerdict verdict = ClassifyLibraryFunction(md);
+    if (verdict.known) {
+      VisitCall(op);
+      return;
+    }
+    // Not a holder of some other callable (those below): the class's own reason.
+    const StringRef cls = md->getParent()->getName();
+    if (cls != "function" && cls != "move_only_function" && cls != "reference_wrapper" &&
+        !cls.startswith("_Bind")) {
+      Opaque(op->getBeginLoc(), verdict.why);
+      Visit(op->getArg(0), Use::kRead);
+      VisitUnknownCall(op, md, 1);
       return;
     }
   }
@@ -96,8 +125,15 @@ void BodyWalker::VisitCall(const CallExpr* call) {
   }
   const FunctionDecl* def = nullptr;
   const Stmt* body = fd->getBody(def);
-  const bool in_system = sm_.isInSystemHeader(fd->getLocation());
-  const bool trusted = in_system || InTesseraNamespace(fd) || fd->getBuiltinID() != 0;
+  // Library code and the programming model are never walked: a call is allowed only if the
+  // function is on the written-down list (known_library.h); anything else runs the site serially.
+  const bool in_tessera = InTesseraNamespace(fd);
+  const bool trusted = in_tessera || IsLibraryDecl(fd, sm_) || fd->getBuiltinID() != 0;
+  if (trusted && !IsCommutingAtomicUpdate(call, fd)) {
+    const LibraryVerdict verdict =
+        in_tessera ? ClassifyTesseraFunction(fd) : ClassifyLibraryFunction(fd);
+    if (!verdict.known) Opaque(call->getBeginLoc(), verdict.why);
+  }
   const unsigned first = isa<CXXOperatorCallExpr>(call) && method != nullptr ? 1 : 0;
   // The object of a member call: updated unless the method is const -- or, for a method tessc
   // walks, exactly what the walk finds written through `this`.
@@ -180,6 +216,29 @@ void BodyWalker::VisitArrayMethod(const CXXMemberCallExpr* mc, TypeKind kind) {
     VisitEscape(obj, mc->getBeginLoc(), "'" + name.str() + "()' is called");
     return;
   }
+  // Members that change an array's layout or make a new array: not safe on executor threads
+  // (they rebuild the sparse index and the storage other iterations read) and, for the reorders,
+  // a change of the serial order itself.
+  static const char* const kLayout[] = {"insert", "append_unchecked", "reserve", "shuffle",
+                                        "shuffle_blocks", "sort_keys", "permuted",
+                                        "assign_permuted", "clone"};
+  if (std::any_of(std::begin(kLayout), std::end(kLayout),
+                  [&](const char* n) { return name == n; })) {
+    Opaque(mc->getBeginLoc(),
+           "'" + Text(obj) + "." + name.str() + "()' " +
+               (name == "clone" || name == "permuted" ? "creates an array"
+                                                      : "changes the layout of an array") +
+               " inside a loop body, which is not safe on executor threads; do it before or "
+               "after the loop (an element the loop writes must already be stored)");
+  }
+  if ((name == "find" || name == "contains") && mc->getNumArgs() == 1) {
+    Value base = Eval(obj);
+    if (base.kind == Value::Kind::kArray) {
+      std::vector<Affine> key = EvalKeyArg(mc->getArg(0));
+      base.prefix.insert(base.prefix.end(), key.begin(), key.end());
+      CheckSparseLookup(base.array, base.prefix, mc->getBeginLoc(), name.str(), false);
+    }
+  }
   // Members that read only the shape, the stored keys or nothing: no element access. row()
   // and sparse_row() give views whose element accesses are recorded where they are used; find()
   // gives a pointer, followed the same way (body_places.cc).
@@ -242,6 +301,49 @@ bool BodyWalker::ReadsOnly(const FunctionDecl* fd) {
 
 void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, unsigned first) {
   const std::string fname = fd != nullptr ? fd->getQualifiedNameAsString() : "an indirect call";
+  // A library function on the list: the ranges it is given are all it touches.
+  const bool listed = fd != nullptr && IsLibraryDecl(fd, sm_) && ClassifyLibraryFunction(fd).known;
+  const bool reads_only = listed && ClassifyLibraryFunction(fd).reads_only;
+  std::optional<Place> elements;
+  if (listed) {
+    for (unsigned i = first; i < call->getNumArgs(); ++i) {
+      const Expr* arg = call->getArg(i);
+      const QualType at = arg->getType();
+      if (isa<LambdaExpr>(Strip(arg, ctx_)) || isa<CXXDefaultArgExpr>(arg) ||
+          at->isArithmeticType()) {
+        continue;
+      }
+      // Callables (a lambda, a comparator, a projection) are not ranges.
+      if (const CXXRecordDecl* rd = at->getAsCXXRecordDecl();
+          rd != nullptr && rd->hasDefinition() && !IsIteratorLike(at) &&
+          std::any_of(rd->method_begin(), rd->method_end(), [](const CXXMethodDecl* m) {
+            return m->getOverloadedOperator() == OO_Call;
+          })) {
+        continue;
+      }
+      Place p = Place::Unknown(Text(arg));
+      const Value v = Eval(arg);
+      if (v.kind == Value::Kind::kArray) {
+        p = {Place::Kind::kArray, v.array, v.prefix, ""};
+      } else if (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kKey) {
+        continue;
+      } else if (IsOwningContainer(at) && arg->isGLValue()) {
+        p = RootOf(arg);
+      } else if (at->isPointerType() || IsIteratorLike(at) || at->isRecordType()) {
+        p = PointeeOf(arg);
+      } else {
+        continue;
+      }
+      if (!elements) {
+        elements = p;
+      } else if (elements->kind == Place::Kind::kArray && p.kind == Place::Kind::kArray &&
+                 elements->array == p.array) {
+        if (elements->prefix != p.prefix) elements->prefix.clear();
+      } else if (elements->kind != p.kind || p.kind != Place::Kind::kLocal) {
+        elements = Place::Unknown(Text(arg));
+      }
+    }
+  }
   for (unsigned i = first; i < call->getNumArgs(); ++i) {
     const Expr* arg = call->getArg(i);
     if (isa<CXXDefaultArgExpr>(arg)) continue;
@@ -275,13 +377,22 @@ void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, 
       const CXXMethodDecl* op = v.kind == Value::Kind::kLambda
                                     ? v.lambda_call
                                     : cast<LambdaExpr>(Strip(arg, ctx_))->getCallOperator();
+      const Place* saved = g_callback_elements;
+      g_callback_elements = elements ? &*elements : nullptr;
       WalkCallback(op);
+      g_callback_elements = saved;
       continue;
     }
     if (v.kind == Value::Kind::kArray) {
       const int rank = model_.arrays[v.array].rank;
       if (static_cast<int>(v.prefix.size()) >= rank) {
         VisitElement(arg, mutable_param ? Use::kUpdate : Use::kRead);
+        continue;
+      }
+      // A row view given as a range to a library algorithm on the list: that row.
+      if (listed && !v.prefix.empty()) {
+        AddAccess(v.array, v.prefix, reads_only ? Use::kRead : Use::kUpdate, arg->getBeginLoc(), "");
+        VisitIndexArgumentsOf(arg);
         continue;
       }
       const std::string name = model_.arrays[v.array].name;
@@ -309,7 +420,9 @@ void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, 
                      at->getAsCXXRecordDecl()->method_end(), [](const CXXMethodDecl* m) {
                        return m->getOverloadedOperator() == OO_Call;
                      }) &&
-         !InTesseraNamespace(at->getAsCXXRecordDecl()))) {
+         !InTesseraNamespace(at->getAsCXXRecordDecl()) &&
+         !(IsLibraryDecl(at->getAsCXXRecordDecl(), sm_) &&
+           ClassifyLibraryClass(at->getAsCXXRecordDecl()).known))) {
       Opaque(arg->getBeginLoc(), "'" + Text(arg) + "' is passed to " + fname +
                                      ", which may call it: tessc cannot see which function it "
                                      "holds; pass a lambda written in place");
@@ -366,10 +479,12 @@ void BodyWalker::WalkCallback(const CXXMethodDecl* op) {
   inline_stack_.insert(op);
   walked_.push_back(op);
   frames_.emplace_back();
-  // Parameters are unbound: whatever the library passes (elements of the range it was given).
+  // Parameters: elements of the ranges the library was given, where tessc knows them.
   for (const ParmVarDecl* p : op->parameters()) {
     if (p->getType()->isReferenceType() || p->getType()->isPointerType()) {
-      frames_.back()[p] = Value::Of(Place::Unknown("'" + p->getNameAsString() + "'"));
+      frames_.back()[p] = Value::Of(g_callback_elements != nullptr && p->getType()->isReferenceType()
+                                        ? *g_callback_elements
+                                        : Place::Unknown("'" + p->getNameAsString() + "'"));
     }
   }
   mutation_scopes_.push_back(body);
@@ -380,42 +495,16 @@ void BodyWalker::WalkCallback(const CXXMethodDecl* op) {
   inline_stack_.erase(op);
 }
 
-void BodyWalker::Inline(const FunctionDecl* fd, const CallExpr* call, unsigned first) {
-  const Stmt* body = fd != nullptr ? fd->getBody() : nullptr;
-  if (body == nullptr || inline_stack_.count(fd) != 0 ||
-      static_cast<int>(inline_stack_.size()) >= kMaxInlineDepth) {
-    if (fd != nullptr && body != nullptr) {
-      Opaque(call->getBeginLoc(),
-             "'" + fd->getQualifiedNameAsString() + "' is called recursively (or more than " +
-                 std::to_string(kMaxInlineDepth) +
-                 " calls deep): tessc follows helpers only to a bounded depth; write the "
-                 "recursion as a loop");
-    }
-    VisitUnknownCall(call, fd, first);
-    return;
-  }
-  // `this` of a method (not of a lambda, whose `this` is the enclosing object's).
-  const auto* method = dyn_cast<CXXMethodDecl>(fd);
-  bool pushed_this = false;
-  if (method != nullptr && !method->isStatic() && !method->getParent()->isLambda()) {
-    Place self = Place::Unknown("the object '" + fd->getNameAsString() + "' is called on");
-    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
-      const Expr* obj = mc->getImplicitObjectArgument();
-      if (obj != nullptr) self = obj->getType()->isPointerType() ? PointeeOf(obj) : RootOf(obj);
-    } else if (first == 1 && call->getNumArgs() >= 1) {
-      self = RootOf(call->getArg(0));
-    }
-    this_places_.push_back(self);
-    pushed_this = true;
-  }
+BodyWalker::Frame BodyWalker::BindParams(const FunctionDecl* fd, const Expr* const* args,
+                                         unsigned n, const Stmt* body) {
   Frame frame;
-  for (unsigned i = first; i < call->getNumArgs(); ++i) {
-    if (i - first >= fd->getNumParams()) {
-      Visit(call->getArg(i), Use::kRead);
+  for (unsigned i = 0; i < n; ++i) {
+    if (i >= fd->getNumParams()) {
+      Visit(args[i], Use::kRead);
       continue;
     }
-    const ParmVarDecl* p = fd->getParamDecl(i - first);
-    const Expr* arg = call->getArg(i);
+    const ParmVarDecl* p = fd->getParamDecl(i);
+    const Expr* arg = args[i];
     Value v = Eval(arg);
     QualType pt = p->getType();
     const TypeKind pk = Classify(pt);
@@ -451,8 +540,155 @@ void BodyWalker::Inline(const FunctionDecl* fd, const CallExpr* call, unsigned f
   }
   // Parameters the helper modifies are not stable values.
   for (auto& [decl, value] : frame) {
-    if (value.kind == Value::Kind::kInt && MutatedIn(body, cast<VarDecl>(decl))) value = Value();
+    if ((value.kind == Value::Kind::kInt || value.kind == Value::Kind::kKey) &&
+        MutatedIn(body, cast<VarDecl>(decl))) {
+      value = Value();
+    }
   }
+  return frame;
+}
+
+void BodyWalker::VisitConstruct(const CXXConstructExpr* ce) {
+  const CXXConstructorDecl* ctor = ce->getConstructor();
+  const CXXRecordDecl* rd = ctor->getParent();
+  const TypeKind kind = Classify(ce->getType());
+  auto visit_args = [&] {
+    for (unsigned i = 0; i < ce->getNumArgs(); ++i) {
+      const Expr* arg = ce->getArg(i);
+      const QualType pt = i < ctor->getNumParams() ? ctor->getParamDecl(i)->getType() : QualType();
+      if (!pt.isNull() && pt->isReferenceType() && !pt.getNonReferenceType().isConstQualified() &&
+          arg->isGLValue()) {
+        Visit(arg, Use::kUpdate);  // moved from, or bound to a non-const reference member
+      } else {
+        Visit(arg, Use::kRead);
+      }
+    }
+  };
+  if (InTesseraNamespace(rd)) {
+    // Keys are values; views and row entries are copies of a view (the accesses through them
+    // are modelled where they are used). Arrays and accumulators register with the context.
+    if (kind != TypeKind::kKey && kind != TypeKind::kRowView && kind != TypeKind::kRelaxedRowView &&
+        kind != TypeKind::kSparseRowView) {
+      Opaque(ce->getBeginLoc(), "'" + rd->getQualifiedNameAsString() +
+                                    "' is constructed inside a loop body, which is not safe on "
+                                    "executor threads (the context registers it); construct it "
+                                    "before the loop");
+    }
+    visit_args();
+    return;
+  }
+  if (IsLibraryDecl(rd, sm_)) {
+    const LibraryVerdict verdict = ClassifyLibraryClass(rd);
+    if (!verdict.known) Opaque(ce->getBeginLoc(), verdict.why);
+    // A view over one row made from that row's data() and size() (PointeeOf proves it): its
+    // accesses are recorded where it is used, so its pieces are no escape.
+    const Place view = ce->getNumArgs() == 2 ? PointeeOf(ce) : Place::Local();
+    if (view.kind == Place::Kind::kArray && !view.prefix.empty()) {
+      for (const Expr* arg : ce->arguments()) {
+        if (const auto* mc = dyn_cast<CXXMemberCallExpr>(Strip(arg, ctx_))) {
+          VisitObjectChain(mc->getImplicitObjectArgument());
+        }
+      }
+      return;
+    }
+    visit_args();
+    return;
+  }
+  // A class of the program: its constructor (member initializers and body) and destructor run
+  // here, walked like a helper on an object of this iteration.
+  const FunctionDecl* def = nullptr;
+  const Stmt* body = ctor->getBody(def);
+  const CXXDestructorDecl* dtor = rd->hasDefinition() ? rd->getDestructor() : nullptr;
+  const bool walk_ctor = ctor->isUserProvided() && body != nullptr;
+  const bool walk_dtor = dtor != nullptr && dtor->isUserProvided() && dtor->hasBody();
+  if (ctor->isUserProvided() && body == nullptr) {
+    Opaque(ce->getBeginLoc(), "the constructor of '" + rd->getQualifiedNameAsString() +
+                                  "' is not defined in this translation unit: tessc cannot see "
+                                  "what it reads and writes; define it in this file or a header");
+  }
+  if (dtor != nullptr && dtor->isUserProvided() && !dtor->hasBody()) {
+    Opaque(ce->getBeginLoc(), "the destructor of '" + rd->getQualifiedNameAsString() +
+                                  "' is not defined in this translation unit: tessc cannot see "
+                                  "what it reads and writes; define it in this file or a header");
+  }
+  if (!walk_ctor && !walk_dtor) {
+    visit_args();
+    return;
+  }
+  if (static_cast<int>(inline_stack_.size()) >= kMaxInlineDepth ||
+      (walk_ctor && inline_stack_.count(ctor) != 0)) {
+    Opaque(ce->getBeginLoc(), "the constructor of '" + rd->getQualifiedNameAsString() +
+                                  "' is reached recursively (or too deep): tessc follows helpers "
+                                  "only to a bounded depth");
+    visit_args();
+    return;
+  }
+  this_places_.push_back(Place::Local());
+  call_stack_.push_back(ce->getBeginLoc());
+  if (walk_ctor) {
+    Frame frame = BindParams(ctor, ce->getArgs(), ce->getNumArgs(), body);
+    inline_stack_.insert(ctor);
+    walked_.push_back(ctor);
+    frames_.push_back(std::move(frame));
+    mutation_scopes_.push_back(body);
+    if (const auto* c = dyn_cast<CXXConstructorDecl>(def)) {
+      for (const CXXCtorInitializer* init : c->inits()) {
+        if (init->isWritten()) Visit(init->getInit(), Use::kRead);
+      }
+    }
+    Visit(body, Use::kNone);
+    mutation_scopes_.pop_back();
+    frames_.pop_back();
+    walked_.pop_back();
+    inline_stack_.erase(ctor);
+  } else {
+    visit_args();
+  }
+  if (walk_dtor && inline_stack_.count(dtor) == 0) {
+    const Stmt* dbody = dtor->getBody();
+    inline_stack_.insert(dtor);
+    walked_.push_back(dtor);
+    frames_.emplace_back();
+    mutation_scopes_.push_back(dbody);
+    Visit(dbody, Use::kNone);
+    mutation_scopes_.pop_back();
+    frames_.pop_back();
+    walked_.pop_back();
+    inline_stack_.erase(dtor);
+  }
+  call_stack_.pop_back();
+  this_places_.pop_back();
+}
+
+void BodyWalker::Inline(const FunctionDecl* fd, const CallExpr* call, unsigned first) {
+  const Stmt* body = fd != nullptr ? fd->getBody() : nullptr;
+  if (body == nullptr || inline_stack_.count(fd) != 0 ||
+      static_cast<int>(inline_stack_.size()) >= kMaxInlineDepth) {
+    if (fd != nullptr && body != nullptr) {
+      Opaque(call->getBeginLoc(),
+             "'" + fd->getQualifiedNameAsString() + "' is called recursively (or more than " +
+                 std::to_string(kMaxInlineDepth) +
+                 " calls deep): tessc follows helpers only to a bounded depth; write the "
+                 "recursion as a loop");
+    }
+    VisitUnknownCall(call, fd, first);
+    return;
+  }
+  // `this` of a method (not of a lambda, whose `this` is the enclosing object's).
+  const auto* method = dyn_cast<CXXMethodDecl>(fd);
+  bool pushed_this = false;
+  if (method != nullptr && !method->isStatic() && !method->getParent()->isLambda()) {
+    Place self = Place::Unknown("the object '" + fd->getNameAsString() + "' is called on");
+    if (const auto* mc = dyn_cast<CXXMemberCallExpr>(call)) {
+      const Expr* obj = mc->getImplicitObjectArgument();
+      if (obj != nullptr) self = obj->getType()->isPointerType() ? PointeeOf(obj) : RootOf(obj);
+    } else if (first == 1 && call->getNumArgs() >= 1) {
+      self = RootOf(call->getArg(0));
+    }
+    this_places_.push_back(self);
+    pushed_this = true;
+  }
+  Frame frame = BindParams(fd, call->getArgs() + first, call->getNumArgs() - first, body);
   inline_stack_.insert(fd);
   walked_.push_back(fd);
   call_stack_.push_back(call->getBeginLoc());

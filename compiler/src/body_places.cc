@@ -11,6 +11,7 @@
 
 #include "body_walker.h"
 #include "clang/Lex/Lexer.h"
+#include "known_library.h"
 
 namespace tessera::compiler {
 
@@ -38,7 +39,7 @@ int Rank(Place::Kind k) {
 Place Join(Place a, const Place& b) {
   if (a.kind == Place::Kind::kArray && b.kind == Place::Kind::kArray) {
     if (a.array != b.array) return Place::Unknown(a.what.empty() ? b.what : a.what);
-    a.prefix.clear();
+    if (a.prefix != b.prefix) a.prefix.clear();
     return a;
   }
   return Rank(a.kind) >= Rank(b.kind) ? a : b;
@@ -87,6 +88,18 @@ bool BodyWalker::IsIterationLocal(const VarDecl* vd) const {
   if (vd->isInitCapture() && !walked_.empty() &&
       parent == static_cast<const DeclContext*>(walked_.front())) {
     return false;
+  }
+  // So does the closure of a lambda made before the loop and called from the body: its
+  // init-captures (`[n = 0]() mutable { return n++; }`) are state every iteration sees. Only a
+  // lambda whose expression is inside the body (or a function the walk is in) is made anew each
+  // iteration.
+  if (vd->isInitCapture()) {
+    const bool made_per_iteration =
+        IsInside(vd, lambda_body_) ||
+        std::any_of(walked_.begin(), walked_.end(), [&](const FunctionDecl* f) {
+          return parent != static_cast<const DeclContext*>(f) && IsInside(vd, f->getBody());
+        });
+    if (!made_per_iteration) return false;
   }
   return std::any_of(walked_.begin(), walked_.end(), [&](const FunctionDecl* f) {
     return parent == static_cast<const DeclContext*>(f);
@@ -240,6 +253,8 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
     }
     const auto* vd = dyn_cast<VarDecl>(d);
     if (vd == nullptr) return Place::Local();  // a function: code, not data
+    // A C array decays to a pointer to its own storage (Strip dropped the decay).
+    if (vd->getType()->isArrayType()) return RootOf(dre, depth + 1);
     const std::string name = "'" + vd->getNameAsString() + "'";
     // A reference to a pointer or view: where the referenced object points.
     if (vd->getType()->isReferenceType() && vd->hasInit()) return PointeeOf(vd->getInit(), depth + 1);
@@ -263,9 +278,11 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
       return Place::Unknown(name + " (it is re-pointed)");
     }
     Place p = PointeeOf(vd->getInit(), depth + 1);
-    // A sparse row's iterator steps inside its row; any other pointer may step anywhere.
+    // A sparse row's iterator steps inside its row, and so does a range-for's own iterator
+    // (from its range's begin() to its end()); any other pointer may step anywhere.
+    const bool range_for_iterator = vd->isImplicit() && vd->getName().startswith("__begin");
     if ((IsStepped(vd, scope) || IsStepped(vd, lambda_body_)) &&
-        Classify(vd->getType()) != TypeKind::kSparseRowView) {
+        Classify(vd->getType()) != TypeKind::kSparseRowView && !range_for_iterator) {
       p.prefix.clear();
     }
     if (p.kind == Place::Kind::kUnknown && !vd->getName().empty()) p.what = name;
@@ -290,6 +307,14 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
       return PointeeOf(obj, depth + 1);
     }
     if (IsOwningContainer(obj->getType())) return RootOf(obj, depth + 1);
+    // begin()/end()/data() of a library view (std::span, std::string_view): where it points.
+    const StringRef m = mc->getMethodDecl()->getName();
+    if ((m == "begin" || m == "end" || m == "data" || m == "cbegin" || m == "cend" ||
+         m == "rbegin" || m == "rend") &&
+        obj->getType().getNonReferenceType()->getAsCXXRecordDecl() != nullptr &&
+        IsLibraryDecl(obj->getType().getNonReferenceType()->getAsCXXRecordDecl(), sm_)) {
+      return PointeeOf(obj, depth + 1);
+    }
     return Place::Unknown(Text(s));
   }
   if (const auto* op = dyn_cast<CXXOperatorCallExpr>(s)) {
@@ -331,7 +356,40 @@ Place BodyWalker::PointeeOf(const Expr* e, int depth) {
         p = Join(p, RootOf(a, depth + 1));
       }
     }
-    p.prefix.clear();
+    // A view made from one row view (std::span<float> s(w)) covers that row, bounded by the
+    // view's size; one made from a pointer and a count may reach past it.
+    auto is_view = [](const Expr* a) {
+      const TypeKind k = Classify(a->getType());
+      return k == TypeKind::kRowView || k == TypeKind::kRelaxedRowView;
+    };
+    // So does one made from a view's own begin()/data() and its size()/end().
+    auto view_member = [&](const Expr* a, std::initializer_list<StringRef> names) -> const Expr* {
+      const auto* mc = dyn_cast<CXXMemberCallExpr>(Strip(a, ctx_));
+      if (mc == nullptr || mc->getImplicitObjectArgument() == nullptr ||
+          !is_view(mc->getImplicitObjectArgument())) {
+        return nullptr;
+      }
+      for (StringRef n : names) {
+        if (mc->getMethodDecl()->getName() == n) return mc->getImplicitObjectArgument();
+      }
+      return nullptr;
+    };
+    bool from_row = cons->getNumArgs() == 1 && is_view(cons->getArg(0));
+    if (cons->getNumArgs() == 2) {
+      const Expr* first = view_member(cons->getArg(0), {"data", "begin"});
+      const Expr* second = view_member(cons->getArg(1), {"size", "end"});
+      if (first != nullptr && second != nullptr) {
+        const Value a = Eval(first);
+        const Value b = Eval(second);
+        if (a.kind == Value::Kind::kArray && b.kind == Value::Kind::kArray &&
+            a.array == b.array && a.prefix == b.prefix && !a.prefix.empty() &&
+            std::all_of(a.prefix.begin(), a.prefix.end(),
+                        [](const Affine& x) { return x.known(); })) {
+          return {Place::Kind::kArray, a.array, a.prefix, ""};
+        }
+      }
+    }
+    if (!from_row) p.prefix.clear();
     return p;
   }
   if (const auto* il = dyn_cast<InitListExpr>(s)) {
@@ -476,6 +534,13 @@ bool BodyWalker::IsRepointed(const VarDecl* vd, const Stmt* s, const Stmt* paren
     if (const auto* me = dyn_cast<MemberExpr>(parent)) {
       const auto* md = dyn_cast<CXXMethodDecl>(me->getMemberDecl());
       return md != nullptr && !md->isConst();
+    }
+    // `for (x : v)` binds its hidden range reference to v and only calls begin() and end().
+    if (const auto* ds = dyn_cast<DeclStmt>(parent); ds != nullptr && ds->isSingleDecl()) {
+      const auto* range = dyn_cast<VarDecl>(ds->getSingleDecl());
+      if (range != nullptr && range->isImplicit() && range->getName().startswith("__range")) {
+        return false;
+      }
     }
     return true;
   }

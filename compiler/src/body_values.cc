@@ -16,6 +16,21 @@ namespace tessera::compiler {
 using namespace clang;  // NOLINT(build/namespaces): the file is all Clang AST code
 
 Value BodyWalker::Eval(const Expr* e, int depth) {
+  Value v = EvalImpl(e, depth);
+  if (v.kind == Value::Kind::kArray || v.kind == Value::Kind::kKey) return v;
+  // Never drop an array: an expression of array or view type (or a pointer to one) that tessc
+  // could not follow -- an accessor method's result, an element of a container of arrays, a
+  // pointer loaded from memory -- may be any array of its type.
+  const Expr* s = Strip(e, ctx_);
+  const QualType t = s->getType();
+  if (!t.isNull() && !t->isDependentType() && IsArrayLike(Classify(t)) &&
+      (s->isGLValue() || t->isPointerType() || !isa<CXXConstructExpr>(s))) {
+    return WildcardExpr(s);
+  }
+  return v;
+}
+
+Value BodyWalker::EvalImpl(const Expr* e, int depth) {
   if (depth > 32) return {};
   e = Strip(e, ctx_);
   const int n = model_.key_rank;

@@ -32,6 +32,21 @@ bool BodyWalker::VisitElement(const Expr* e, Use use) {
   Value v = Eval(s);
   if (v.kind != Value::Kind::kArray) return false;
   if (static_cast<int>(v.prefix.size()) < model_.arrays[v.array].rank) return false;
+  // A lookup by key (not through a row view or a position) may consult a sparse array's index.
+  if (const auto* op = dyn_cast<CXXOperatorCallExpr>(s); op != nullptr && op->getOperator() == OO_Call) {
+    if (Classify(op->getArg(0)->getType()) == TypeKind::kDistArray) {
+      const auto* md = dyn_cast_or_null<CXXMethodDecl>(op->getCalleeDecl());
+      CheckSparseLookup(v.array, v.prefix, s->getBeginLoc(), "operator()",
+                        md == nullptr || !md->isConst());
+    }
+  } else if (const auto* mc = dyn_cast<CXXMemberCallExpr>(s)) {
+    const StringRef name = mc->getMethodDecl()->getName();
+    if ((name == "at" || name == "get") &&
+        Classify(mc->getImplicitObjectArgument()->getType()) == TypeKind::kDistArray) {
+      CheckSparseLookup(v.array, v.prefix, s->getBeginLoc(), name.str(),
+                        name == "at" && !mc->getMethodDecl()->isConst());
+    }
+  }
   // `get` never writes and reads return by value for relaxed arrays.
   if (model_.arrays[v.array].relaxed && use != Use::kNone) use = Use::kRead;
   AddAccess(v.array, v.prefix, use, s->getBeginLoc(), "");
@@ -58,8 +73,133 @@ void BodyWalker::VisitObjectChain(const Expr* obj) {
   }
 }
 
+namespace {
+
+// The statements and expressions the walk models. Everything else (inline assembly, coroutines,
+// GNU extensions, ...) is outside tessc's understanding: the site runs serially.
+bool IsModelled(const Stmt* st) {
+  switch (st->getStmtClass()) {
+    // Statements: control flow inside one iteration.
+    case Stmt::CompoundStmtClass:
+    case Stmt::DeclStmtClass:
+    case Stmt::NullStmtClass:
+    case Stmt::IfStmtClass:
+    case Stmt::ForStmtClass:
+    case Stmt::WhileStmtClass:
+    case Stmt::DoStmtClass:
+    case Stmt::CXXForRangeStmtClass:
+    case Stmt::BreakStmtClass:
+    case Stmt::ContinueStmtClass:
+    case Stmt::ReturnStmtClass:
+    case Stmt::SwitchStmtClass:
+    case Stmt::CaseStmtClass:
+    case Stmt::DefaultStmtClass:
+    case Stmt::AttributedStmtClass:
+    case Stmt::LabelStmtClass:
+    case Stmt::GotoStmtClass:
+    case Stmt::CapturedStmtClass:
+    case Stmt::CXXTryStmtClass:
+    case Stmt::CXXCatchStmtClass:
+    // Expressions.
+    case Stmt::DeclRefExprClass:
+    case Stmt::IntegerLiteralClass:
+    case Stmt::FloatingLiteralClass:
+    case Stmt::CharacterLiteralClass:
+    case Stmt::StringLiteralClass:
+    case Stmt::CXXBoolLiteralExprClass:
+    case Stmt::CXXNullPtrLiteralExprClass:
+    case Stmt::ImplicitCastExprClass:
+    case Stmt::CStyleCastExprClass:
+    case Stmt::CXXStaticCastExprClass:
+    case Stmt::CXXFunctionalCastExprClass:
+    case Stmt::CXXConstCastExprClass:
+    case Stmt::CXXReinterpretCastExprClass:
+    case Stmt::CXXDynamicCastExprClass:
+    case Stmt::BuiltinBitCastExprClass:
+    case Stmt::ParenExprClass:
+    case Stmt::ParenListExprClass:
+    case Stmt::BinaryOperatorClass:
+    case Stmt::CompoundAssignOperatorClass:
+    case Stmt::UnaryOperatorClass:
+    case Stmt::ConditionalOperatorClass:
+    case Stmt::BinaryConditionalOperatorClass:
+    case Stmt::CallExprClass:
+    case Stmt::CXXMemberCallExprClass:
+    case Stmt::CXXOperatorCallExprClass:
+    case Stmt::UserDefinedLiteralClass:
+    case Stmt::MemberExprClass:
+    case Stmt::ArraySubscriptExprClass:
+    case Stmt::CXXConstructExprClass:
+    case Stmt::CXXTemporaryObjectExprClass:
+    case Stmt::CXXInheritedCtorInitExprClass:
+    case Stmt::MaterializeTemporaryExprClass:
+    case Stmt::ExprWithCleanupsClass:
+    case Stmt::CXXBindTemporaryExprClass:
+    case Stmt::CXXDefaultArgExprClass:
+    case Stmt::CXXDefaultInitExprClass:
+    case Stmt::InitListExprClass:
+    case Stmt::ImplicitValueInitExprClass:
+    case Stmt::CXXScalarValueInitExprClass:
+    case Stmt::CXXStdInitializerListExprClass:
+    case Stmt::ArrayInitLoopExprClass:
+    case Stmt::ArrayInitIndexExprClass:
+    case Stmt::OpaqueValueExprClass:
+    case Stmt::ConstantExprClass:
+    case Stmt::SubstNonTypeTemplateParmExprClass:
+    case Stmt::LambdaExprClass:
+    case Stmt::CXXThisExprClass:
+    case Stmt::UnaryExprOrTypeTraitExprClass:
+    case Stmt::CXXNoexceptExprClass:
+    case Stmt::CXXTypeidExprClass:
+    case Stmt::PredefinedExprClass:
+    case Stmt::SourceLocExprClass:
+    case Stmt::TypeTraitExprClass:
+    case Stmt::ConceptSpecializationExprClass:
+    case Stmt::CXXRewrittenBinaryOperatorClass:
+    case Stmt::CXXPseudoDestructorExprClass:
+    case Stmt::CXXNewExprClass:
+    case Stmt::CXXDeleteExprClass:
+    case Stmt::CXXThrowExprClass:
+      return true;
+    default:
+      return isa<OMPExecutableDirective>(st);
+  }
+}
+
+}  // namespace
+
 void BodyWalker::Visit(const Stmt* st, Use use) {
   if (st == nullptr) return;
+  if (!IsModelled(st)) {
+    Opaque(st->getBeginLoc(), std::string("tessc does not model a ") + st->getStmtClassName() +
+                                  " in a loop body; write it with ordinary statements and calls");
+    return;
+  }
+  if (const auto* te = dyn_cast<CXXThrowExpr>(st)) {
+    Opaque(te->getBeginLoc(),
+           "an exception thrown here may leave the iteration: iterations on other threads would "
+           "already have run (or be running), unlike in the serial loop; return early or record "
+           "the failure in a DistArray indexed by the key, and check it after the loop");
+    Visit(te->getSubExpr(), Use::kRead);
+    return;
+  }
+  if (const auto* ne = dyn_cast<CXXNewExpr>(st)) {
+    // Allocation is thread-safe; a constructor runs like a call, placement into other storage
+    // is a write tessc cannot trace.
+    if (ne->getNumPlacementArgs() > 0) {
+      Opaque(ne->getBeginLoc(), "placement new writes into storage tessc cannot trace; use a "
+                                "local or a std::vector");
+    }
+    for (const Stmt* child : ne->children()) Visit(child, Use::kRead);
+    return;
+  }
+  if (const auto* de = dyn_cast<CXXDeleteExpr>(st)) {
+    Opaque(de->getBeginLoc(), "delete frees storage tessc cannot trace (it may be shared by "
+                              "iterations); own per-iteration storage in a std::vector or "
+                              "std::unique_ptr local to the body");
+    Visit(de->getArgument(), Use::kRead);
+    return;
+  }
   if (const auto* e = dyn_cast<Expr>(st)) {
     VisitExpr(e, use);
     return;
@@ -127,7 +267,9 @@ void BodyWalker::VisitVarDecl(const VarDecl* vd) {
     return;
   }
   if (kind == TypeKind::kKey && v.kind == Value::Kind::kKey) {
-    frames_.back()[vd] = v;
+    // A copy of the loop's key is the key only while nothing changes it (`prev.idx[0] -= 1`,
+    // passed by reference, ...); otherwise its components are unknown.
+    if (t->isReferenceType() || !IsMutatedInScope(vd)) frames_.back()[vd] = v;
     return;
   }
   Visit(init, Use::kRead);
@@ -208,6 +350,19 @@ void BodyWalker::VisitExpr(const Expr* e, Use use) {
       return;
     }
     Visit(uo->getSubExpr(), Use::kRead);
+    return;
+  }
+  if (const auto* ce = dyn_cast<CXXConstructExpr>(e)) {
+    VisitConstruct(ce);
+    return;
+  }
+  // A default argument or member initializer is evaluated at the call (or construction).
+  if (const auto* da = dyn_cast<CXXDefaultArgExpr>(e)) {
+    Visit(da->getExpr(), use == Use::kNone ? Use::kRead : use);
+    return;
+  }
+  if (const auto* di = dyn_cast<CXXDefaultInitExpr>(e)) {
+    Visit(di->getExpr(), use == Use::kNone ? Use::kRead : use);
     return;
   }
   if (const auto* lambda = dyn_cast<LambdaExpr>(e)) {

@@ -3,10 +3,12 @@
 #include "body_walker.h"
 
 #include "array_origin.h"
+#include "permuted_pair.h"
 
 #include <algorithm>
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/AST/StmtOpenMP.h"
 
@@ -21,9 +23,14 @@ void BodyWalker::Run(const CallExpr* call, const CXXMethodDecl* op, const ValueD
   frames_.emplace_back();
   const int n = model_.key_rank;
   if (op->getNumParams() >= 1) {
-    Value key;
-    key.kind = Value::Kind::kKey;
-    frames_.back()[op->getParamDecl(0)] = key;
+    // A key taken by value may be changed by the body: then it is not the key.
+    const ParmVarDecl* kp = op->getParamDecl(0);
+    if (kp->getType()->isReferenceType() || kp->getType().isConstQualified() ||
+        !MutatedIn(op->getBody(), kp)) {
+      Value key;
+      key.kind = Value::Kind::kKey;
+      frames_.back()[kp] = key;
+    }
   }
   std::vector<Affine> identity;
   for (int i = 0; i < n; ++i) identity.push_back(Affine::KeyComponent(n, i));
@@ -37,6 +44,11 @@ void BodyWalker::Run(const CallExpr* call, const CXXMethodDecl* op, const ValueD
     frames_.back()[op->getParamDecl(1)] = elem;
   }
   (void)space_decl;
+  space_array_ = space_array;
+  // The serial order is key order only for a space tessc can prove dense (docs/programming-model.md).
+  if (auto it = array_decls_.find(space_array); it == array_decls_.end() || !KnownDense(it->second)) {
+    model_.serial_order_is_key_order = false;
+  }
   mutation_scopes_.push_back(lambda_body_);
   walked_.push_back(op);
   Visit(lambda_body_, Use::kNone);
@@ -102,7 +114,150 @@ int BodyWalker::NewArray(const std::string& name, QualType type, const ValueDecl
   array_sigs_.push_back(info.element_type + "/" + std::to_string(info.rank) +
                         (info.relaxed ? "/relaxed" : ""));
   model_.arrays.push_back(info);
-  return static_cast<int>(model_.arrays.size()) - 1;
+  const int id = static_cast<int>(model_.arrays.size()) - 1;
+  if (decl != nullptr) array_decls_[id] = decl;
+  return id;
+}
+
+namespace {
+
+bool IsDenseFactoryCall(const Expr* e, const ASTContext& ctx) {
+  const auto* call = dyn_cast_or_null<CallExpr>(e != nullptr ? Strip(e, ctx) : nullptr);
+  const FunctionDecl* fd = call != nullptr ? call->getDirectCallee() : nullptr;
+  if (fd == nullptr || !InTesseraNamespace(fd)) return false;
+  const StringRef n = fd->getName();
+  return n == "dense" || n == "filled" || n == "random";
+}
+
+// Every expression the translation unit stores into data member `field`: its in-class
+// initializer, constructors' member initializers, aggregate initializations and assignments.
+// `complete` turns false where it is set some other way tessc does not follow (a constructor
+// that leaves it default-constructed, a non-const reference to it handed out).
+class FieldStores : public RecursiveASTVisitor<FieldStores> {
+ public:
+  explicit FieldStores(const FieldDecl* field) : field_(field) {
+    if (const Expr* init = field->getInClassInitializer()) stores.push_back(init);
+  }
+  // Implicit code too: the semantic form of an aggregate initialization (one initializer per
+  // field, in order) and constructors the compiler defined.
+  bool shouldVisitImplicitCode() const { return true; }
+  bool VisitCXXConstructorDecl(CXXConstructorDecl* c) {
+    if (c->getParent() != field_->getParent() || !c->doesThisDeclarationHaveABody()) return true;
+    if (c->isCopyOrMoveConstructor()) return true;  // copies a dense array
+    bool set = false;
+    for (const CXXCtorInitializer* init : c->inits()) {
+      if (init->getMember() == field_ && init->isWritten()) {
+        stores.push_back(init->getInit());
+        set = true;
+      }
+    }
+    if (!set && field_->getInClassInitializer() == nullptr) complete = false;
+    return true;
+  }
+  bool VisitInitListExpr(InitListExpr* il) {
+    if (!il->isSemanticForm() || il->getType().isNull()) return true;
+    if (il->getType()->getAsCXXRecordDecl() != field_->getParent()) return true;
+    const unsigned i = field_->getFieldIndex();
+    if (i < il->getNumInits()) stores.push_back(il->getInit(i));
+    return true;
+  }
+  bool VisitCXXOperatorCallExpr(CXXOperatorCallExpr* op) {
+    if (op->getOperator() != OO_Equal || op->getNumArgs() != 2) return true;
+    if (const auto* me = dyn_cast<MemberExpr>(op->getArg(0)->IgnoreParenImpCasts());
+        me != nullptr && me->getMemberDecl() == field_) {
+      stores.push_back(op->getArg(1));
+    }
+    return true;
+  }
+  std::vector<const Expr*> stores;
+  bool complete = true;
+
+ private:
+  const FieldDecl* field_;
+};
+
+}  // namespace
+
+bool BodyWalker::KnownDense(const ValueDecl* d, int depth) const {
+  if (d == nullptr || depth > 8) return false;
+  if (const auto* field = dyn_cast<FieldDecl>(d)) {
+    auto it = dense_fields_.find(field);
+    if (it != dense_fields_.end()) return it->second;
+    FieldStores stores(field);
+    stores.TraverseDecl(ctx_.getTranslationUnitDecl());
+    bool dense = stores.complete && !stores.stores.empty();
+    for (const Expr* e : stores.stores) dense = dense && IsDenseFactoryCall(e, ctx_);
+    dense_fields_[field] = dense;
+    return dense;
+  }
+  if (const auto* parm = dyn_cast<ParmVarDecl>(d)) {
+    const auto* fn = dyn_cast<FunctionDecl>(parm->getDeclContext());
+    if (fn == nullptr) return false;
+    auto it = calls_.find(fn->getCanonicalDecl());
+    if (it == calls_.end() || it->second.empty()) return false;
+    const unsigned i = parm->getFunctionScopeIndex();
+    for (const CallExpr* call : it->second) {
+      if (i >= call->getNumArgs()) return false;
+      const auto* dre = dyn_cast<DeclRefExpr>(Strip(call->getArg(i), ctx_));
+      if (dre == nullptr || !KnownDense(dre->getDecl(), depth + 1)) return false;
+    }
+    return true;
+  }
+  const auto* vd = dyn_cast<VarDecl>(d);
+  if (vd == nullptr || !vd->hasInit()) return false;
+  const Expr* init = Strip(vd->getInit(), ctx_);
+  if (const auto* dre = dyn_cast<DeclRefExpr>(init)) return KnownDense(dre->getDecl(), depth + 1);
+  return IsDenseFactoryCall(init, ctx_);
+}
+
+void BodyWalker::CheckSparseLookup(int array, const std::vector<Affine>& subs, SourceLocation loc,
+                                   const std::string& how, bool may_insert) {
+  const ArrayInfo& info = model_.arrays[array];
+  if (info.relaxed) return;
+  if (array == space_array_ && static_cast<int>(subs.size()) == model_.key_rank) {
+    bool own = true;
+    for (int i = 0; i < model_.key_rank; ++i) {
+      own = own && subs[i] == Affine::KeyComponent(model_.key_rank, i);
+    }
+    if (own) return;  // the visited element: found by its position, no index
+  }
+  // get, find, contains and const access never insert; the index is built under a lock.
+  if (!may_insert) return;
+  auto it = array_decls_.find(array);
+  if (it != array_decls_.end() && KnownDense(it->second)) return;
+  // A name chosen at run time between known arrays (`c ? W : H`): dense if each of them is.
+  if (auto c = wildcard_candidates_.find(array); c != wildcard_candidates_.end()) {
+    bool all = !c->second.empty();
+    for (int other : c->second) {
+      auto d = array_decls_.find(other);
+      all = all && d != array_decls_.end() && KnownDense(d->second);
+    }
+    if (all) return;
+  }
+  // At a permutation of the loop's key, into an array made from the space by permuted(...) (or
+  // the space made from it): every key asked for is stored.
+  std::string pair_why;
+  const int n = model_.key_rank;
+  if (static_cast<int>(subs.size()) == n && info.rank == n && it != array_decls_.end()) {
+    std::vector<int> perm;
+    for (const Affine& s : subs) {
+      for (int j = 0; j < n; ++j) {
+        if (s == Affine::KeyComponent(n, j)) perm.push_back(j);
+      }
+    }
+    auto space = array_decls_.find(space_array_);
+    if (static_cast<int>(perm.size()) == n && space != array_decls_.end() &&
+        PermutedPairCovers(space->second, it->second, perm, ctx_, &pair_why)) {
+      return;
+    }
+  }
+  Opaque(loc, "'" + info.name + "' is looked up by key (" + how +
+                  ") and tessc cannot prove it dense nor the key stored: " + how +
+                  " of a key a sparse array does not store inserts it, which is not safe on "
+                  "executor threads" + (pair_why.empty() ? "" : " (" + pair_why + ")") +
+                  "; create it with DistArray::dense, filled or random, look it up with get or "
+                  "find (which never insert), or make it from the loop's space with permuted(...) "
+                  "and look it up at the permuted key");
 }
 
 void BodyWalker::Note(SourceLocation loc, std::string text) {

@@ -161,6 +161,7 @@ class BodyWalker {
 
   // The symbolic value of an integer, Key, array, row view or element expression.
   Value Eval(const Expr* e, int depth = 0);
+  Value EvalImpl(const Expr* e, int depth);
 
   Affine EvalInt(const Expr* e, int depth = 0);
   // EvalInt for an array subscript: when it is not affine, a note says why (Value::why).
@@ -236,6 +237,14 @@ class BodyWalker {
 
   void WalkCallback(const CXXMethodDecl* op);
 
+  // The values of a helper's parameters for the arguments `args[0..n)` (arrays, views, keys,
+  // integers, lambdas, and where references and pointers lead); visits the other arguments.
+  Frame BindParams(const FunctionDecl* fd, const Expr* const* args, unsigned n, const Stmt* body);
+
+  // An object constructed in the body: arrays and accumulators are refused, library classes must
+  // be on the list, a class of the program has its constructor and destructor walked.
+  void VisitConstruct(const clang::CXXConstructExpr* ce);
+
   // Walks a helper's body with its parameters bound to the call's arguments.
   void Inline(const FunctionDecl* fd, const CallExpr* call, unsigned first);
 
@@ -260,6 +269,17 @@ class BodyWalker {
   bool IsStepped(const VarDecl* vd, const Stmt* s, const Stmt* parent = nullptr) const;
   // The subscripts a Key argument denotes: the loop's key, or a braced list of components.
   std::vector<Affine> EvalKeyArg(const Expr* e);
+  // A lookup of element `subs` of `array` by key (operator(), at, get, find, contains). One that
+  // `may_insert` (non-const operator() or at() of a key a sparse array does not store inserts it)
+  // is not safe on executor threads: allowed for the loop's own element of its space, arrays
+  // tessc can prove dense, and the permuted key into a permuted pair (permuted_pair.h);
+  // otherwise the site runs serially. Lookups that never insert are safe (the index is built
+  // under a lock).
+  void CheckSparseLookup(int array, const std::vector<Affine>& subs, SourceLocation loc,
+                         const std::string& how, bool may_insert);
+  // True if the array `d` names is certainly dense: a variable initialized by DistArray::dense,
+  // filled or random (or a reference to one, or a parameter every call passes one to).
+  bool KnownDense(const ValueDecl* d, int depth = 0) const;
   // What the body may do through `fd` is unknown: the site must run serially.
   void Opaque(SourceLocation loc, std::string text);
   // True if `vd` is storage of one iteration: a non-static local or by-value parameter of the loop
@@ -287,6 +307,9 @@ class BodyWalker {
   std::set<const FunctionDecl*> inline_stack_;
   std::vector<SourceLocation> call_stack_;  // calls being walked, outermost first
   std::map<const ValueDecl*, int> array_ids_;
+  std::map<int, const ValueDecl*> array_decls_;  // the declaration each array was registered for
+  int space_array_ = -1;
+  mutable std::map<const clang::FieldDecl*, bool> dense_fields_;  // KnownDense of data members
   // Arrays given a loader field's origin, and the one field expression (`loaded->train`) that
   // may name each: another expression naming the same field may be another result's array.
   std::map<int, const Expr*> loader_fields_;

@@ -365,7 +365,16 @@ Decision ChooseSchedule(const SiteModel& site) {
       if (Legal1D(deps, s)) KeepCheaper(&best, Place(site, deps, Strategy::k1D, s, -1));
     }
   }
-  if (!best && !dp_only) {
+  // A sparse space runs in storage order (docs/programming-model.md): a recurrence there is
+  // kept only by blocks that hold both of its iterations (1D, which runs a block in storage
+  // order); 2D steps and wavefronts order blocks by key, which is not the serial order.
+  bool storage_ordered_recurrence = false;
+  if (!site.serial_order_is_key_order) {
+    for (const Dependence& d : deps) {
+      for (const DepComponent& c : d.vector) storage_ordered_recurrence |= c.IsNonZeroConstant();
+    }
+  }
+  if (!best && !dp_only && !storage_ordered_recurrence) {
     for (int s = 0; s < n; ++s) {
       for (int t = 0; t < n; ++t) {
         if (s != t && Legal2D(deps, s, t)) {
@@ -374,7 +383,7 @@ Decision ChooseSchedule(const SiteModel& site) {
       }
     }
   }
-  if (!best && !dp_only) {
+  if (!best && !dp_only && !storage_ordered_recurrence) {
     if (auto skew = FindSkew(deps, n)) {
       Schedule sched = Place(site, deps, Strategy::kUnimodular, -1, -1);
       sched.skew = *skew;

@@ -15,6 +15,7 @@
 #include "internal/line_reader.h"
 #include "internal/load_share.h"
 #include "internal/rating_formats.h"
+#include "internal/rating_records.h"
 #include "internal/timestamp.h"
 
 namespace tessera {
@@ -127,7 +128,26 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
   std::string_view line;
   Fields fields;
   bool first = true;
+  // The general path is for anything but the common line (ParseRatingFast).
+  bool fast = false;
+  // Reserved once about 4096 lines were read, for all of the range.
+  size_t lines = 0;
+  constexpr size_t kLinesBeforeReserving = 4096;
+  const int64_t range_end =
+      range.end < 0 ? reader.file_size() : std::min(range.end, reader.file_size());
+  const int64_t range_begin = reader.offset();
   while (reader.Next(&line)) {
+    if (++lines == kLinesBeforeReserving && !ids.names_only) {
+      out->reserve(out->size() + internal::EstimateRecords(range_end - range_begin,
+                                                           reader.offset() - range_begin, lines));
+    }
+    if (fast) {
+      Rating r;
+      if (internal::ParseRatingFast(format, line, &r)) {
+        out->push_back(r);
+        continue;
+      }
+    }
     if (IsBlank(line)) continue;
     if (format == TripleFormat::kAuto) {
       format = Detect(line);
@@ -147,6 +167,9 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
       if (!numeric) continue;  // "userId,movieId,rating,timestamp": a header, not data
     }
     first = false;
+    fast = !ids.string_ids && !ids.names_only &&
+           (format == TripleFormat::kWhitespace || format == TripleFormat::kTab ||
+            format == TripleFormat::kCsv);
     if (fields.count < 3 || fields.count > 4) {
       return Status::InvalidArgument(fmt::format(
           "{}: expected 3 or 4 {} fields (user, item, rating[, timestamp]), found {}: {}",
@@ -166,7 +189,7 @@ Status ReadRatings(const std::string& path, TripleFormat format, ReadRange range
     }
     if (!ids.names_only) out->push_back(r);
   }
-  return Status::Ok();
+  return reader.status();
 }
 
 // Reads worker split.rank's share of a ratings file. Under kAuto the format comes from the file's
@@ -218,14 +241,18 @@ bool HeldOut(const Rating& r, double fraction, uint64_t seed) {
   return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
 }
 
-// Moves the held-out fraction of `train` to `test`.
+// Moves the held-out fraction of `train` to `test`, keeping the order of both. The kept records
+// move down in place: a second copy of the training records would be the load's largest buffer.
 void HoldOut(const TripleOptions& options, std::vector<Rating>* train, std::vector<Rating>* test) {
-  std::vector<Rating> kept;
-  kept.reserve(train->size());
+  size_t kept = 0;
   for (const Rating& r : *train) {
-    (HeldOut(r, options.test_fraction, options.split_seed) ? *test : kept).push_back(r);
+    if (HeldOut(r, options.test_fraction, options.split_seed)) {
+      test->push_back(r);
+    } else {
+      (*train)[kept++] = r;
+    }
   }
-  train->swap(kept);
+  train->resize(kept);
 }
 
 // Whether the job keeps both arrays of a split load partitioned (internal/load_share.h): tessc
@@ -239,30 +266,6 @@ bool KeepsPartitioned(const LoadSplit& split, const TripleOptions& options,
   origin.member = "test";
   return split.keeps_partitioned(origin) ||
          (options.test_path.empty() && options.test_fraction == 0);
-}
-
-template <typename T>
-Status InsertAll(const std::string& path, const std::vector<Rating>& ratings, const IdMap& users,
-                 const IdMap& items, DistArray<T, 2>& into) {
-  into.reserve(into.nnz() + static_cast<int64_t>(ratings.size()));
-  // Duplicates are found by sorting the keys afterwards: much faster than keeping the sparse
-  // array's hash index up to date on multi-million-rating files.
-  std::vector<int64_t> linear;
-  linear.reserve(ratings.size());
-  const int64_t num_items = into.extent(1);
-  for (const Rating& r : ratings) {
-    const Key<2> k{{users.index(r.user), items.index(r.item)}};
-    linear.push_back(k[0] * num_items + k[1]);
-    into.append_unchecked(k, static_cast<T>(r.value));
-  }
-  std::sort(linear.begin(), linear.end());
-  const auto dup = std::adjacent_find(linear.begin(), linear.end());
-  if (dup != linear.end()) {
-    return Status::InvalidArgument(fmt::format("{}: user {} rated item {} more than once", path,
-                                               users.external(*dup / num_items),
-                                               items.external(*dup % num_items)));
-  }
-  return Status::Ok();
 }
 
 // The shortest entry line: "1 1 1\n".
@@ -340,13 +343,29 @@ Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, 
   std::string_view line;
   Fields fields;
   while (reader.Next(&line)) {
+    int64_t v[3];
+    // The common line, three integers between blanks, without splitting it first (as
+    // ParseRatingFast); anything else takes the general path, which reads it or names its error.
+    const char* p = internal::SkipBlanks(line.data(), line.data() + line.size());
+    const char* const end = line.data() + line.size();
+    int i = 0;
+    for (; i < 3; ++i) {
+      const auto [next, ec] = std::from_chars(p, end, v[i]);
+      if (ec != std::errc() || next == p) break;
+      p = internal::SkipBlanks(next, end);
+      if (i < 2 && (p == next || p == end)) break;
+    }
+    if (i == 3 && p == end && v[0] >= 1 && v[0] <= D && v[1] >= 1 && v[1] <= W && v[2] >= 1 &&
+        v[2] <= INT32_MAX) {
+      add(DocwordEntry{v[0], v[1], static_cast<int32_t>(v[2])});
+      continue;
+    }
     if (IsBlank(line)) continue;
     SplitWhitespace(line, &fields);
     if (fields.count != 3) {
       return Status::InvalidArgument(fmt::format("{}: expected 3 fields (docID wordID count), found {}: {}",
                                                  reader.Where(), fields.count, Quote(line)));
     }
-    int64_t v[3];
     const char* what[3] = {"docID", "wordID", "count"};
     for (int i = 0; i < 3; ++i) {
       if (!ParseInt(fields.f[i], &v[i])) {
@@ -367,7 +386,7 @@ Status ReadDocwordEntries(const std::string& path, const DocwordHeader& header, 
     }
     add(DocwordEntry{v[0], v[1], static_cast<int32_t>(v[2])});
   }
-  return Status::Ok();
+  return reader.status();
 }
 
 // Builds the corpus from the entries in file order, and keeps every entry's (doc, word) to find
@@ -461,6 +480,8 @@ std::string SecondOccurrence(const std::string& path, int workers, RangeOf&& ran
 IdMap::IdMap(std::vector<int64_t> ids) : external_(std::move(ids)) {
   std::sort(external_.begin(), external_.end());
   external_.erase(std::unique(external_.begin(), external_.end()), external_.end());
+  // Given every record's id, the vector would keep a slot per record for as long as the map lives.
+  external_.shrink_to_fit();
   // Ids without gaps (1..n, 0..n-1: most data sets) need no hash index: index = id - first.
   if (external_.empty() ||
       static_cast<uint64_t>(external_.back()) - static_cast<uint64_t>(external_.front()) ==
@@ -573,27 +594,20 @@ Result<TripleData<T>> LoadTriples(Context& ctx, const std::string& path,
   TESSERA_RETURN_IF_ERROR(share.error);
   if (options.test_path.empty() && options.test_fraction > 0) HoldOut(options, &train, &test);
 
-  std::vector<int64_t> user_ids, item_ids;
-  user_ids.reserve(train.size() + test.size());
-  item_ids.reserve(train.size() + test.size());
-  for (const auto* set : {&train, &test}) {
-    for (const Rating& r : *set) {
-      user_ids.push_back(r.user);
-      item_ids.push_back(r.item);
-    }
-  }
   TripleData<T> data;
-  data.users = IdMap(std::move(user_ids));
-  data.items = IdMap(std::move(item_ids));
+  data.users = IdMap(internal::DistinctIds({&train, &test}, /*users=*/true));
+  data.items = IdMap(internal::DistinctIds({&train, &test}, /*users=*/false));
   const std::array<int64_t, 2> shape{data.users.size(), data.items.size()};
   ArrayOrigin origin = OriginOf(loc);
   origin.member = "train";
   data.train = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
   origin.member = "test";
   data.test = DistArray<T, 2>::WithOrigin(ctx, shape, /*sparse=*/true, origin);
-  TESSERA_RETURN_IF_ERROR(InsertAll(path, train, data.users, data.items, data.train));
-  TESSERA_RETURN_IF_ERROR(InsertAll(options.test_path.empty() ? path : options.test_path, test,
-                                    data.users, data.items, data.test));
+  internal::InsertRecords(&train, data.users, data.items, data.train);
+  internal::InsertRecords(&test, data.users, data.items, data.test);
+  TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(path, data.train, data.users, data.items));
+  TESSERA_RETURN_IF_ERROR(internal::CheckNoDuplicates(
+      options.test_path.empty() ? path : options.test_path, data.test, data.users, data.items));
   return data;
 }
 

@@ -84,10 +84,13 @@ Result<LineReader> LineReader::OpenGzip(const std::string& path, ReadRange range
   }
   r.path_ = path;
   r.file_size_ = size;
-  r.start_ = start < 0 ? size : start;
-  r.numbered_ = r.start_ == 0 || first_line > 0;
-  r.line_no_ = r.start_ == 0 ? 0 : std::max<int64_t>(first_line - 1, 0);
-  if (r.start_ == 0 && r.bytes_.compare(0, 3, "\xEF\xBB\xBF") == 0) r.pos_ = 3;
+  r.base_ = start < 0 ? size : start;
+  r.first_ = r.base_;
+  r.next_read_ = size;
+  r.end_ = INT64_MAX;  // bytes_ holds exactly the range's lines
+  r.numbered_ = r.first_ == 0 || first_line > 0;
+  r.line_no_ = r.first_ == 0 ? 0 : std::max<int64_t>(first_line - 1, 0);
+  if (r.first_ == 0 && r.bytes_.compare(0, 3, "\xEF\xBB\xBF") == 0) r.pos_ = 3;
   return r;
 }
 

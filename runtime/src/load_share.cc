@@ -5,7 +5,11 @@
 #include <kj/io.h>
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -159,6 +163,13 @@ Status MergeShare(std::string_view bytes, DocwordShare* into) {
     for (unsigned i = 0; i < docs.size(); ++i) into->entries.push_back({docs[i], words[i], counts[i]});
     return Status::Ok();
   });
+}
+
+void ReleasePages(const void* begin, size_t bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + bytes) & ~(page - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
 ReadRange WorkerRange(int64_t size, int rank, int num_workers) {

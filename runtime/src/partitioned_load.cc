@@ -400,6 +400,7 @@ Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& pa
   // Each record straight to its holder as an element, with its place in file order; the parsed
   // records go as soon as they are copied, so a worker never holds its share twice over.
   std::vector<std::vector<RecordBatch>> out(static_cast<size_t>(W), std::vector<RecordBatch>(2));
+  constexpr size_t kRelease = size_t{1} << 18;  // records per ReleasePages: 6 MiB
   auto ship = [&](std::vector<RatingRecord>& records, uint64_t offset, const RecordPlan& plan,
                   size_t a) {
     std::vector<size_t> sizes(static_cast<size_t>(W), 0);
@@ -418,6 +419,9 @@ Result<TripleData<T>> LoadTriplesPartitioned(Context& ctx, const std::string& pa
       const char* bytes = reinterpret_cast<const char*>(&v);
       b.values.insert(b.values.end(), bytes, bytes + sizeof(T));
       b.order.push_back({0, offset + i});
+      if ((i + 1) % kRelease == 0) {
+        ReleasePages(records.data() + (i + 1 - kRelease), kRelease * sizeof(RatingRecord));
+      }
     }
     std::vector<RatingRecord>().swap(records);
   };

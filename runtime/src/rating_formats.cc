@@ -228,7 +228,7 @@ Status ReadNetflixRatings(const std::string& path, ReadRange range, const IdPars
     }
     if (!parse.names_only) out->push_back(r);
   }
-  return Status::Ok();
+  return reader.status();
 }
 
 }  // namespace internal

@@ -238,6 +238,33 @@ TEST(StrategyTest, WavefrontIsUnimodularWithLegalSkew) {
   EXPECT_EQ(t[0], (std::vector<int64_t>{1, 1}));
 }
 
+// A sparse space runs in storage order, not key order: no wavefront (which runs in key order) is
+// legal for the stencil; a recurrence along one dim is still kept inside the 1D blocks of the
+// other, which run in storage order.
+TEST(StrategyTest, StorageOrderSpaceHasNoOrientedDependences) {
+  SiteBuilder b(2);
+  int a = b.Array("A", 2);
+  b.Read(a, {K(2, 0) - C(2, 1), K(2, 1)})
+      .Read(a, {K(2, 0), K(2, 1) - C(2, 1)})
+      .Assign(a, {K(2, 0), K(2, 1)});
+  SiteModel site = b.site();
+  site.serial_order_is_key_order = false;
+  Decision d = ChooseSchedule(site);
+  EXPECT_FALSE(d.schedule);
+  site.serial_order_is_key_order = true;
+  ASSERT_TRUE(ChooseSchedule(site).schedule);
+  EXPECT_EQ(ChooseSchedule(site).schedule->strategy, Strategy::kUnimodular);
+  SiteBuilder one(2);
+  int x = one.Array("A", 2);
+  one.Read(x, {K(2, 0) - C(2, 1), K(2, 1)}).Assign(x, {K(2, 0), K(2, 1)});
+  SiteModel rows = one.site();
+  rows.serial_order_is_key_order = false;
+  Decision r = ChooseSchedule(rows);
+  ASSERT_TRUE(r.schedule);
+  EXPECT_EQ(r.schedule->strategy, Strategy::k1D);
+  EXPECT_EQ(r.schedule->space_dim, 1);
+}
+
 TEST(StrategyTest, AntiDiagonalWavefrontNeedsSkew) {
   // Dependences (1, -1) and (0, 1): h = (1, 0) fails on (0, 1); h = (1, 1) fails on (1, -1);
   // h = (2, 1) carries both.

@@ -209,12 +209,25 @@ TEST(RecordExchangeTest, AShareInKeyOrderStoresNoPlaces) {
               sorted[p]);
     EXPECT_EQ(base_c.place_at(p).low, static_cast<uint64_t>(sorted[p]));
   }
-  // Blocks in another order: stored places again, in that order.
+  // Blocks in another order (shuffle_blocks sorted within blocks): each place is its block's turn
+  // and its key, computed from the key, so none is stored; the elements stand in that order.
   c.shuffle_blocks(5, {3, 1}, /*sort_within=*/true);
-  ASSERT_NE(base_c.order_data(), nullptr);
-  for (size_t p = 1; p < sorted.size(); ++p) {
-    EXPECT_LT(base_c.place_at(p - 1), base_c.place_at(p)) << p;
+  EXPECT_EQ(base_c.order_data(), nullptr);
+  std::vector<RecordOrder> places;
+  for (size_t p = 0; p < sorted.size(); ++p) {
+    places.push_back(base_c.place_at(p));
+    const int64_t linear = base_c.key_component(static_cast<int64_t>(p), 0) * 4 +
+                           base_c.key_component(static_cast<int64_t>(p), 1);
+    EXPECT_EQ(places[p].low, static_cast<uint64_t>(linear));
+    if (p > 0) EXPECT_LT(places[p - 1], places[p]) << p;
   }
+  EXPECT_NE(places.front().high, places.back().high);  // three row blocks, in a shuffled order
+  // Moved out and back (a relayout), the elements keep those places, still without storing them.
+  std::vector<RecordBatch> moved(2);
+  base_c.ExportRecords([](const int64_t* key) { return static_cast<size_t>(key[0] < 4); }, &moved);
+  base_c.ImportRecords(std::move(moved), &part);
+  EXPECT_EQ(base_c.order_data(), nullptr);
+  for (size_t p = 0; p < sorted.size(); ++p) EXPECT_EQ(base_c.place_at(p), places[p]) << p;
 }
 
 TEST(RecordExchangeTest, BlocksInStorageOrderKeepNoPositions) {

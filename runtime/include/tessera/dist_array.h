@@ -378,34 +378,18 @@ class DistArray {
     std::iota(visit.begin(), visit.end(), 0);
     for (size_t i = visit.size(); i > 1; --i) std::swap(visit[i - 1], visit[internal::SplitMix64(state) % i]);
     if (s_->partition_ && sort_within) {
-      // Partitioned: each worker orders what it holds by (block's turn, key), the serial order.
-      std::vector<internal::RecordOrder> order(keys.size());
-      for (size_t p = 0; p < keys.size(); ++p) {
-        order[p] = {static_cast<uint64_t>(visit[block_of_key(keys[p])]),
-                    static_cast<uint64_t>(s_->Linear(keys[p]))};
-      }
-      s_->Reorder(std::move(order));
+      // Partitioned: each worker orders what it holds by (block's turn, key), the serial order,
+      // which each element's key gives again whenever its place is needed.
+      s_->OrderByBlocks(blocks, std::move(visit));
       return;
     }
-    std::vector<int64_t> block_of(keys.size());
-    for (size_t p = 0; p < keys.size(); ++p) block_of[p] = block_of_key(keys[p]);
-    std::vector<int64_t> start(num_blocks + 1, 0);  // counting sort by visit order
-    for (int64_t b : block_of) ++start[visit[b] + 1];
-    for (int64_t i = 0; i < num_blocks; ++i) start[i + 1] += start[i];
-    std::vector<int64_t> order(keys.size());
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (size_t p = 0; p < keys.size(); ++p) order[fill[visit[block_of[p]]]++] = static_cast<int64_t>(p);
-    for (int64_t i = 0; i < num_blocks; ++i) {
-      if (sort_within) {
-        std::sort(order.begin() + start[i], order.begin() + start[i + 1],
-                  [&keys](int64_t a, int64_t b) { return keys[a].idx < keys[b].idx; });
-        continue;
-      }
-      for (int64_t n = start[i + 1] - start[i]; n > 1; --n) {
-        std::swap(order[start[i] + n - 1], order[start[i] + static_cast<int64_t>(internal::SplitMix64(state) % n)]);
-      }
+    // Positions fit in 32 bits up to 4G elements: the order costs 4 bytes per element, and the
+    // block of an element is computed again rather than kept (8 bytes per element more).
+    if (keys.size() <= UINT32_MAX) {
+      OrderBlocks<uint32_t>(num_blocks, visit, block_of_key, sort_within, state);
+    } else {
+      OrderBlocks<uint64_t>(num_blocks, visit, block_of_key, sort_within, state);
     }
-    s_->Permute(std::move(order));
   }
   // Reorders the stored elements by key, row-major (key[0] slowest).
   void sort_keys() {
@@ -560,6 +544,36 @@ class DistArray {
       : s_(std::make_unique<internal::ArrayStorage<T, N>>(&ctx, ctx.NextArrayId(), shape, sparse,
                                                           origin)),
         data_(s_->dense_.data()) {}
+
+  // shuffle_blocks' reordering of a whole array: a counting sort of the positions by their
+  // block's turn in `visit`, then each block sorted by key or shuffled from `state`.
+  template <typename Index, typename BlockOf>
+  void OrderBlocks(int64_t num_blocks, const std::vector<int64_t>& visit, BlockOf& block_of_key,
+                   bool sort_within, uint64_t& state) {
+    const auto& keys = s_->keys_;
+    std::vector<int64_t> start(num_blocks + 1, 0);
+    for (size_t p = 0; p < keys.size(); ++p) ++start[visit[block_of_key(keys[p])] + 1];
+    for (int64_t i = 0; i < num_blocks; ++i) start[i + 1] += start[i];
+    std::vector<Index> order(keys.size());
+    {
+      std::vector<int64_t> fill(start.begin(), start.end() - 1);
+      for (size_t p = 0; p < keys.size(); ++p) {
+        order[fill[visit[block_of_key(keys[p])]]++] = static_cast<Index>(p);
+      }
+    }
+    for (int64_t i = 0; i < num_blocks; ++i) {
+      if (sort_within) {
+        std::sort(order.begin() + start[i], order.begin() + start[i + 1],
+                  [&keys](Index a, Index b) { return keys[a].idx < keys[b].idx; });
+        continue;
+      }
+      for (int64_t n = start[i + 1] - start[i]; n > 1; --n) {
+        std::swap(order[start[i] + n - 1],
+                  order[start[i] + static_cast<int64_t>(internal::SplitMix64(state) % n)]);
+      }
+    }
+    s_->Permute(std::move(order));
+  }
 
   // Computes the elements now, or leaves them to the executor where it keeps the array
   // partitioned (an array only loop bodies touch, in a distributed job): then each worker

@@ -60,6 +60,12 @@ std::string EncodeShare(const DocwordShare& share);
 Status MergeShare(std::string_view bytes, RatingShare* into);
 Status MergeShare(std::string_view bytes, DocwordShare* into);
 
+// Gives the whole pages of [begin, begin + bytes) back to the kernel (madvise MADV_DONTNEED):
+// the loaders call it on the records of a large buffer they have stored and will not read
+// again, so that the buffer's memory goes as the records are stored rather than when it is
+// freed. REQUIRES: nothing reads those bytes again before the buffer is freed.
+void ReleasePages(const void* begin, size_t bytes);
+
 // The byte range worker `rank` of `num_workers` reads of a file of `size` bytes: near-equal
 // consecutive ranges; the last one runs to the end of the file.
 ReadRange WorkerRange(int64_t size, int rank, int num_workers);

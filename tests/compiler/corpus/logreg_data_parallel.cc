@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   tessera::Context ctx(argc, argv);
   auto features = tessera::DistArray<int32_t, 2>::sparse(ctx, {1000, 32});  // (sample, slot) -> id
-  auto values = tessera::DistArray<float, 2>::sparse(ctx, {1000, 32});
+  auto values = tessera::DistArray<float, 2>::dense(ctx, {1000, 32});  // dense: looked up by key
   auto label = tessera::DistArray<float, 1>::dense(ctx, {1000});
   auto margin = tessera::DistArray<float, 1>::dense(ctx, {1000});
   auto w = tessera::DistArray<float, 1>::dense(ctx, {5000});

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   auto W = tessera::DistArray<float, 2>::dense(ctx, {100, 4});
   Pair p{W, W};
   tessera::parallel_for(ratings, [&](const tessera::Key<2>& key, float& r) {  // expected-note {{make 'a' a tessera::RelaxedArray}} expected-note {{tessc could not tell which array 'a' is}}
-    p.a(key[0], 0) += r;  // expected-note {{conservative: 'a' may name any array of its type}} expected-error {{accesses to 'a' conflict across iterations with dependence vector (*, *)}}
-    p.b(key[1], 0) += r;  // expected-note {{conservative: 'b' may name any array of its type}} expected-note {{conflicting access to 'a'}}
+    p.a(key[0], 0) += r;  // expected-note {{conservative: 'a' may name any array of its type}} expected-note {{cannot see through: 'a' is looked up by key (operator()) and tessc cannot prove it dense}} expected-error {{accesses to 'a' conflict across iterations with dependence vector (*, *)}}
+    p.b(key[1], 0) += r;  // expected-note {{conservative: 'b' may name any array of its type}} expected-note {{cannot see through: 'b' is looked up by key (operator()) and tessc cannot prove it dense}} expected-note {{conflicting access to 'a'}}
   });
 }

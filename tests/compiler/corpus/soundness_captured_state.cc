@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   // (with a note); one whose result is used (an order-dependent ticket) does not.
   std::atomic<int64_t> ran{0};
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) { ran.fetch_add(1); });  // expected-remark {{independent (space: key[0]); 'R' local; conservative where tessc could not see through (1 note)}} expected-note {{conservative: 'ran' is a std::atomic updated by commuting operations whose results are unused}}
-  tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) { if (ran.fetch_add(1) == 0) out(k[0]) += r; });  // expected-warning {{will run serially}} expected-note {{cannot see through: 'ran' writes 'ran'}}
+  tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) { if (ran.fetch_add(1) == 0) out(k[0]) += r; });  // expected-warning {{will run serially}} expected-note {{cannot see through: 'ran' writes 'ran'}} expected-note {{cannot see through: 'std::__atomic_base' is read or updated in a way whose result depends on the order iterations run in}}
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) {  // expected-remark {{partitioned 1D (space: key[0]); 'R' local, 'out' local}}
     double local = 0;
     std::vector<double> scratch(4, 0.0);

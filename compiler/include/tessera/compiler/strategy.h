@@ -76,6 +76,11 @@ struct SiteModel {
   // (independent, 1d, 2d, unimodular) is legal; sites without the permission are unaffected.
   // tessc --prefer-data-parallel. Default: false (the permission only allows data-parallel).
   bool prefer_data_parallel = false;
+  // Whether the loop's serial order is increasing key order: true for a dense space (row-major).
+  // A sparse space runs in storage order, which need not be key order: a dependence with a
+  // non-zero distance then is kept only by 1D blocks (run in storage order); 2D steps and
+  // wavefronts, which order blocks by key, are not legal. Default: true.
+  bool serial_order_is_key_order = true;
   std::vector<ArrayInfo> arrays;
   std::vector<Access> accesses;
 };

@@ -296,6 +296,7 @@ class ArrayStorage final : public ArrayBase {
     std::vector<RecordOrder>().swap(order_);
     partition_.reset();
     key_places_ = false;
+    NoBlockPlaces();
     build_lo_ = lo;
     build_parts_ = parts;
     build_start_.assign(counts.size() + 1, 0);
@@ -353,6 +354,7 @@ class ArrayStorage final : public ArrayBase {
       partition_ = *partition;
       key_places_ = true;
     }
+    NoBlockPlaces();
     Relaid();
     return true;
   }
@@ -364,6 +366,7 @@ class ArrayStorage final : public ArrayBase {
     TESSERA_CHECK_MSG(order.size() == keys_.size(), "AdoptPartition: one place per element");
     TESSERA_CHECK_MSG(std::is_sorted(order.begin(), order.end()),
                       "AdoptPartition: places out of serial order");
+    NoBlockPlaces();
     order_ = std::move(order);
     partition_ = partition;
     key_places_ = false;
@@ -379,13 +382,41 @@ class ArrayStorage final : public ArrayBase {
                         "AdoptPartitionInKeyOrder: keys out of order");
     }
     std::vector<RecordOrder>().swap(order_);
+    NoBlockPlaces();
     partition_ = partition;
+    key_places_ = true;
+    Relaid();
+  }
+  // Partitioned: orders the held elements as shuffle_blocks(sort_within) orders a whole array --
+  // by their block's turn (turn[b] for block b of the grid of blocks[d] parts per dimension d),
+  // then by key -- and keeps no place per element: each is computed from the key (KeyPlace).
+  // REQUIRES: partitioned; blocks[d] in [1, max(extent(d), 1)]; turn has one entry per block.
+  void OrderByBlocks(const std::array<int64_t, N>& blocks, std::vector<int64_t> turn) {
+    TESSERA_CHECK_MSG(partition_.has_value(), "OrderByBlocks of an array that is not partitioned");
+    block_counts_ = blocks;
+    block_turn_ = std::move(turn);
+    // Positions fit in 32 bits up to 4G held elements; sorted by their implicit places.
+    auto order_by = [this](auto index) {
+      using Index = decltype(index);
+      std::vector<Index> from(keys_.size());
+      std::iota(from.begin(), from.end(), Index{0});
+      std::sort(from.begin(), from.end(),
+                [this](Index a, Index b) { return KeyPlace(keys_[a]) < KeyPlace(keys_[b]); });
+      std::vector<RecordOrder>().swap(order_);
+      ApplyPermutation(0, from.size(), &from);
+    };
+    if (keys_.size() <= UINT32_MAX) {
+      order_by(uint32_t{0});
+    } else {
+      order_by(uint64_t{0});
+    }
     key_places_ = true;
     Relaid();
   }
   // Partitioned: gives every held element a new place in the serial order (order[p] for
   // position p) and sorts the held elements by it, in place.
   void Reorder(std::vector<RecordOrder> order) {
+    NoBlockPlaces();
     std::vector<size_t> from(order.size());
     std::iota(from.begin(), from.end(), 0);
     std::sort(from.begin(), from.end(), [&order](size_t a, size_t b) { return order[a] < order[b]; });
@@ -426,13 +457,22 @@ class ArrayStorage final : public ArrayBase {
     ++layout_version_;
     keys_.push_back(k);
     values_.push_back(v);
-    index_valid_ = false;
+    index_valid_.store(false, std::memory_order_relaxed);
     index_.clear();
   }
   T& SparseFindOrInsert(const Key<N>& k) {
     EnsureIndex();
-    auto [it, inserted] = index_.try_emplace(Linear(k), static_cast<int64_t>(keys_.size()));
+    const int64_t linear = Linear(k);
+    // A lookup first: executor threads may run it at once, an insert they may not.
+    if (auto found = index_.find(linear); found != index_.end()) return values_[found->second];
+    auto [it, inserted] = index_.try_emplace(linear, static_cast<int64_t>(keys_.size()));
     if (inserted) {
+      TESSERA_CHECK_MSG(!ConcurrentExecutorThread(),
+                        "a loop body running on several executor threads inserted an element into "
+                        "a sparse DistArray (operator() or at() of a key it does not store), "
+                        "which is not safe there; tessc runs a body serially unless it proves "
+                        "such keys stored, so the array's keys changed in a way it did not see "
+                        "(or the binary's schedules are not tessc's for this source)");
       TESSERA_CHECK_MSG(!partition_,
                         "a loop body inserted an element into a sparse DistArray the job keeps "
                         "partitioned; only stored elements may be written in a loop");
@@ -443,7 +483,8 @@ class ArrayStorage final : public ArrayBase {
     return values_[it->second];
   }
   // Element order[p] goes to position p (order: a permutation of the positions), in place.
-  void Permute(std::vector<int64_t> order) {
+  template <typename Index>
+  void Permute(std::vector<Index> order) {
     ApplyPermutation(0, order.size(), &order);
     Relaid();
   }
@@ -494,11 +535,15 @@ class ArrayStorage final : public ArrayBase {
   std::vector<T> values_;
   // Partitioned (see RecordPartition): what this worker holds, and each held element's place in
   // the serial order (order_[p] for position p, increasing) -- or, when key_places_, no stored
-  // places: the serial order is the keys' order and position p's place is KeyPlace(keys_[p]),
-  // which saves 16 bytes per held element (a loaded or key-sorted share).
+  // places: position p's place is KeyPlace(keys_[p]), which saves 16 bytes per held element (a
+  // loaded or key-sorted share, or one ordered by OrderByBlocks).
   std::optional<RecordPartition> partition_;
   std::vector<RecordOrder> order_;
   bool key_places_ = false;
+  // OrderByBlocks' grid and the turn of each of its blocks; block_turn_ empty: the serial order
+  // KeyPlace gives is the keys' order. Changed only where the places are made anew.
+  std::array<int64_t, N> block_counts_{};
+  std::vector<int64_t> block_turn_;
   std::vector<int64_t> row_start_;  // see EnsureRows
   std::vector<int64_t> row_pos_;
   // ReserveRows: part q of row r (key[0] = build_lo_ + r), slot s = r * build_parts_ + q, is
@@ -511,15 +556,19 @@ class ArrayStorage final : public ArrayBase {
   int staleness_ = 0;
 
  private:
+  // Executor threads may look keys up at once (a loop never changes the layout), so the first
+  // lookup after a change builds the index under a lock.
   void EnsureIndex() {
-    if (index_valid_) return;
+    if (index_valid_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(index_build_);
+    if (index_valid_.load(std::memory_order_relaxed)) return;
     index_.clear();
     index_.reserve(keys_.size());
     for (size_t i = 0; i < keys_.size(); ++i) {
       auto [it, inserted] = index_.try_emplace(Linear(keys_[i]), static_cast<int64_t>(i));
       TESSERA_CHECK_MSG(inserted, "sparse DistArray holds a key twice (SparseAppendUnchecked misuse)");
     }
-    index_valid_ = true;
+    index_valid_.store(true, std::memory_order_release);
   }
 
   // Sorts the elements by order_, given that each range [runs[r], runs[r + 1]) is sorted: a k-way
@@ -588,7 +637,19 @@ class ArrayStorage final : public ArrayBase {
   }
 
   // The place a key-ordered share gives position p: sort_keys' places, (0, the linear index).
-  RecordOrder KeyPlace(const Key<N>& k) const { return {0, static_cast<uint64_t>(Linear(k))}; }
+  // The place a key has when places are implicit: its linear index, after its block's turn when
+  // OrderByBlocks ordered the share (otherwise sort_keys' places, (0, the linear index)).
+  RecordOrder KeyPlace(const Key<N>& k) const {
+    uint64_t turn = 0;
+    if (!block_turn_.empty()) {
+      int64_t b = 0;
+      for (int d = 0; d < N; ++d) b = b * block_counts_[d] + k.idx[d] * block_counts_[d] / shape_[d];
+      turn = static_cast<uint64_t>(block_turn_[static_cast<size_t>(b)]);
+    }
+    return {turn, static_cast<uint64_t>(Linear(k))};
+  }
+  // Places are made anew in key order (or stored): forget OrderByBlocks' grid.
+  void NoBlockPlaces() { std::vector<int64_t>().swap(block_turn_); }
   RecordOrder PlaceAt(size_t p) const { return key_places_ ? KeyPlace(keys_[p]) : order_[p]; }
   // Forgets the stored places when each is its key's KeyPlace (they are then implicit).
   void DropPlacesIfKeyOrder() {
@@ -603,12 +664,13 @@ class ArrayStorage final : public ArrayBase {
   // Positions changed meaning.
   void Relaid() {
     ++layout_version_;
-    index_valid_ = false;
+    index_valid_.store(false, std::memory_order_relaxed);
     index_.clear();
   }
 
   std::unordered_map<int64_t, int64_t> index_;
-  bool index_valid_ = true;
+  std::atomic<bool> index_valid_{true};
+  std::mutex index_build_;
   PermutedMap permuted_;  // see PermutedFind
   // layout_version_ row_start_/row_pos_ were built for.
   std::atomic<uint64_t> rows_version_{~uint64_t{0}};
