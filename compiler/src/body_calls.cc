@@ -127,7 +127,7 @@ void BodyWalker::VisitCall(const CallExpr* call) {
   const Stmt* body = fd->getBody(def);
   // Library code and the programming model are never walked: a call is allowed only if the
   // function is on the written-down list (known_library.h); anything else runs the site serially.
-  const bool in_tessera = InTesseraNamespace(fd);
+  const bool in_tessera = IsProgrammingModelDecl(fd, sm_);
   const bool trusted = in_tessera || IsLibraryDecl(fd, sm_) || fd->getBuiltinID() != 0;
   if (trusted && !IsCommutingAtomicUpdate(call, fd)) {
     const LibraryVerdict verdict =

@@ -1,5 +1,7 @@
 #include "known_library.h"
 
+#include "llvm/Support/Path.h"
+
 #include <algorithm>
 #include <set>
 #include <string_view>
@@ -209,6 +211,23 @@ bool IsLibraryDecl(const Decl* d, const SourceManager& sm) {
     }
   }
   return sm.isInSystemHeader(sm.getExpansionLoc(d->getLocation())) && !InTesseraNamespace(d);
+}
+
+bool IsProgrammingModelDecl(const Decl* d, const SourceManager& sm) {
+  if (d == nullptr || !InTesseraNamespace(d)) return false;
+  const SourceLocation loc = sm.getExpansionLoc(d->getLocation());
+  llvm::StringRef path = sm.getFilename(loc);
+  if (path.empty()) return true;  // no file (a builtin, an implicit declaration): the model's
+  // Some ancestor directory named "tessera" whose parent is named "include".
+  for (llvm::StringRef dir = llvm::sys::path::parent_path(path); !dir.empty();
+       dir = llvm::sys::path::parent_path(dir)) {
+    if (llvm::sys::path::filename(dir) == "tessera" &&
+        llvm::sys::path::filename(llvm::sys::path::parent_path(dir)) == "include") {
+      return true;
+    }
+    if (dir == llvm::sys::path::parent_path(dir)) break;
+  }
+  return false;
 }
 
 std::string RangesAlgorithmName(const CXXRecordDecl* rd) {

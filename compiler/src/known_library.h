@@ -29,6 +29,11 @@ struct LibraryVerdict {
 // library code, which tessc never walks.
 bool IsLibraryDecl(const clang::Decl* d, const clang::SourceManager& sm);
 
+// True for a declaration of the programming model itself: in namespace tessera and declared in
+// one of Tessera's public headers (a file under an `include/tessera/` directory). A program's own
+// code in namespace tessera (a test's helpers, say) is not: tessc walks it like any other.
+bool IsProgrammingModelDecl(const clang::Decl* d, const clang::SourceManager& sm);
+
 // A call to library function `fd` (a free function, a static or non-static member of a library
 // class, an operator, or the operator() of a library function object such as a std::ranges
 // algorithm). REQUIRES: IsLibraryDecl(fd).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -327,6 +328,45 @@ TEST(DistArrayDeathTest, OutOfRangeAccessAborts) {
   auto a = DistArray<int, 2>::dense(ctx, {2, 2});
   EXPECT_DEATH(a(2, 0) = 1, "out of range");
   EXPECT_DEATH(a.row(-1), "out of range");
+}
+
+// Lookups from several threads at once build the index once and find every key; an insert from
+// a thread that shares its loop with others aborts instead of corrupting the array.
+TEST(DistArrayTest, SparseLookupsFromSeveralThreadsAtOnce) {
+  Context ctx(Hermetic());
+  auto s = DistArray<int64_t, 2>::sparse(ctx, {300, 40});
+  for (int64_t i = 0; i < 300; ++i) s.append_unchecked({{i, (i * 7) % 40}}, i);
+  s.shuffle(3);  // the index is built on first use after this
+  std::vector<int64_t> found(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&s, &found, t] {
+      internal::ExecutorSlotScope slot(t + 1);
+      for (int64_t i = 0; i < 300; ++i) {
+        if (const int64_t* v = s.find({{i, (i * 7) % 40}}); v != nullptr && *v == i) ++found[t];
+        found[t] += s.get({{i, (i * 7 + 1) % 40}});  // not stored: 0, nothing inserted
+        s(i, (i * 7) % 40) += 0;                       // stored: found, not inserted
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(found, std::vector<int64_t>(4, 300));
+  EXPECT_EQ(s.nnz(), 300);
+}
+
+TEST(DistArrayDeathTest, InsertFromAConcurrentExecutorThreadAborts) {
+  Context ctx(Hermetic());
+  auto s = DistArray<int64_t, 1>::sparse(ctx, {10});
+  s.insert({{1}}, 1);
+  EXPECT_DEATH(
+      {
+        internal::ExecutorSlotScope slot(1, /*shared=*/true);
+        s(2) = 5;
+      },
+      "inserted an element into a sparse DistArray");
+  internal::ExecutorSlotScope alone(1, /*shared=*/false);
+  s(3) = 5;  // the only executor thread: inserting is as safe as in serial code
+  EXPECT_EQ(s.nnz(), 2);
 }
 
 }  // namespace

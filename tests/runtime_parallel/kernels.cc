@@ -108,7 +108,7 @@ KernelRun MatrixUpdate2D(Context& ctx, int64_t rows, int64_t cols, int64_t nnz) 
   return run;
 }
 
-KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds) {
+KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds, bool shuffled) {
   constexpr int64_t kLen = 64;
   auto X = DistArray<int64_t, 3>::sparse(ctx, {rows, cols, kLen});
   uint64_t state = 31;
@@ -121,6 +121,9 @@ KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds) {
       }
     }
   }
+  // Shuffled, neither order visits the other's rows in their storage order: no position map,
+  // every permuted write is a keyed lookup, the index built by whichever thread asks first.
+  if (shuffled) X.shuffle(7);
   // The other order of the same keys: so tessc knows each sweep's permuted key is stored.
   auto Y = X.permuted({1, 0, 2});
   for (int round = 0; round < rounds; ++round) {

@@ -46,7 +46,7 @@ KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features);
 // both sorted by key: each loop reads its own row (sparse_row(key[0])) and writes the other order
 // at the permuted key (through the runtime's position map), `rounds` times each way. values: X's
 // then Y's values in storage order.
-KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds);
+KernelRun PermutedSweeps(Context& ctx, int64_t rows, int64_t cols, int rounds, bool shuffled = false);
 // No schedule by tessc's choice: every iteration adds into one captured `total`, state outside
 // the loop body that tessc cannot partition, so tessc runs the loop serially. values: {total}.
 KernelRun SharedTotal(Context& ctx, int64_t n);

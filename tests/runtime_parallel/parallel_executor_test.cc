@@ -173,6 +173,20 @@ TEST_P(ParallelExecutorTest, PermutedSweepsGiveTheSerialResult) {
   EXPECT_TRUE(SameValues(serial.values, parallel.values));
 }
 
+// The same, the orders shuffled: every write is a keyed lookup, from several threads at once.
+TEST_P(ParallelExecutorTest, ShuffledPermutedSweepsGiveTheSerialResult) {
+  const KernelRun serial = testing::PermutedSweeps(*SerialContext(), 60, 50, 2, true);
+  std::vector<std::string> schedules;
+  const KernelRun parallel =
+      testing::PermutedSweeps(*ParallelContext(GetParam(), &schedules), 60, 50, 2, true);
+  ASSERT_EQ(schedules.size(), 4u);
+  for (const std::string& s : schedules) {
+    if (s == "<none>" && !TESSERA_TEST_HAVE_TESSC) GTEST_SKIP() << "built without tessc";
+    EXPECT_NE(s.find("\"strategy\":\"independent\""), std::string::npos) << s;
+  }
+  EXPECT_TRUE(SameValues(serial.values, parallel.values));
+}
+
 TEST_P(ParallelExecutorTest, UnimodularWavefront) {
   CheckMatchesSerial({"unimodular", -1, [](Context& c) { return testing::Wavefront(c, 64); }},
                      "unimodular wavefront");

@@ -63,6 +63,25 @@ int main(int argc, char** argv) {
   Same<1>(R, out);
   Same<2>(R, out);
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) { hits(static_cast<int64_t>(k[1])) += r; });
+  // Two orders of one set of keys write each other at the permuted key. X is shuffled, so the
+  // writes into Xt take the keyed lookup (its index built by the first thread to ask), and the
+  // writes back the position map.
+  auto X = tessera::DistArray<float, 2>::sparse(ctx, {kRows, kCols});
+  for (int64_t u = 0; u < kRows; ++u) {
+    for (int64_t i = (u + 1) % 4; i < kCols; i += 3) X.insert({{u, i}}, static_cast<float>(u % 7 + i % 3));
+  }
+  X.shuffle(5);
+  auto Xt = X.permuted({1, 0});
+  for (int round = 0; round < 2; ++round) {
+    tessera::parallel_for(X, [&](const tessera::Key<2>& k, float& v) { Xt(k[1], k[0]) += v * 2; });
+    tessera::parallel_for(Xt, [&](const tessera::Key<2>& k, float& v) { X.at({{k[1], k[0]}}) += v; });
+  }
+  // get at a key the loop does not own never inserts.
+  auto digest = tessera::DistArray<float, 1>::dense(ctx, {kRows});
+  tessera::parallel_for(X, [&](const tessera::Key<2>& k, float& v) {
+    digest(k[0]) += v * static_cast<float>(k[1] + 1) + Xt.get({{(k[1] + 1) % kCols, k[0]}});
+  });
+  difftest::Print("digest", digest);
   difftest::Print("stats", stats);
   difftest::Print("S", S);
   difftest::Print("H", H);
