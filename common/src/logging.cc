@@ -20,6 +20,11 @@ Status SetLogLevel(std::string_view level) {
 }
 
 Status ApplyJobOutputDefaults() {
+  // Logs go to stderr: a program's stdout is its own output, which a user may pipe on.
+  auto logs = std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  logs->set_level(spdlog::get_level());
+  spdlog::set_default_logger(std::move(logs));
   const char* role = std::getenv("TESSERA_ROLE");
   if (role != nullptr && *role != '\0') {
     std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);

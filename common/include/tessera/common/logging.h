@@ -22,6 +22,7 @@ Status SetLogLevel(std::string_view level);
 // The output manners of a process of a job (docs/running.md, "Output"), applied by the
 // runtime before main() and by tessera-server at start, so that a program's own settings (a
 // --log-level flag) still override them:
+//   - logs go to stderr (the default logger's sink), leaving stdout to the program's output;
 //   - under a launcher (TESSERA_ROLE set), stdout and stderr become line-buffered, so that each
 //     line reaches the launcher (a pipe) when printed, not in 4 KiB bursts;
 //   - TESSERA_LOG_LEVEL, when set, becomes the log level (`tessera run --log-level`).
