@@ -145,6 +145,20 @@ void BodyWalker::VisitCall(const CallExpr* call) {
     const Expr* obj = isa<CXXMemberCallExpr>(call)
                           ? cast<CXXMemberCallExpr>(call)->getImplicitObjectArgument()
                           : call->getArg(0);
+    // Updates commute only within one family: an add and a xor do not.
+    const StringRef n = method->getName();
+    const OverloadedOperatorKind k = method->getOverloadedOperator();
+    const int family = n == "fetch_and" || k == OO_AmpEqual   ? 1
+                       : n == "fetch_or" || k == OO_PipeEqual ? 2
+                       : n == "fetch_xor" || k == OO_CaretEqual ? 3
+                                                                : 0;
+    atomic_families_.insert(family);
+    if (atomic_families_.size() > 1) {
+      Opaque(call->getBeginLoc(),
+             "'" + Text(obj) + "' is a std::atomic updated by operations that do not commute with "
+             "one another (add or subtract, and, or, xor are each only commutative among "
+             "themselves): the final value depends on their order");
+    }
     Note(call->getBeginLoc(),
          "'" + Text(obj) + "' is a std::atomic updated by commuting operations whose results are "
          "unused: race-free, with the serial final value in one process; under `tessera run` "
@@ -276,8 +290,12 @@ bool BodyWalker::IsCommutingAtomicUpdate(const CallExpr* call, const FunctionDec
   const auto* method = dyn_cast<CXXMethodDecl>(fd);
   if (method == nullptr || !InStdNamespace(method->getParent())) return false;
   const StringRef cls = method->getParent()->getName();
-  if (cls != "atomic" && cls != "atomic_ref" && cls != "__atomic_base" &&
-      cls != "__atomic_float") {
+  if (cls != "atomic" && cls != "atomic_ref" && cls != "__atomic_base") return false;
+  // Floating-point addition is not associative: the order of the updates shows in the result.
+  if (const auto* spec = dyn_cast<ClassTemplateSpecializationDecl>(method->getParent());
+      spec != nullptr && spec->getTemplateArgs().size() >= 1 &&
+      spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type &&
+      spec->getTemplateArgs()[0].getAsType()->isFloatingType()) {
     return false;
   }
   if (discarded_.count(Strip(call, ctx_)) == 0) return false;
@@ -567,12 +585,17 @@ void BodyWalker::VisitConstruct(const CXXConstructExpr* ce) {
   if (InTesseraNamespace(rd)) {
     // Keys are values; views and row entries are copies of a view (the accesses through them
     // are modelled where they are used). Arrays and accumulators register with the context.
-    if (kind != TypeKind::kKey && kind != TypeKind::kRowView && kind != TypeKind::kRelaxedRowView &&
-        kind != TypeKind::kSparseRowView) {
+    const bool view = kind == TypeKind::kRowView || kind == TypeKind::kRelaxedRowView ||
+                      kind == TypeKind::kSparseRowView;
+    if (kind != TypeKind::kKey && !view) {
       Opaque(ce->getBeginLoc(), "'" + rd->getQualifiedNameAsString() +
                                     "' is constructed inside a loop body, which is not safe on "
                                     "executor threads (the context registers it); construct it "
                                     "before the loop");
+    } else if (view && !ctor->isCopyOrMoveConstructor()) {
+      Opaque(ce->getBeginLoc(), "'" + rd->getQualifiedNameAsString() +
+                                    "' is made from a pointer, so tessc cannot tell which "
+                                    "elements it views; take a view with row(i) or sparse_row(i)");
     }
     visit_args();
     return;

@@ -451,15 +451,22 @@ void BodyWalker::ExpandWildcards() {
   const size_t original = model_.accesses.size();
   for (const auto& [decl, wid] : wildcard_ids_) {
     auto cand = wildcard_candidates_.find(wid);
+    // A view may be made over the storage of an array of any rank: its element type must agree.
+    const bool view = model_.arrays[wid].view;
     for (size_t i = 0; i < original; ++i) {
       if (model_.accesses[i].array != wid) continue;
       for (int other = 0; other < static_cast<int>(model_.arrays.size()); ++other) {
-        if (other == wid || array_sigs_[other] != array_sigs_[wid]) continue;
+        if (other == wid) continue;
+        if (view ? model_.arrays[other].relaxed != model_.arrays[wid].relaxed ||
+                       model_.arrays[other].element_type != model_.arrays[wid].element_type
+                 : array_sigs_[other] != array_sigs_[wid]) {
+          continue;
+        }
         if (cand != wildcard_candidates_.end() &&
             std::find(cand->second.begin(), cand->second.end(), other) == cand->second.end()) {
           continue;
         }
-        Duplicate(i, other, "may alias '" + model_.arrays[wid].name + "'");
+        Duplicate(i, other, "may alias '" + model_.arrays[wid].name + "'", view);
       }
     }
   }
@@ -544,11 +551,13 @@ std::vector<Affine> BodyWalker::EvalKeyArg(const Expr* e) {
   return out;
 }
 
-void BodyWalker::Duplicate(size_t access, int array, const std::string& reason) {
+void BodyWalker::Duplicate(size_t access, int array, const std::string& reason,
+                           bool any_element) {
   Access copy = model_.accesses[access];
   copy.array = array;
   copy.conservative_reason = reason;
   copy.alias_copy = true;
+  if (any_element) copy.subscripts.clear();
   copy.subscripts.resize(model_.arrays[array].rank, Affine::Unknown());
   model_.accesses.push_back(copy);
   out_->access_locs.push_back(out_->access_locs[access]);

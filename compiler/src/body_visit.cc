@@ -238,6 +238,12 @@ void BodyWalker::Visit(const Stmt* st, Use use) {
 void BodyWalker::VisitVarDecl(const VarDecl* vd) {
   if (!vd->hasInit()) return;
   const Expr* init = vd->getInit();
+  // A static or thread_local variable is initialized once (per process or thread), by whichever
+  // iteration comes first: its value is not this iteration's.
+  if (vd->isStaticLocal() || vd->getTLSKind() != VarDecl::TLS_None) {
+    Visit(init, Use::kRead);
+    return;
+  }
   QualType t = vd->getType();
   if (const auto* lambda = dyn_cast<LambdaExpr>(Strip(init, ctx_))) {
     Value v;

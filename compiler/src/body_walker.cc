@@ -4,6 +4,7 @@
 
 #include "array_origin.h"
 #include "permuted_pair.h"
+#include "var_uses.h"
 
 #include <algorithm>
 
@@ -86,6 +87,7 @@ int BodyWalker::NewArray(const std::string& name, QualType type, const ValueDecl
   const TypeKind tk = Classify(array_type);
   if (tk == TypeKind::kRowView || tk == TypeKind::kRelaxedRowView) {
     // A view of an unknown 2-D array.
+    info.view = true;
     const auto* spec = dyn_cast_or_null<ClassTemplateSpecializationDecl>(RecordOf(array_type));
     if (spec != nullptr && spec->getTemplateArgs().size() >= 1) {
       elem = spec->getTemplateArgs()[0].getAsType().getUnqualifiedType();
@@ -205,6 +207,12 @@ bool BodyWalker::KnownDense(const ValueDecl* d, int depth) const {
   }
   const auto* vd = dyn_cast<VarDecl>(d);
   if (vd == nullptr || !vd->hasInit()) return false;
+  // Dense as initialized, unless something may put another array in the variable.
+  std::string why;
+  if (!vd->getType()->isReferenceType() && !KeepsItsArray(vd, ctx_, &why)) {
+    if (IsDenseFactoryCall(Strip(vd->getInit(), ctx_), ctx_)) dense_why_ = why;
+    return false;
+  }
   const Expr* init = Strip(vd->getInit(), ctx_);
   if (const auto* dre = dyn_cast<DeclRefExpr>(init)) return KnownDense(dre->getDecl(), depth + 1);
   return IsDenseFactoryCall(init, ctx_);
@@ -236,7 +244,8 @@ void BodyWalker::CheckSparseLookup(int array, const std::vector<Affine>& subs, S
   }
   // At a permutation of the loop's key, into an array made from the space by permuted(...) (or
   // the space made from it): every key asked for is stored.
-  std::string pair_why;
+  std::string pair_why = dense_why_;
+  dense_why_.clear();
   const int n = model_.key_rank;
   if (static_cast<int>(subs.size()) == n && info.rank == n && it != array_decls_.end()) {
     std::vector<int> perm;
@@ -246,9 +255,10 @@ void BodyWalker::CheckSparseLookup(int array, const std::vector<Affine>& subs, S
       }
     }
     auto space = array_decls_.find(space_array_);
-    if (static_cast<int>(perm.size()) == n && space != array_decls_.end() &&
-        PermutedPairCovers(space->second, it->second, perm, ctx_, &pair_why)) {
-      return;
+    std::string why;
+    if (static_cast<int>(perm.size()) == n && space != array_decls_.end()) {
+      if (PermutedPairCovers(space->second, it->second, perm, ctx_, &why)) return;
+      if (pair_why.empty()) pair_why = why;
     }
   }
   Opaque(loc, "'" + info.name + "' is looked up by key (" + how +

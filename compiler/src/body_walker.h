@@ -192,7 +192,8 @@ class BodyWalker {
 
   bool ParamsDistinct(const ParmVarDecl* a, const ParmVarDecl* b, std::string* why);
 
-  void Duplicate(size_t access, int array, const std::string& reason);
+  // `any_element`: the copy's subscripts are all unknown (a view over another rank's storage).
+  void Duplicate(size_t access, int array, const std::string& reason, bool any_element = false);
 
   // ---- the walk ------------------------------------------------------------------------------
 
@@ -310,6 +311,7 @@ class BodyWalker {
   std::map<int, const ValueDecl*> array_decls_;  // the declaration each array was registered for
   int space_array_ = -1;
   mutable std::map<const clang::FieldDecl*, bool> dense_fields_;  // KnownDense of data members
+  mutable std::string dense_why_;  // why the last KnownDense found a dense array's name replaceable
   // Arrays given a loader field's origin, and the one field expression (`loaded->train`) that
   // may name each: another expression naming the same field may be another result's array.
   std::map<int, const Expr*> loader_fields_;
@@ -323,6 +325,7 @@ class BodyWalker {
   std::vector<Place> this_places_;
   std::vector<std::pair<SourceLocation, std::string>> untraced_reads_;  // (where, element type)
   std::set<const Expr*> discarded_;  // expression statements (their values are unused)
+  std::set<int> atomic_families_;  // kinds of commuting atomic updates seen (add, and, or, xor)
 };
 
 }  // namespace tessera::compiler

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   tessera::DistArray<float, 2>*& alias = p;
   if (argc > 3) alias = &W;
   tessera::parallel_for(ratings, [&](const tessera::Key<2>& key, float& r) {  // expected-note {{make 'W' a tessera::RelaxedArray}}
-    W(key[0], 0) += r;  // expected-error {{accesses to 'W' conflict across iterations with dependence vector (*, *)}}
+    W(key[0], 0) += r;  // expected-error {{accesses to 'W' conflict across iterations with dependence vector (*, *)}} expected-note {{'W' may be given another array at line 13}}
     (*p)(key[1], 0) += r;  // expected-note {{conservative: 'p' may name any array of its type}} expected-note {{cannot see through: 'p' is looked up by key (operator()) and tessc cannot prove it dense}} expected-note {{conflicting access to 'W'}}
   });
 }

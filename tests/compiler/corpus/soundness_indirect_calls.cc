@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   tessera::Context ctx(argc, argv);
   auto R = tessera::DistArray<float, 2>::sparse(ctx, {100, 100});
   auto hits = tessera::DistArray<float, 1>::dense(ctx, {100});
+  // Its own array: an indirect call might put another array in the variable it is given.
+  auto counts = tessera::DistArray<float, 1>::dense(ctx, {100});
   std::function<void(int64_t)> bump = [&](int64_t i) { hits(i) += 1; };
   auto lambda_bump = [&](int64_t i) { hits(i) += 1; };
   void (*fp)(tessera::DistArray<float, 1>&, int64_t) = &Touch;
@@ -34,8 +36,8 @@ int main(int argc, char** argv) {
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float&) { bump(k[1]); });  // expected-warning {{parallel_for over 'R' will run serially: its body reaches state tessc cannot model (1 reason below)}} expected-note {{cannot see through: 'bump' is called through a std::function: tessc cannot see which function it holds}}
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float&) { lambda_bump(k[0]); });  // expected-remark {{partitioned 1D (space: key[0]); 'R' local, 'hits' local}}
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float&) { Touch(hits, k[0]); });  // expected-remark {{partitioned 1D (space: key[0]); 'R' local, 'hits' local}}
-  tessera::parallel_for(R, [&](const tessera::Key<2>& k, float&) {  // expected-note {{make 'hits' a tessera::RelaxedArray}}
-    fp(hits, k[0]);  // expected-error {{accesses to 'hits' conflict across iterations with dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{cannot see through: 'fp' is called through a pointer}} expected-note {{conservative: 'hits' is passed to an indirect call}}
+  tessera::parallel_for(R, [&](const tessera::Key<2>& k, float&) {  // expected-note {{make 'counts' a tessera::RelaxedArray}}
+    fp(counts, k[0]);  // expected-error {{accesses to 'counts' conflict across iterations with dependence vector (*, *)}} expected-note {{the conflict is between this access}} expected-note {{cannot see through: 'fp' is called through a pointer}} expected-note {{conservative: 'counts' is passed to an indirect call}}
   });
   tessera::parallel_for(R, [&](const tessera::Key<2>& k, float& r) {  // expected-warning {{will run serially: its body reaches state tessc cannot model (2 reasons below)}}
     model->Update(k[0], k[1], r);  // expected-note {{cannot see through: 'Model::Update' is virtual: an override tessc cannot see}} expected-note {{cannot see through: 'Model::Update' is not defined in this translation unit}}

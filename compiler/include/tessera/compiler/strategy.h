@@ -43,6 +43,8 @@ struct ArrayInfo {
   // A name tessc could not resolve to one array (it may be any array of its type); its accesses
   // are also counted against every array of the same type.
   bool may_alias = false;
+  // A name of a row view (not an array): it may view the storage of an array of any rank.
+  bool view = false;
   // Where the array the name denotes was created, when tessc can prove it (binding at run time);
   // otherwise why not.
   std::optional<ArrayOrigin> origin;
