@@ -279,11 +279,13 @@ const EmbeddedSchedule* Context::FindSchedule(const std::source_location& loc) c
   return e != nullptr && internal::TesscSerialReasons(e->json) ? nullptr : e;
 }
 
-LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, int staleness) {
+LoopSite Context::MakeSite(const std::source_location& loc, bool data_parallel, int staleness,
+                           bool lock_free) {
   LoopSite site;
   site.location = loc;
   site.data_parallel = data_parallel;
   site.staleness = staleness;
+  site.lock_free = data_parallel && lock_free;
   auto key = std::make_tuple(std::string(loc.file_name()), static_cast<unsigned>(loc.line()),
                              static_cast<unsigned>(loc.column()));
   auto it = impl_->sites.find(key);

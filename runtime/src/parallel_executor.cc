@@ -69,9 +69,16 @@ class ParallelExecutor final : public Executor {
     SiteState& state = StateFor(site, space);
     const Blocks& blocks = BlocksFor(&state, space);
     switch (state.schedule.strategy) {
+      case LoopStrategy::kDataParallel:
+        if (OneThreadForDataParallel(site, state.schedule)) {
+          ExecutorSlotScope slot(1, /*shared=*/false);
+          task.RunRange(0, space.size());  // the serial order: nothing is lost or reordered
+          break;
+        }
+        RunAllAtOnce(blocks, task);
+        break;
       case LoopStrategy::kIndependent:
       case LoopStrategy::k1D:
-      case LoopStrategy::kDataParallel:
         RunAllAtOnce(blocks, task);
         break;
       case LoopStrategy::k2D:
@@ -185,6 +192,12 @@ class ParallelExecutor final : public Executor {
     task.RunRange(0, space.size());
   }
 
+  // A data-parallel site whose body writes plain arrays, on several threads, without the user's
+  // lock_free: concurrent `+=` on one element could lose an update.
+  bool OneThreadForDataParallel(const LoopSite& site, const LoopSchedule& s) const {
+    return options_.threads > 1 && !site.lock_free && !s.shared_written_arrays.empty();
+  }
+
   SiteState& StateFor(const LoopSite& site, const ArrayBase& space) {
     auto it = sites_.find(site.schedule);
     if (it != sites_.end()) return it->second;
@@ -192,14 +205,24 @@ class ParallelExecutor final : public Executor {
     const LoopSchedule& s = parsed;
     logger_->debug("parallel_for at {}:{}: {} schedule on {} threads", site.location.file_name(),
                    site.location.line(), LoopStrategyName(s.strategy), options_.threads);
-    if (s.strategy == LoopStrategy::kDataParallel && !s.shared_written_arrays.empty()) {
+    if (s.strategy == LoopStrategy::kDataParallel && !s.shared_written_arrays.empty() &&
+        options_.threads > 1) {
       std::string names;
       for (const std::string& a : s.shared_written_arrays) names += (names.empty() ? "'" : ", '") + a + "'";
-      logger_->info(
-          "parallel_for at {}:{} is data-parallel (tessera::DataParallel): its additive writes to "
-          "{} run concurrently on {} threads without synchronization; concurrent updates of one "
-          "element may be lost, as the permission allows",
-          site.location.file_name(), site.location.line(), names, options_.threads);
+      if (site.lock_free) {
+        logger_->info(
+            "parallel_for at {}:{} is data-parallel with lock_free: its additive writes to {} run "
+            "concurrently on {} threads without synchronization; concurrent updates of one "
+            "element may be lost, as DataParallel{{.lock_free = true}} allows",
+            site.location.file_name(), site.location.line(), names, options_.threads);
+      } else {
+        logger_->info(
+            "parallel_for at {}:{} is data-parallel and writes {} (plain arrays, not "
+            "RelaxedArrays): it runs on one thread, so that no update is lost; "
+            "DataParallel{{.lock_free = true}} lets {} threads update them concurrently, losing "
+            "some concurrent updates",
+            site.location.file_name(), site.location.line(), names, options_.threads);
+      }
     }
     SiteState state;
     state.schedule = std::move(parsed);

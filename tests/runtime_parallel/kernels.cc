@@ -170,7 +170,7 @@ KernelRun SkewedWavefront(Context& ctx, int64_t n) {
   return Collect(A, slot);
 }
 
-KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features) {
+KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features, bool lock_free) {
   auto F = RandomSparse(ctx, samples, features, samples * features / 4, 31);
   auto sum = DistArray<int64_t, 1>::dense(ctx, {samples});
   auto hits = DistArray<int64_t, 1>::dense(ctx, {features});
@@ -179,8 +179,13 @@ KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features) {
     sum(key[0]) += v * (key[1] + 1);
     hits(v % features) += 1;  // subscript read from the data: any two samples may conflict
     slot(key[0], key[1]) = internal::CurrentExecutorSlot();
-  }, DataParallel{.staleness = 1});
-  return Collect(sum, slot);
+  }, DataParallel{.staleness = 1, .lock_free = lock_free});
+  KernelRun run = Collect(sum, slot);
+  // Lock-free threads may lose concurrent updates of hits; otherwise none is lost.
+  if (!lock_free) {
+    for (int64_t f = 0; f < features; ++f) run.values.push_back(hits(f));
+  }
+  return run;
 }
 
 KernelRun SharedTotal(Context& ctx, int64_t n) {

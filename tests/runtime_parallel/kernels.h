@@ -41,7 +41,7 @@ KernelRun Wavefront(Context& ctx, int64_t n);
 KernelRun SkewedWavefront(Context& ctx, int64_t n);
 // data_parallel (DataParallel permission): hits(value) += 1 conflicts (racy by permission; not
 // returned), per-sample sums are local and exact.
-KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features);
+KernelRun DataParallelSums(Context& ctx, int64_t samples, int64_t features, bool lock_free);
 // LDA-shaped sweeps over two orders of one sparse key set, X keyed (a, b, j) and Y keyed (b, a, j),
 // both sorted by key: each loop reads its own row (sparse_row(key[0])) and writes the other order
 // at the permuted key (through the runtime's position map), `rounds` times each way. values: X's

@@ -210,11 +210,25 @@ TEST_P(ParallelExecutorTest, SmallWavefrontsRunInlineAndStayExact) {
 }
 
 TEST_P(ParallelExecutorTest, DataParallelSplitsFreelyAndKeepsLocalWritesExact) {
-  // hits(value) += 1 races by the user's permission (not compared); sum(key[0]) is local to the
-  // space dim, so it is exact.
-  CheckMatchesSerial(
-      {"data_parallel", 0, [](Context& c) { return testing::DataParallelSums(c, 64, 32); }},
-      "data-parallel sums");
+  // With lock_free, hits(value) += 1 races by the user's permission (not compared); sum(key[0])
+  // is local to the space dim, so it is exact.
+  CheckMatchesSerial({"data_parallel", 0,
+                      [](Context& c) { return testing::DataParallelSums(c, 64, 32, true); }},
+                     "data-parallel sums");
+}
+
+// Without lock_free, a data-parallel loop that writes plain arrays loses no update on threads:
+// every count equals the serial one.
+TEST_P(ParallelExecutorTest, DataParallelWritesAreNeverLostByDefault) {
+  const KernelRun serial = testing::DataParallelSums(*SerialContext(), 200, 16, false);
+  std::vector<std::string> schedules;
+  const KernelRun parallel =
+      testing::DataParallelSums(*ParallelContext(GetParam(), &schedules), 200, 16, false);
+  for (const std::string& s : schedules) {
+    if (s == "<none>" && !TESSERA_TEST_HAVE_TESSC) GTEST_SKIP() << "built without tessc";
+    EXPECT_NE(s.find("\"strategy\":\"data_parallel\""), std::string::npos) << s;
+  }
+  EXPECT_TRUE(SameValues(serial.values, parallel.values));
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, ParallelExecutorTest, ::testing::Values(1, 2, 3, 4),

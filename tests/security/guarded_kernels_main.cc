@@ -60,6 +60,6 @@ int main(int argc, char** argv) {
   emit("sparse_row_fold_reshuffled", SparseRowFoldReshuffled(ctx, 31, 37, 500, 3));
   emit("matrix_update_2d", MatrixUpdate2D(ctx, 61, 43, 1200));
   emit("skewed_wavefront", SkewedWavefront(ctx, 21));
-  emit("data_parallel_sums", DataParallelSums(ctx, 40, 16));
+  emit("data_parallel_sums", DataParallelSums(ctx, 40, 16, /*lock_free=*/false));
   return out.good() ? 0 : 1;
 }

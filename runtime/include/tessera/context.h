@@ -122,7 +122,8 @@ class Context {
 
   // --- Used by the runtime's templates; not meant for programs. ---
   // Describes a call site; looks its schedule up once per site and logs what it found (debug).
-  LoopSite MakeSite(const std::source_location& loc, bool data_parallel, int staleness);
+  LoopSite MakeSite(const std::source_location& loc, bool data_parallel, int staleness,
+                    bool lock_free = false);
   // Creation number for the next array (deterministic across SPMD workers).
   int64_t NextArrayId();
   // Whether a factory at `origin` may leave its elements to the executor: in a distributed job,

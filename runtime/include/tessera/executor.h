@@ -231,6 +231,7 @@ struct LoopSite {
   std::source_location location;
   bool data_parallel = false;  // the user passed DataParallel{} at this call
   int staleness = 0;           // DataParallel::staleness when data_parallel
+  bool lock_free = false;      // DataParallel::lock_free when data_parallel
   // The schedule tessc embedded for this site; nullptr when there is none. Owned by the
   // program's static data.
   const EmbeddedSchedule* schedule = nullptr;

@@ -35,13 +35,18 @@ namespace tessera {
 struct DataParallel {
   // Clocks a worker's reads of shared arrays may lag behind. Default: 0 (bulk-synchronous).
   int staleness = 0;
+  // Additive writes to plain DistArrays from several executor threads of one process: false (the
+  // default) runs a worker's share of the loop on one thread, so no update is lost; true lets the
+  // threads update concurrently without synchronization (Hogwild!-style: faster, but concurrent
+  // updates of one element may be lost). RelaxedArray adds are never lost either way.
+  bool lock_free = false;
 };
 
 namespace internal {
 
 template <typename T, int N, typename Body>
 void RunParallelFor(DistArray<T, N>& space, Body& body, bool data_parallel, int staleness,
-                    const std::source_location& loc) {
+                    bool lock_free, const std::source_location& loc) {
   TESSERA_CHECK_MSG(space.valid(), "parallel_for over an empty DistArray");
   Context& ctx = space.context();
   TESSERA_CHECK_MSG(ctx.EnterLoop(), "parallel_for called inside a parallel_for body");
@@ -49,7 +54,7 @@ void RunParallelFor(DistArray<T, N>& space, Body& body, bool data_parallel, int 
     Context& ctx;
     ~ExitGuard() { ctx.ExitLoop(); }
   } guard{ctx};
-  const LoopSite site = ctx.MakeSite(loc, data_parallel, staleness);
+  const LoopSite site = ctx.MakeSite(loc, data_parallel, staleness, lock_free);
   auto range = [&space, &body](int64_t begin, int64_t end) { space.ForEachInRange(begin, end, body); };
   auto list = [&space, &body](const int64_t* positions, size_t count) {
     space.ForEachPosition(positions, count, body);
@@ -62,14 +67,16 @@ void RunParallelFor(DistArray<T, N>& space, Body& body, bool data_parallel, int 
 template <typename T, int N, typename Body>
 void parallel_for(DistArray<T, N>& space, Body&& body,
                   std::source_location loc = std::source_location::current()) {
-  internal::RunParallelFor(space, body, /*data_parallel=*/false, /*staleness=*/0, loc);
+  internal::RunParallelFor(space, body, /*data_parallel=*/false, /*staleness=*/0,
+                           /*lock_free=*/false, loc);
 }
 
 template <typename T, int N, typename Body>
 void parallel_for(DistArray<T, N>& space, Body&& body, DataParallel permission,
                   std::source_location loc = std::source_location::current()) {
   TESSERA_CHECK_MSG(permission.staleness >= 0, "DataParallel::staleness must be >= 0");
-  internal::RunParallelFor(space, body, /*data_parallel=*/true, permission.staleness, loc);
+  internal::RunParallelFor(space, body, /*data_parallel=*/true, permission.staleness,
+                           permission.lock_free, loc);
 }
 
 }  // namespace tessera

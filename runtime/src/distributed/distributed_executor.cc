@@ -322,6 +322,10 @@ class DistributedExecutor::Impl {
         // in progress), as SSP allows.
         const int C = options_.data_parallel_clocks;
         const int F = options_.data_parallel_flushes;
+        // Plain arrays written from several threads of this worker would lose concurrent
+        // updates: one thread runs the worker's share unless the user chose lock_free.
+        const bool one_thread = options_.threads > 1 && !site.lock_free &&
+                                !s.shared_written_arrays.empty();
         for (int64_t id : servers_->BeginDataParallel(site.staleness, steps_->TrackedArrays())) {
           steps_->Untrack(id);  // on the servers, not patched over the mesh
         }
@@ -341,7 +345,7 @@ class DistributedExecutor::Impl {
               const int64_t n = b.block_size(first + t);
               slice[t] = {first + t, n * piece / pieces, n * (piece + 1) / pieces};
             }
-            RunParts(b, slice, task);
+            RunParts(b, slice, task, one_thread);
             if (f + 1 < F) servers_->Sync(/*replicated=*/false, /*clock=*/false);
           }
           Publish(c, /*additive=*/true, false);
@@ -412,10 +416,16 @@ class DistributedExecutor::Impl {
     state->binding_reported = std::move(text);
   }
   // Runs parts[t] on executor thread t (slot t + 1).
-  void RunParts(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task) {
+  void RunParts(const Blocks& b, const std::vector<Part>& parts, const LoopTask& task,
+                bool one_thread = false) {
     if (parts.size() == 1) {
       ExecutorSlotScope slot(1, /*shared=*/options_.threads > 1);
       RunBlockPart(b, parts[0].block, parts[0].from, parts[0].to, task);
+      return;
+    }
+    if (one_thread) {
+      ExecutorSlotScope slot(1, /*shared=*/false);
+      for (const Part& p : parts) RunBlockPart(b, p.block, p.from, p.to, task);
       return;
     }
     TaskGroupHandover edges;  // visible to TSan (internal/task_handover.h)
