@@ -27,7 +27,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "corpus/text_corpus.h"
 #include "frames.h"
-#include "internal/loop_schedule.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/array_io.h"
 #include "tessera/context.h"
 #include "tessera/data.h"

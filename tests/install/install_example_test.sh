@@ -29,7 +29,7 @@ for f in bin/tessc bin/tessera bin/tessera-server include/tessera/tessera.h \
          lib/cmake/Tessera/TesseraConfigVersion.cmake lib/cmake/Tessera/TesseraProgram.cmake; do
   [[ -e "$prefix/$f" ]] || fail "$f is not installed"
 done
-# Private headers (the runtime's src/internal, tessc's and the launcher's) stay out.
+# Private headers (those beside the runtime's sources in src/, tessc's and the launcher's) stay out.
 for private in schedule_table.h loop_schedule.h parallel_executor.h analyzer.h supervisor.h; do
   found=$(find "$prefix/include" -name "$private")
   [[ -z "$found" ]] || fail "private header installed: $found"

@@ -1,5 +1,5 @@
-// Binding tessc's array names to live arrays by where they were created (internal/array_binding.h).
-#include "internal/array_binding.h"
+// Binding tessc's array names to live arrays by where they were created (schedule/array_binding.h).
+#include "schedule/array_binding.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "internal/loop_schedule.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/tessera.h"
 
 namespace tessera::internal {

@@ -1,4 +1,4 @@
-// DistArray::assign_permuted serially, and AssignPermuted (internal/assign_permuted.h) between W
+// DistArray::assign_permuted serially, and AssignPermuted (permute/assign_permuted.h) between W
 // simulated workers (threads joined by an in-memory all-gather and all-to-all): every element
 // takes its counterpart's value, in both directions, whatever the storage orders and rounds; a
 // plan is made once and kept while the layouts stay, and made anew on every worker when any
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "internal/assign_permuted.h"
+#include "permute/assign_permuted.h"
 #include "simulated_workers.h"
 #include "tessera/internal/array_storage.h"
 #include "tessera/tessera.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "internal/loop_blocks.h"
+#include "schedule/loop_blocks.h"
 #include "tessera/tessera.h"
 
 namespace tessera::internal {

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "internal/line_reader.h"
+#include "input/line_reader.h"
 #include "tessera/tessera.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-// The split loaders (runtime/src/internal/load_share.h): shares round-trip through their Cap'n
+// The split loaders (runtime/src/input/load_share.h): shares round-trip through their Cap'n
 // Proto message, merge in rank order keeping the right error, worker ranges tile a file, and a
 // load split over W simulated workers (threads joined by an in-memory all-gather) builds exactly
 // the serial arrays on every worker -- or the same error on every worker.
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "internal/load_share.h"
+#include "input/load_share.h"
 #include "tessera/tessera.h"
 #include "tests/support/capnp_payloads.h"
 
@@ -89,7 +89,7 @@ TEST(LoadShareTest, DocwordSharesKeepTheFirstErrorAndRejectOtherMessages) {
   EXPECT_EQ(MergeShare("", &merged).code(), StatusCode::kDataLoss);
 }
 
-// A share is read within a bound (internal/capnp_util.h, PeerPayloadOptions): one whose training
+// A share is read within a bound (exchange/capnp_util.h, PeerPayloadOptions): one whose training
 // users claim far more to walk than it holds (pointer 1 of LoadedShare is triples.train, pointer
 // 0 of RatingRecords its users) stops at the reader's traversal limit, and one whose list runs
 // past its end at the bounds check; each a DataLoss, never an abort.

@@ -1,4 +1,4 @@
-// DistArray::permuted serially, and PermuteRecords (internal/permute_records.h) between W
+// DistArray::permuted serially, and PermuteRecords (permute/permute_records.h) between W
 // simulated workers (threads joined by an in-memory all-gather and all-to-all): the shares, in
 // rank order, are exactly the serial result, whatever the rounds; a whole source is split without
 // messages; a peer's malformed or misdirected elements are DataLoss. The job end to end is
@@ -16,9 +16,9 @@
 #include <tuple>
 #include <vector>
 
-#include "internal/capnp_util.h"
-#include "internal/permute_records.h"
-#include "internal/record_exchange.h"
+#include "exchange/capnp_util.h"
+#include "exchange/record_exchange.h"
+#include "permute/permute_records.h"
 #include "simulated_workers.h"
 #include "tessera/internal/array_storage.h"
 #include "tessera/proto/tessera.capnp.h"

@@ -1,8 +1,8 @@
-// The pieces of partitioned sparse arrays that need no job (internal/record_exchange.h,
+// The pieces of partitioned sparse arrays that need no job (exchange/record_exchange.h,
 // ArrayBase::ExportRecords/ImportRecords): cuts from counts, plans, moving elements between
 // arrays, and keeping the serial order. The exchange between workers is tested end to end in
 // tests/runtime_distributed/partitioned_data_test.cc.
-#include "internal/record_exchange.h"
+#include "exchange/record_exchange.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "internal/loop_blocks.h"
-#include "internal/loop_schedule.h"
+#include "schedule/loop_blocks.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/tessera.h"
 #include "tests/support/capnp_payloads.h"
 
@@ -251,7 +251,7 @@ TEST(RecordExchangeTest, BlocksInStorageOrderKeepNoPositions) {
   EXPECT_EQ(shuffled.positions.size(), 8u);
 }
 
-// What another worker sends is read within a bound (internal/capnp_util.h, PeerPayloadOptions):
+// What another worker sends is read within a bound (exchange/capnp_util.h, PeerPayloadOptions):
 // garbage, a list larger than the payload and a payload that claims far more to walk than it
 // holds are each a DataLoss, never an abort; a large legitimate payload reads.
 TEST(RecordExchangeTest, APeersBadCountsAreDataLossAndLargeOnesRead) {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "internal/schedule_table.h"
+#include "schedule/schedule_table.h"
 #include "tessera/tessera.h"
 
 namespace tessera {

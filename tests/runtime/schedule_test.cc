@@ -4,7 +4,7 @@
 #include <source_location>
 #include <vector>
 
-#include "internal/schedule_table.h"
+#include "schedule/schedule_table.h"
 #include "tessera/tessera.h"
 
 namespace tessera {

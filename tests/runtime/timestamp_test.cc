@@ -1,6 +1,6 @@
 // Timestamp columns of rating files: numbers and ISO 8601 dates pass (and are ignored), anything
 // else is an error naming the line.
-#include "internal/timestamp.h"
+#include "input/timestamp.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "internal/loop_schedule.h"
+#include "schedule/loop_schedule.h"
 
 namespace tessera::internal {
 namespace {

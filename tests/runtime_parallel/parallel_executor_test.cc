@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "internal/loop_schedule.h"
-#include "internal/parallel_executor.h"
+#include "execution/parallel_executor.h"
 #include "kernels.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/tessera.h"
 
 #ifndef TESSERA_TEST_HAVE_TESSC

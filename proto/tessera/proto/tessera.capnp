@@ -233,7 +233,7 @@ struct PeerMessage {
   mapsSlots @6 :Bool;
 }
 
-# --- data loading (runtime/src/data.cc) ---
+# --- data loading (runtime/src/input/data.cc) ---
 # Under a distributed load every worker parses its byte range of the input file into one
 # LoadedShare; the shares are all-gathered (PeerMessage.payload) and concatenated in rank order,
 # which is file order, so that every worker builds the same arrays.
@@ -262,7 +262,7 @@ struct LoadedShare {
   }
 }
 
-# --- partitioned sparse arrays (runtime/src/record_exchange.cc) ---
+# --- partitioned sparse arrays (runtime/src/exchange/record_exchange.cc) ---
 # Stored elements of sparse arrays moving between workers (PeerMessage.payload of an all-to-all
 # or all-gather): one SparseRecords per array, in an order both sides know.
 struct SparseRecords {
@@ -278,8 +278,8 @@ struct RecordShipment {
   errorCode @2 :ErrorCode;
 }
 
-# DistArray::assign_permuted between partitioned arrays (runtime/src/assign_permuted.cc): one
-# round of one worker's elements for another when a plan is made, their permuted keys (the
+# DistArray::assign_permuted between partitioned arrays (runtime/src/permute/assign_permuted.cc):
+# one round of one worker's elements for another when a plan is made, their permuted keys (the
 # receiver finds where each belongs in its share). Every later exchange carries the values alone,
 # in that same order, as the raw payload of a PeerMessage (PeerMesh::ExchangeRounds).
 struct PermutedValues {

@@ -147,7 +147,7 @@ class ArrayBase {
   virtual const RecordOrder* order_data() const = 0;
   virtual RecordOrder place_at(size_t p) const = 0;
 
-  // --- Building a sparse array row by row (DistArray::permuted, internal/permute_records.h). ---
+  // --- Building a sparse array row by row (DistArray::permuted, permute/permute_records.h). ---
   // Replaces the stored elements by room for the rows of key[0] values [lo, lo + counts.size() /
   // parts), each cut into `parts` parts, part q of row v holding exactly counts[(v - lo) * parts
   // + q] elements, which PlaceInRows fills. REQUIRES: sparse; parts >= 1 divides counts.size().

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "distributed/partitioned_arrays.h"
-#include "internal/array_stream_writer.h"
+#include "storage/array_stream_writer.h"
 #include "tessera/common/check.h"
 #include "tessera/transport/message.h"
 

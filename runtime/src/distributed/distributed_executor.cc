@@ -25,10 +25,10 @@
 #include "distributed/server_arrays.h"
 #include "distributed/step_exchange.h"
 #include "distributed/write_tracking.h"
-#include "internal/array_binding.h"
-#include "internal/loop_blocks.h"
-#include "internal/loop_schedule.h"
-#include "internal/task_handover.h"
+#include "execution/task_handover.h"
+#include "schedule/array_binding.h"
+#include "schedule/loop_blocks.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/common/check.h"
 #include "tessera/context.h"
 
@@ -428,7 +428,7 @@ class DistributedExecutor::Impl {
       for (const Part& p : parts) RunBlockPart(b, p.block, p.from, p.to, task);
       return;
     }
-    TaskGroupHandover edges;  // visible to TSan (internal/task_handover.h)
+    TaskGroupHandover edges;  // visible to TSan (execution/task_handover.h)
     edges.Fork();
     arena_.execute([&] {
       tbb::parallel_for(0, static_cast<int>(parts.size()), HandedOver(edges, [&](int t) {

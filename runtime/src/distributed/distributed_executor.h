@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "distributed/row_layout.h"
-#include "internal/exchange_rounds.h"
+#include "exchange/exchange_rounds.h"
 #include "tessera/client/client.h"
 #include "tessera/common/status.h"
 #include "tessera/executor.h"

@@ -26,9 +26,9 @@
 #include "distributed/patch.h"
 #include "distributed/peer_mesh.h"
 #include "distributed/row_layout.h"
-#include "internal/array_binding.h"
-#include "internal/loop_blocks.h"
-#include "internal/loop_schedule.h"
+#include "schedule/array_binding.h"
+#include "schedule/loop_blocks.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/context.h"
 
 namespace spdlog {

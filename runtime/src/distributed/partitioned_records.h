@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "internal/array_binding.h"
-#include "internal/loop_blocks.h"
-#include "internal/loop_schedule.h"
-#include "internal/record_exchange.h"
+#include "exchange/record_exchange.h"
+#include "schedule/array_binding.h"
+#include "schedule/loop_blocks.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/context.h"
 
 namespace spdlog {

@@ -40,7 +40,7 @@
 
 #include "distributed/local_inbox.h"
 #include "distributed/round_slots.h"
-#include "internal/exchange_rounds.h"
+#include "exchange/exchange_rounds.h"
 #include "tessera/common/log_throttle.h"
 #include "tessera/common/status.h"
 #include "tessera/transport/handshake_watch.h"

@@ -14,9 +14,9 @@
 
 #include "distributed/patch.h"
 #include "distributed/write_tracking.h"
-#include "internal/array_binding.h"
-#include "internal/loop_blocks.h"
-#include "internal/loop_schedule.h"
+#include "schedule/array_binding.h"
+#include "schedule/loop_blocks.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/context.h"
 #include "tessera/transport/message.h"
 

@@ -74,7 +74,7 @@ std::optional<Tracked> TrackingFor(const LoopSchedule& s, const ArrayBase& space
   return t;
 }
 
-// With every name bound to its array (internal/array_binding.h), exactly the arrays the body
+// With every name bound to its array (schedule/array_binding.h), exactly the arrays the body
 // writes are tracked, each only where its own placement says it may be written.
 std::map<int64_t, Tracked> ExactTracking(const LoopSchedule& s, const SiteBinding& binding,
                                          const ArrayBase& space) {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "distributed/patch.h"
-#include "internal/array_binding.h"
-#include "internal/loop_blocks.h"
-#include "internal/loop_schedule.h"
+#include "schedule/array_binding.h"
+#include "schedule/loop_blocks.h"
+#include "schedule/loop_schedule.h"
 #include "tessera/executor.h"
 
 namespace tessera::internal {
@@ -59,7 +59,7 @@ void MergeRanges(std::vector<std::pair<int64_t, int64_t>>* ranges);
 // bound: arrays are matched by element size and rank. Nothing when `a` is never written.
 std::optional<Tracked> TrackingFor(const LoopSchedule& s, const ArrayBase& space, ArrayBase* a);
 
-// With every name bound (internal/array_binding.h): exactly the arrays the body writes, each only
+// With every name bound (schedule/array_binding.h): exactly the arrays the body writes, each only
 // where its own placement says it may be written, by id.
 std::map<int64_t, Tracked> ExactTracking(const LoopSchedule& s, const SiteBinding& binding,
                                          const ArrayBase& space);

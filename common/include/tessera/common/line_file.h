@@ -1,6 +1,6 @@
 // Reading a text file line by line, plain or gzip-compressed (zlib reads both alike), for the
 // tools around the runtime (mf's pair files, the corpus builder). The runtime's loaders split
-// files into byte ranges and have their own readers (runtime/src/line_reader.h).
+// files into byte ranges and have their own readers (runtime/src/input/line_reader.h).
 #ifndef TESSERA_COMMON_LINE_FILE_H_
 #define TESSERA_COMMON_LINE_FILE_H_
 
