@@ -3,6 +3,7 @@
 // type, and reference parameters that may be one array are counted against each other.
 #include "array_origin.h"
 #include "body_walker.h"
+#include "var_uses.h"
 
 #include <algorithm>
 #include <functional>
@@ -506,6 +507,7 @@ bool BodyWalker::ParamsDistinct(const ParmVarDecl* a, const ParmVarDecl* b, std:
     *why = "'" + fn->getNameAsString() + "' is not called in this translation unit";
     return false;
   }
+  if (!CalledOnlyDirectly(fn, ctx_, why)) return false;
   for (const CallExpr* call : it->second) {
     unsigned ia = a->getFunctionScopeIndex();
     unsigned ib = b->getFunctionScopeIndex();

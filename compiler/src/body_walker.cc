@@ -197,6 +197,8 @@ bool BodyWalker::KnownDense(const ValueDecl* d, int depth) const {
     if (fn == nullptr) return false;
     auto it = calls_.find(fn->getCanonicalDecl());
     if (it == calls_.end() || it->second.empty()) return false;
+    std::string why;
+    if (!CalledOnlyDirectly(fn, ctx_, &why)) return false;
     const unsigned i = parm->getFunctionScopeIndex();
     for (const CallExpr* call : it->second) {
       if (i >= call->getNumArgs()) return false;

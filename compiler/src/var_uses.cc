@@ -161,6 +161,45 @@ bool KeepsPointee(const VarDecl* p, ASTContext& ctx, std::string* why, int depth
 
 }  // namespace
 
+namespace {
+
+class FunctionRefs : public RecursiveASTVisitor<FunctionRefs> {
+ public:
+  explicit FunctionRefs(const FunctionDecl* fn) : fn_(fn->getCanonicalDecl()) {}
+  bool VisitDeclRefExpr(DeclRefExpr* e) {
+    if (const auto* f = dyn_cast<FunctionDecl>(e->getDecl()); f && f->getCanonicalDecl() == fn_) {
+      refs.push_back(e);
+    }
+    return true;
+  }
+  std::vector<const DeclRefExpr*> refs;
+
+ private:
+  const FunctionDecl* fn_;
+};
+
+}  // namespace
+
+bool CalledOnlyDirectly(const FunctionDecl* fn, ASTContext& ctx, std::string* why) {
+  FunctionRefs refs(fn);
+  refs.TraverseDecl(ctx.getTranslationUnitDecl());
+  for (const DeclRefExpr* ref : refs.refs) {
+    const Stmt* child = ref;
+    auto parents = ctx.getParents(*child);
+    while (!parents.empty() && parents[0].get<ImplicitCastExpr>() != nullptr) {
+      child = parents[0].get<Stmt>();
+      parents = ctx.getParents(*child);
+    }
+    const auto* call = parents.empty() ? nullptr : parents[0].get<CallExpr>();
+    if (call != nullptr && call->getCallee() == child) continue;
+    *why = "'" + fn->getNameAsString() + "' is used as a value at line " + Line(ref, ctx) +
+           " (its address taken or passed on), so a call tessc does not see may pass any "
+           "arguments";
+    return false;
+  }
+  return true;
+}
+
 bool KeepsItsArray(const VarDecl* vd, ASTContext& ctx, std::string* why, int depth) {
   if (depth > 8) {
     *why = "'" + vd->getNameAsString() + "' is passed on by reference too deeply to follow";

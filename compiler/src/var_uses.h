@@ -20,6 +20,11 @@ namespace tessera::compiler {
 bool KeepsItsArray(const clang::VarDecl* vd, clang::ASTContext& ctx, std::string* why,
                    int depth = 0);
 
+// True if `fn` is only ever called directly by name: no use of it as a value (its address taken,
+// a reference bound, passed to std::invoke or a template), through which calls tessc does not
+// index may pass any arguments. Otherwise `why` names the first such use.
+bool CalledOnlyDirectly(const clang::FunctionDecl* fn, clang::ASTContext& ctx, std::string* why);
+
 }  // namespace tessera::compiler
 
 #endif  // TESSERA_COMPILER_SRC_VAR_USES_H_

@@ -91,9 +91,9 @@ TEST(ArrayOriginTest, UsesThatMayMoveTheStorageLeaveNoOrigin) {
     const std::string program = std::string(kPrologue) +
         "  auto W = tessera::DistArray<float, 1>::dense(ctx, {10});\n"
         "  auto V = tessera::DistArray<float, 1>::dense(ctx, {10});\n" + use +
+        // Reads by get (never inserting): the site stays parallel even where W may be replaced.
         "  tessera::parallel_for(space, [&](const tessera::Key<1>& k, float& v) {\n"
-        "    W(k[0]) += v;\n"
-        "    V(k[0]) += v;\n"
+        "    v += W.get(k) + V.get(k);\n"
         "  });\n"
         "}\n";
     const auto arrays = SiteArrays(program);
