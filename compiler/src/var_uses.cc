@@ -61,7 +61,13 @@ bool UseKeepsArray(const Expr* e, ASTContext& ctx, std::string* why, int depth) 
     // `c ? A : B` as an lvalue: its uses count (the condition itself is not the array).
     return cond->getCond() != child && UseKeepsArray(cond, ctx, why, depth);
   }
-  if (const auto* member = dyn_cast<MemberExpr>(parent)) return member->getBase() == child;
+  if (const auto* member = dyn_cast<MemberExpr>(parent)) {
+    // A member call keeps the array, except an explicit `A.operator=(...)`.
+    const auto* method = dyn_cast<CXXMethodDecl>(member->getMemberDecl());
+    return member->getBase() == child &&
+           !(method != nullptr && (method->isCopyAssignmentOperator() ||
+                                   method->isMoveAssignmentOperator()));
+  }
   if (const auto* member = dyn_cast<CXXDependentScopeMemberExpr>(parent)) {
     return !member->isImplicitAccess() && member->getBase() == child;
   }
@@ -149,7 +155,10 @@ bool KeepsPointee(const VarDecl* p, ASTContext& ctx, std::string* why, int depth
       return UseKeepsArray(un, ctx, why, depth);
     }
     if (const auto* member = dyn_cast_or_null<MemberExpr>(parent)) {
-      return member->isArrow() && member->getBase() == child;
+      const auto* method = dyn_cast<CXXMethodDecl>(member->getMemberDecl());
+      return member->isArrow() && member->getBase() == child &&
+             !(method != nullptr && (method->isCopyAssignmentOperator() ||
+                                     method->isMoveAssignmentOperator()));
     }
     // Re-pointing `p` is tessc's aliasing question, not this one; anything else may write *p.
     if (const auto* bin = dyn_cast_or_null<BinaryOperator>(parent)) {
