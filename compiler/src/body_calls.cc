@@ -401,6 +401,22 @@ void BodyWalker::VisitUnknownCall(const CallExpr* call, const FunctionDecl* fd, 
       g_callback_elements = saved;
       continue;
     }
+    // A lambda made elsewhere (before the loop, say) and passed by name: walked like one written
+    // in the call. A generic one has no single body to walk.
+    if (const CXXRecordDecl* closure = arg->getType().getNonReferenceType()->getAsCXXRecordDecl();
+        closure != nullptr && closure->isLambda()) {
+      if (closure->isGenericLambda() || closure->getLambdaCallOperator() == nullptr) {
+        Opaque(arg->getBeginLoc(), "'" + Text(arg) + "' is a generic lambda passed by name to " +
+                                       fname + "; tessc cannot tell which instantiation runs; "
+                                       "write the lambda in the call");
+      } else {
+        const Place* saved = g_callback_elements;
+        g_callback_elements = elements ? &*elements : nullptr;
+        WalkCallback(closure->getLambdaCallOperator());
+        g_callback_elements = saved;
+      }
+      continue;
+    }
     if (v.kind == Value::Kind::kArray) {
       const int rank = model_.arrays[v.array].rank;
       if (static_cast<int>(v.prefix.size()) >= rank) {
