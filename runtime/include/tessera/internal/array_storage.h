@@ -465,14 +465,15 @@ class ArrayStorage final : public ArrayBase {
     const int64_t linear = Linear(k);
     // A lookup first: executor threads may run it at once, an insert they may not.
     if (auto found = index_.find(linear); found != index_.end()) return values_[found->second];
+    // Checked before the index changes: other threads may be reading it.
+    TESSERA_CHECK_MSG(!ConcurrentExecutorThread(),
+                      "a loop body running on several executor threads inserted an element into "
+                      "a sparse DistArray (operator() or at() of a key it does not store), "
+                      "which is not safe there; tessc runs a body serially unless it proves "
+                      "such keys stored, so the array's keys changed in a way it did not see "
+                      "(or the binary's schedules are not tessc's for this source)");
     auto [it, inserted] = index_.try_emplace(linear, static_cast<int64_t>(keys_.size()));
     if (inserted) {
-      TESSERA_CHECK_MSG(!ConcurrentExecutorThread(),
-                        "a loop body running on several executor threads inserted an element into "
-                        "a sparse DistArray (operator() or at() of a key it does not store), "
-                        "which is not safe there; tessc runs a body serially unless it proves "
-                        "such keys stored, so the array's keys changed in a way it did not see "
-                        "(or the binary's schedules are not tessc's for this source)");
       TESSERA_CHECK_MSG(!partition_,
                         "a loop body inserted an element into a sparse DistArray the job keeps "
                         "partitioned; only stored elements may be written in a loop");
