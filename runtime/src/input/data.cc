@@ -16,6 +16,7 @@
 #include "input/load_share.h"
 #include "input/rating_formats.h"
 #include "input/rating_records.h"
+#include "input/text_fields.h"
 #include "input/timestamp.h"
 
 namespace tessera {
@@ -69,22 +70,9 @@ void SplitWhitespace(std::string_view line, Fields* out) {
   }
 }
 
-bool ParseInt(std::string_view s, int64_t* v) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-bool ParseFinite(std::string_view s, double* v) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty() && std::isfinite(*v);
-}
-
-std::string Quote(std::string_view s) {
-  constexpr size_t kMax = 60;
-  return s.size() <= kMax ? fmt::format("'{}'", s) : fmt::format("'{}...'", s.substr(0, kMax));
-}
+using internal::ParseFinite;
+using internal::ParseInt;
+using internal::Quote;
 
 const char* FormatName(TripleFormat f) {
   switch (f) {

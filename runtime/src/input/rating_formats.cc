@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "input/text_fields.h"
 #include "input/timestamp.h"
 
 namespace tessera {
@@ -30,23 +31,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
-}
-
-bool ParseInt(std::string_view s, int64_t* v) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-bool ParseFinite(std::string_view s, double* v) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty() && std::isfinite(*v);
-}
-
-std::string Quote(std::string_view s) {
-  constexpr size_t kMax = 60;
-  return s.size() <= kMax ? fmt::format("'{}'", s) : fmt::format("'{}...'", s.substr(0, kMax));
 }
 
 // The text of the last Netflix header line that starts before byte `before` of an uncompressed
